@@ -1,0 +1,1 @@
+#include <infiniband/verbs.h>

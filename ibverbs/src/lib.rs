@@ -1,0 +1,2 @@
+//! Safe bindings to RDMA verbs.
+pub use ibverbs_sys as ffi;

@@ -1,0 +1,1 @@
+//! Shared code of the command-line tools in `examples/`.
