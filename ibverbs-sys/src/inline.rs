@@ -309,7 +309,10 @@ pub unsafe fn ibv_query_gid_table(
 /// # Safety
 /// `context` must be live and `values` valid.
 #[inline]
-pub unsafe fn ibv_query_rt_values_ex(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int {
+pub unsafe fn ibv_query_rt_values_ex(
+    context: *mut ibv_context,
+    values: *mut ibv_values_ex,
+) -> c_int {
     // SAFETY: pointers valid (caller).
     unsafe {
         match ctx_op!(context, query_rt_values) {
@@ -413,7 +416,10 @@ pub unsafe fn ibv_create_qp_ex(
 /// # Safety
 /// `context` must be live and `qp_open_attr` valid.
 #[inline]
-pub unsafe fn ibv_open_qp(context: *mut ibv_context, qp_open_attr: *mut ibv_qp_open_attr) -> *mut ibv_qp {
+pub unsafe fn ibv_open_qp(
+    context: *mut ibv_context,
+    qp_open_attr: *mut ibv_qp_open_attr,
+) -> *mut ibv_qp {
     // SAFETY: pointers valid (caller).
     unsafe { ctx_create!(context, open_qp(context, qp_open_attr)) }
 }
@@ -423,7 +429,10 @@ pub unsafe fn ibv_open_qp(context: *mut ibv_context, qp_open_attr: *mut ibv_qp_o
 /// # Safety
 /// `qp` must be live and `attr` valid.
 #[inline]
-pub unsafe fn ibv_modify_qp_rate_limit(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int {
+pub unsafe fn ibv_modify_qp_rate_limit(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_rate_limit_attr,
+) -> c_int {
     // SAFETY: pointers valid (caller).
     unsafe { ctx_call!((*qp).context, modify_qp_rate_limit(qp, attr)) }
 }
@@ -491,7 +500,10 @@ pub unsafe fn ibv_post_srq_ops(
 /// # Safety
 /// `context` must be live and `attr` valid.
 #[inline]
-pub unsafe fn ibv_open_xrcd(context: *mut ibv_context, attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
+pub unsafe fn ibv_open_xrcd(
+    context: *mut ibv_context,
+    attr: *mut ibv_xrcd_init_attr,
+) -> *mut ibv_xrcd {
     // SAFETY: pointers valid (caller).
     unsafe { ctx_create!(context, open_xrcd(context, attr)) }
 }
@@ -511,7 +523,10 @@ pub unsafe fn ibv_close_xrcd(xrcd: *mut ibv_xrcd) -> c_int {
 /// # Safety
 /// `context` must be live and `init_attr` valid.
 #[inline]
-pub unsafe fn ibv_alloc_td(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td {
+pub unsafe fn ibv_alloc_td(
+    context: *mut ibv_context,
+    init_attr: *mut ibv_td_init_attr,
+) -> *mut ibv_td {
     // SAFETY: pointers valid (caller).
     unsafe { ctx_create!(context, alloc_td(context, init_attr)) }
 }
@@ -552,7 +567,12 @@ pub unsafe fn ibv_advise_mr(
     num_sge: u32,
 ) -> c_int {
     // SAFETY: pointers valid (caller).
-    unsafe { ctx_call!((*pd).context, advise_mr(pd, advice, flags, sg_list, num_sge)) }
+    unsafe {
+        ctx_call!(
+            (*pd).context,
+            advise_mr(pd, advice, flags, sg_list, num_sge)
+        )
+    }
 }
 
 /// `ibv_alloc_null_mr`: allocates an MR whose reads return zeroes and writes are dropped.
@@ -692,7 +712,10 @@ pub unsafe fn ibv_destroy_flow_action(action: *mut ibv_flow_action) -> c_int {
 /// # Safety
 /// `context` must be live and `wq_init_attr` valid.
 #[inline]
-pub unsafe fn ibv_create_wq(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq {
+pub unsafe fn ibv_create_wq(
+    context: *mut ibv_context,
+    wq_init_attr: *mut ibv_wq_init_attr,
+) -> *mut ibv_wq {
     // SAFETY: pointers valid (caller); a returned wq is a live object we initialise as C does.
     unsafe {
         let wq = ctx_create!(context, create_wq(context, wq_init_attr));
@@ -976,7 +999,10 @@ mod tests {
         assert_eq!(ibv_flow_label_to_udp_sport(0x1), 0xC001);
         // The high 6 bits fold onto the low 14 bits.
         assert_eq!(ibv_flow_label_to_udp_sport(0x4000), 0xC001);
-        assert_eq!(ibv_flow_label_to_udp_sport(0xFFFFF), 0xC000 | (0x3FFF ^ 0x3F));
+        assert_eq!(
+            ibv_flow_label_to_udp_sport(0xFFFFF),
+            0xC000 | (0x3FFF ^ 0x3F)
+        );
     }
 
     #[test]

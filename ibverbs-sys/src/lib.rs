@@ -28,7 +28,11 @@
 //! dependent build scripts as `DEP_IBVERBS_INCLUDE`.
 #![no_std]
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
-#![allow(clippy::all, rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+#![allow(
+    clippy::all,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags
+)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

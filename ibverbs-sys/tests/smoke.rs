@@ -31,7 +31,11 @@ fn open_device(name: &str) -> *mut ibv_context {
     let names: Vec<String> = devices
         .iter()
         // SAFETY: each device is valid; its name is a NUL-terminated string.
-        .map(|&d| unsafe { CStr::from_ptr(ibv_get_device_name(d)) }.to_string_lossy().into_owned())
+        .map(|&d| {
+            unsafe { CStr::from_ptr(ibv_get_device_name(d)) }
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     let ctx = match names.iter().position(|n| n == name) {
         // SAFETY: the device pointer comes from the live list.
@@ -44,7 +48,10 @@ fn open_device(name: &str) -> *mut ibv_context {
         !names.is_empty(),
         "no RDMA device found: run the tests through scripts/with-rdma"
     );
-    assert!(!ctx.is_null(), "device {name} not found or not opened; devices: {names:?}");
+    assert!(
+        !ctx.is_null(),
+        "device {name} not found or not opened; devices: {names:?}"
+    );
     ctx
 }
 
@@ -69,7 +76,11 @@ fn device_port_gid_and_pd() {
     assert_eq!(unsafe { ibv_query_port(ctx, 1, port.as_mut_ptr()) }, 0);
     // SAFETY: ibv_query_port returned 0, so it filled the struct.
     let port = unsafe { port.assume_init() };
-    assert_eq!(port.state, ibv_port_state::IBV_PORT_ACTIVE, "port 1 of {name}");
+    assert_eq!(
+        port.state,
+        ibv_port_state::IBV_PORT_ACTIVE,
+        "port 1 of {name}"
+    );
     assert!(port.gid_tbl_len > 1);
 
     let mut gid = ibv_gid::default();
@@ -77,7 +88,11 @@ fn device_port_gid_and_pd() {
     assert_eq!(unsafe { ibv_query_gid(ctx, 1, 1, &mut gid) }, 0);
     // SAFETY: every bit pattern of the union is a valid byte array.
     let raw = unsafe { gid.raw };
-    assert_eq!(Ipv6Addr::from(raw), want_gid, "GID index 1 of {name} port 1");
+    assert_eq!(
+        Ipv6Addr::from(raw),
+        want_gid,
+        "GID index 1 of {name} port 1"
+    );
 
     let mut entry = ibv_gid_entry::default();
     // SAFETY: ctx is open and entry is writable.
@@ -88,7 +103,11 @@ fn device_port_gid_and_pd() {
 
     // SAFETY: ctx is open.
     let pd = unsafe { ibv_alloc_pd(ctx) };
-    assert!(!pd.is_null(), "ibv_alloc_pd: {}", std::io::Error::last_os_error());
+    assert!(
+        !pd.is_null(),
+        "ibv_alloc_pd: {}",
+        std::io::Error::last_os_error()
+    );
     // SAFETY: pd was allocated above and is not used afterwards; ctx has no other objects.
     unsafe {
         assert_eq!(ibv_dealloc_pd(pd), 0);

@@ -1,0 +1,66 @@
+//! Address handles: `struct ibv_ah`, the route to a peer for UD sends.
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::drop_error;
+use crate::error::{check_ptr, Result};
+use crate::ffi;
+use crate::pd::ProtectionDomain;
+use crate::qp::{Endpoint, Route};
+
+/// An address handle (`ibv_create_ah`): where UD sends go.
+pub struct AddressHandle {
+    raw: NonNull<ffi::ibv_ah>,
+    pd: ProtectionDomain,
+}
+
+// SAFETY: address handles may be used from any thread.
+unsafe impl Send for AddressHandle {}
+// SAFETY: the AH is immutable after creation.
+unsafe impl Sync for AddressHandle {}
+
+impl ProtectionDomain {
+    /// Creates an address handle for `remote`, leaving from local port `port` along `route`
+    /// (`ibv_create_ah`).
+    pub fn create_ah(&self, port: u8, remote: &Endpoint, route: &Route) -> Result<AddressHandle> {
+        let mut attr = route.ah_attr(port, remote);
+        // SAFETY: the PD is live and attr is fully initialised.
+        let raw = unsafe { ffi::ibv_create_ah(self.as_raw(), &mut attr) };
+        Ok(AddressHandle {
+            raw: check_ptr("ibv_create_ah", raw)?,
+            pd: self.clone(),
+        })
+    }
+}
+
+impl AddressHandle {
+    /// The raw `ibv_ah`, valid while the handle lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_ah {
+        self.raw.as_ptr()
+    }
+
+    /// The protection domain of the handle.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+}
+
+impl Drop for AddressHandle {
+    fn drop(&mut self) {
+        // SAFETY: the AH is live and posted sends that use it are the caller's to complete
+        // first (a destroyed AH makes later sends fail, it does not touch memory).
+        let rc = unsafe { ffi::ibv_destroy_ah(self.raw.as_ptr()) };
+        drop_error::report("ibv_destroy_ah", rc);
+    }
+}
+
+impl fmt::Debug for AddressHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: the AH is live.
+        let handle = unsafe { (*self.as_raw()).handle };
+        f.debug_struct("AddressHandle")
+            .field("handle", &handle)
+            .finish()
+    }
+}

@@ -1,0 +1,93 @@
+//! An open device: `struct ibv_context`.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::device::DeviceList;
+use crate::drop_error;
+use crate::error::{Error, Result};
+use crate::ffi;
+
+/// An open RDMA device (`ibv_open_device`), closed when the last clone and the last object
+/// created from it are dropped.
+///
+/// Cloning is cheap (a reference count); every object created from the context keeps a clone,
+/// so the device is closed only after all of them are destroyed.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    raw: NonNull<ffi::ibv_context>,
+}
+
+// SAFETY: libibverbs contexts may be used from any thread; all verbs on them are thread-safe.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: the context is open, and every object created from it holds a clone of the
+        // Arc, so none is left.
+        let rc = unsafe { ffi::ibv_close_device(self.raw.as_ptr()) };
+        drop_error::report("ibv_close_device", rc);
+    }
+}
+
+impl Context {
+    /// Opens the device named `name`.
+    pub fn open(name: &str) -> Result<Self> {
+        DeviceList::new()?.find(name)?.open()
+    }
+
+    /// Opens the first device libibverbs lists.
+    pub fn open_first() -> Result<Self> {
+        DeviceList::new()?.first()?.open()
+    }
+
+    /// Takes ownership of an open context.
+    ///
+    /// # Safety
+    /// `raw` must be an open context that nothing else closes.
+    pub unsafe fn from_raw(raw: NonNull<ffi::ibv_context>) -> Self {
+        Context {
+            inner: Arc::new(Inner { raw }),
+        }
+    }
+
+    /// The raw `ibv_context`, valid while this context lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_context {
+        self.inner.raw.as_ptr()
+    }
+
+    /// The name of the device (`ibv_get_device_name`).
+    pub fn name(&self) -> &str {
+        // SAFETY: the context is open, so its device and the device's name are valid.
+        let name =
+            unsafe { std::ffi::CStr::from_ptr(ffi::ibv_get_device_name((*self.as_raw()).device)) };
+        name.to_str().unwrap_or("")
+    }
+
+    /// Fails with [`Error::Mismatch`] unless `other` is this same context.
+    pub(crate) fn check_same(&self, other: &Context, what: &'static str) -> Result<()> {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            Ok(())
+        } else {
+            Err(Error::Mismatch {
+                what,
+                owner: "device context",
+            })
+        }
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.name())
+            .finish()
+    }
+}

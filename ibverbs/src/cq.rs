@@ -1,0 +1,400 @@
+//! Completion queues: `struct ibv_cq` and `struct ibv_wc`.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::channel::CompletionChannel;
+use crate::context::Context;
+use crate::drop_error;
+use crate::error::{check, check_ptr, Error, Result};
+use crate::ffi;
+
+/// The status of a work completion (`enum ibv_wc_status`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WcStatus(pub ffi::ibv_wc_status);
+
+impl WcStatus {
+    /// `IBV_WC_SUCCESS`.
+    pub const SUCCESS: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_SUCCESS);
+    /// `IBV_WC_LOC_LEN_ERR`: a receive buffer was too small, or a send too large.
+    pub const LOC_LEN_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_LOC_LEN_ERR);
+    /// `IBV_WC_LOC_QP_OP_ERR`: the QP could not execute the request.
+    pub const LOC_QP_OP_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_LOC_QP_OP_ERR);
+    /// `IBV_WC_LOC_PROT_ERR`: an SGE is outside its MR or lacks access.
+    pub const LOC_PROT_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_LOC_PROT_ERR);
+    /// `IBV_WC_WR_FLUSH_ERR`: flushed because the QP went to the error state.
+    pub const WR_FLUSH_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR);
+    /// `IBV_WC_REM_INV_REQ_ERR`: the responder found the request invalid.
+    pub const REM_INV_REQ_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_REM_INV_REQ_ERR);
+    /// `IBV_WC_REM_ACCESS_ERR`: the remote key, address or access rights were wrong.
+    pub const REM_ACCESS_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_REM_ACCESS_ERR);
+    /// `IBV_WC_REM_OP_ERR`: the responder could not complete the operation.
+    pub const REM_OP_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_REM_OP_ERR);
+    /// `IBV_WC_RETRY_EXC_ERR`: the transport retry count was exceeded (no answer).
+    pub const RETRY_EXC_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_RETRY_EXC_ERR);
+    /// `IBV_WC_RNR_RETRY_EXC_ERR`: the receiver had no receive posted, too often.
+    pub const RNR_RETRY_EXC_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_RNR_RETRY_EXC_ERR);
+    /// `IBV_WC_MW_BIND_ERR`: a memory window bind failed.
+    pub const MW_BIND_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_MW_BIND_ERR);
+    /// `IBV_WC_GENERAL_ERR`.
+    pub const GENERAL_ERR: Self = WcStatus(ffi::ibv_wc_status::IBV_WC_GENERAL_ERR);
+
+    /// Whether this is `IBV_WC_SUCCESS`.
+    pub fn is_success(self) -> bool {
+        self == Self::SUCCESS
+    }
+
+    /// The verbs description, such as `"remote access error"` (`ibv_wc_status_str`).
+    pub fn as_str(self) -> &'static str {
+        // SAFETY: ibv_wc_status_str returns a static string for any value.
+        let s = unsafe { CStr::from_ptr(ffi::ibv_wc_status_str(self.0)) };
+        s.to_str().unwrap_or("unknown")
+    }
+}
+
+impl fmt::Display for WcStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.as_str(), self.0 .0)
+    }
+}
+
+impl fmt::Debug for WcStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The operation a work completion reports (`enum ibv_wc_opcode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcOpcode {
+    /// A send completed (`IBV_WC_SEND`).
+    Send,
+    /// An RDMA write completed (`IBV_WC_RDMA_WRITE`).
+    RdmaWrite,
+    /// An RDMA read completed (`IBV_WC_RDMA_READ`).
+    RdmaRead,
+    /// A compare-and-swap completed (`IBV_WC_COMP_SWAP`).
+    CompareSwap,
+    /// A fetch-and-add completed (`IBV_WC_FETCH_ADD`).
+    FetchAdd,
+    /// A memory window bind completed (`IBV_WC_BIND_MW`).
+    BindMw,
+    /// A local invalidate completed (`IBV_WC_LOCAL_INV`).
+    LocalInv,
+    /// A receive completed (`IBV_WC_RECV`).
+    Recv,
+    /// A receive consumed by an RDMA write with immediate (`IBV_WC_RECV_RDMA_WITH_IMM`).
+    RecvRdmaWithImm,
+    /// Another opcode: the raw value.
+    Other(u32),
+}
+
+impl WcOpcode {
+    fn from_raw(raw: ffi::ibv_wc_opcode) -> Self {
+        use ffi::ibv_wc_opcode as O;
+        match raw {
+            O::IBV_WC_SEND => WcOpcode::Send,
+            O::IBV_WC_RDMA_WRITE => WcOpcode::RdmaWrite,
+            O::IBV_WC_RDMA_READ => WcOpcode::RdmaRead,
+            O::IBV_WC_COMP_SWAP => WcOpcode::CompareSwap,
+            O::IBV_WC_FETCH_ADD => WcOpcode::FetchAdd,
+            O::IBV_WC_BIND_MW => WcOpcode::BindMw,
+            O::IBV_WC_LOCAL_INV => WcOpcode::LocalInv,
+            O::IBV_WC_RECV => WcOpcode::Recv,
+            O::IBV_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
+            other => WcOpcode::Other(other.0),
+        }
+    }
+}
+
+/// A work completion (`struct ibv_wc`), filled in by [`CompletionQueue::poll`].
+#[repr(transparent)]
+#[derive(Clone, Copy, Default)]
+pub struct WorkCompletion {
+    raw: ffi::ibv_wc,
+}
+
+impl WorkCompletion {
+    /// The `wr_id` of the request that completed.
+    pub fn wr_id(&self) -> u64 {
+        self.raw.wr_id
+    }
+
+    /// The status.
+    pub fn status(&self) -> WcStatus {
+        WcStatus(self.raw.status)
+    }
+
+    /// Whether the request succeeded.
+    pub fn is_success(&self) -> bool {
+        self.status().is_success()
+    }
+
+    /// `Ok(self)` on success, else [`Error::Completion`] with the status.
+    pub fn ok(&self) -> Result<&Self> {
+        if self.is_success() {
+            Ok(self)
+        } else {
+            Err(Error::Completion {
+                wr_id: self.raw.wr_id,
+                status: self.status(),
+                vendor_err: self.raw.vendor_err,
+            })
+        }
+    }
+
+    /// The operation (only meaningful on success).
+    pub fn opcode(&self) -> WcOpcode {
+        WcOpcode::from_raw(self.raw.opcode)
+    }
+
+    /// Bytes received (receives) or the transfer length.
+    pub fn byte_len(&self) -> u32 {
+        self.raw.byte_len
+    }
+
+    /// The immediate data in host order, if the completion carries any.
+    pub fn imm_data(&self) -> Option<u32> {
+        if self.raw.wc_flags & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0 {
+            // SAFETY: the union holds imm_data when IBV_WC_WITH_IMM is set; both members
+            // are u32 anyway.
+            Some(u32::from_be(unsafe { self.raw.__bindgen_anon_1.imm_data }))
+        } else {
+            None
+        }
+    }
+
+    /// The local QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.raw.qp_num
+    }
+
+    /// The sender's QP number (UD receives).
+    pub fn src_qp(&self) -> u32 {
+        self.raw.src_qp
+    }
+
+    /// The sender's LID (UD receives on InfiniBand).
+    pub fn slid(&self) -> u16 {
+        self.raw.slid
+    }
+
+    /// Whether a 40-byte GRH precedes the data (UD receives).
+    pub fn has_grh(&self) -> bool {
+        self.raw.wc_flags & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0
+    }
+
+    /// The provider's vendor error code (on failure).
+    pub fn vendor_err(&self) -> u32 {
+        self.raw.vendor_err
+    }
+
+    /// The raw completion.
+    pub fn as_raw(&self) -> &ffi::ibv_wc {
+        &self.raw
+    }
+}
+
+impl fmt::Debug for WorkCompletion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkCompletion")
+            .field("wr_id", &self.wr_id())
+            .field("status", &self.status())
+            .field("opcode", &self.opcode())
+            .field("byte_len", &self.byte_len())
+            .field("imm_data", &self.imm_data())
+            .field("qp_num", &self.qp_num())
+            .field("src_qp", &self.src_qp())
+            .finish()
+    }
+}
+
+/// A completion queue (`ibv_create_cq`).
+///
+/// The handle is unique (not `Clone`): it waits for and acknowledges completion events, which
+/// needs `&mut self`. Queue pairs using the CQ keep it alive internally, so it is destroyed
+/// (`ibv_destroy_cq`) only after them.
+pub struct CompletionQueue {
+    inner: Arc<CqInner>,
+    /// Events taken from the channel and not acknowledged yet.
+    unacked: u32,
+}
+
+pub(crate) struct CqInner {
+    raw: NonNull<ffi::ibv_cq>,
+    ctx: Context,
+    // Kept alive while the CQ uses it; dropped after the CQ.
+    channel: Option<CompletionChannel>,
+}
+
+// SAFETY: CQs may be used from any thread; ibv_poll_cq and ibv_req_notify_cq are
+// thread-safe.
+unsafe impl Send for CqInner {}
+// SAFETY: as above.
+unsafe impl Sync for CqInner {}
+
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        // SAFETY: no QP uses the CQ any more (each holds an Arc), and every event taken for
+        // it was acknowledged when the CompletionQueue handle was dropped.
+        let rc = unsafe { ffi::ibv_destroy_cq(self.raw.as_ptr()) };
+        drop_error::report("ibv_destroy_cq", rc);
+    }
+}
+
+impl CqInner {
+    pub(crate) fn as_raw(&self) -> *mut ffi::ibv_cq {
+        self.raw.as_ptr()
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// Events acknowledged at once by [`CompletionQueue::wait`]; the rest on drop.
+const ACK_BATCH: u32 = 64;
+
+impl Context {
+    /// Creates a completion queue with at least `min_entries` entries, optionally reporting
+    /// completion events to `channel` (`ibv_create_cq`).
+    pub fn create_cq(
+        &self,
+        min_entries: u32,
+        channel: Option<&CompletionChannel>,
+    ) -> Result<CompletionQueue> {
+        if let Some(channel) = channel {
+            self.check_same(channel.context(), "completion channel")?;
+        }
+        let cqe = i32::try_from(min_entries).map_err(|_| Error::OutOfRange {
+            what: "CQ entries",
+            value: min_entries.into(),
+            min: 1,
+            max: i32::MAX as u64,
+        })?;
+        let chan = channel.map_or(std::ptr::null_mut(), |c| c.as_raw());
+        // SAFETY: the context is open; the channel (if any) belongs to it and is kept alive
+        // by the CQ.
+        let raw = unsafe { ffi::ibv_create_cq(self.as_raw(), cqe, std::ptr::null_mut(), chan, 0) };
+        let raw = check_ptr("ibv_create_cq", raw)?;
+        Ok(CompletionQueue {
+            inner: Arc::new(CqInner {
+                raw,
+                ctx: self.clone(),
+                channel: channel.cloned(),
+            }),
+            unacked: 0,
+        })
+    }
+}
+
+impl CompletionQueue {
+    /// The raw `ibv_cq`, valid while the CQ lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_cq {
+        self.inner.as_raw()
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<CqInner> {
+        &self.inner
+    }
+
+    /// The number of entries the CQ actually has.
+    pub fn capacity(&self) -> u32 {
+        // SAFETY: the CQ is live.
+        u32::try_from(unsafe { (*self.as_raw()).cqe }).unwrap_or(0)
+    }
+
+    /// Polls up to `wc.len()` completions into `wc` (`ibv_poll_cq`) and returns the filled
+    /// part; empty when there are none. Allocates nothing.
+    #[inline]
+    pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
+        let len = wc.len();
+        let max = i32::try_from(len).unwrap_or(i32::MAX);
+        // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
+        // repr(transparent) over ibv_wc.
+        let n = unsafe { ffi::ibv_poll_cq(self.as_raw(), max, wc.as_mut_ptr().cast()) };
+        match usize::try_from(n) {
+            // The provider returns at most `max`.
+            Ok(n) => Ok(&mut wc[..n.min(len)]),
+            Err(_) => Err(Error::Verb {
+                verb: "ibv_poll_cq",
+                source: std::io::Error::from_raw_os_error(-n),
+            }),
+        }
+    }
+
+    /// Requests a completion event for the next completion, or the next solicited one
+    /// (`ibv_req_notify_cq`).
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        // SAFETY: the CQ is live.
+        let rc = unsafe { ffi::ibv_req_notify_cq(self.as_raw(), i32::from(solicited_only)) };
+        check("ibv_req_notify_cq", rc)
+    }
+
+    /// Blocks until the CQ's channel delivers an event for this CQ (`ibv_get_cq_event`),
+    /// then re-arms nothing: call [`req_notify`](Self::req_notify) and poll.
+    ///
+    /// Events are acknowledged in batches (`ibv_ack_cq_events`). If the channel is shared
+    /// and delivers another CQ's event, that event is acknowledged and skipped. With a
+    /// non-blocking channel this returns `Ok(false)` when no event is pending.
+    pub fn wait(&mut self) -> Result<bool> {
+        let Some(channel) = self.inner.channel.clone() else {
+            return Err(Error::InvalidArgument {
+                what: "completion queue",
+                reason: "it was created without a completion channel".into(),
+            });
+        };
+        loop {
+            let mut cq = std::ptr::null_mut();
+            let mut cq_ctx = std::ptr::null_mut();
+            // SAFETY: the channel is live; the out pointers are valid.
+            let rc = unsafe { ffi::ibv_get_cq_event(channel.as_raw(), &mut cq, &mut cq_ctx) };
+            if rc != 0 {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::WouldBlock {
+                    return Ok(false);
+                }
+                return Err(Error::Verb {
+                    verb: "ibv_get_cq_event",
+                    source: err,
+                });
+            }
+            if cq == self.as_raw() {
+                self.unacked += 1;
+                if self.unacked >= ACK_BATCH {
+                    self.ack();
+                }
+                return Ok(true);
+            }
+            // SAFETY: the event is for another live CQ on this channel; its destruction
+            // waits for this acknowledgement.
+            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
+        }
+    }
+
+    fn ack(&mut self) {
+        if self.unacked > 0 {
+            // SAFETY: the CQ is live and `unacked` events were taken for it.
+            unsafe { ffi::ibv_ack_cq_events(self.as_raw(), self.unacked) };
+            self.unacked = 0;
+        }
+    }
+}
+
+impl Drop for CompletionQueue {
+    fn drop(&mut self) {
+        self.ack();
+    }
+}
+
+impl fmt::Debug for CompletionQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompletionQueue")
+            .field("device", &self.inner.context().name())
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}

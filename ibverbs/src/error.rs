@@ -1,0 +1,127 @@
+//! The error type of the crate.
+
+use std::io;
+
+use crate::cq::WcStatus;
+
+/// Result with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a verbs call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A verb failed; `source` carries the errno.
+    #[error("{verb} failed: {source}")]
+    Verb {
+        /// The C function that failed, such as `ibv_reg_mr`.
+        verb: &'static str,
+        /// The errno it reported.
+        #[source]
+        source: io::Error,
+    },
+    /// No device has this name.
+    #[error("no RDMA device named {name:?} (devices: {available})")]
+    DeviceNotFound {
+        /// The name asked for.
+        name: String,
+        /// The names of the devices there are, comma-separated.
+        available: String,
+    },
+    /// The system has no RDMA device at all.
+    #[error("no RDMA devices found")]
+    NoDevices,
+    /// A number is outside what the device or object allows.
+    #[error("{what} {value} is out of range (valid: {min}..={max})")]
+    OutOfRange {
+        /// What the number is, such as `port` or `GID index`.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The smallest valid value.
+        min: u64,
+        /// The largest valid value.
+        max: u64,
+    },
+    /// An argument is invalid for another reason.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// Two objects that must belong to the same device context or protection domain do not.
+    #[error("{what} belongs to a different {owner}")]
+    Mismatch {
+        /// The object passed in, such as `completion queue`.
+        what: &'static str,
+        /// What it must share, such as `device context`.
+        owner: &'static str,
+    },
+    /// Posting a list of work requests failed at `index`; the ones before it were posted.
+    #[error("{verb} failed at work request {index}: {source}")]
+    Post {
+        /// `ibv_post_send`, `ibv_post_recv` or `ibv_post_srq_recv`.
+        verb: &'static str,
+        /// Index in the list of the first request not posted.
+        index: usize,
+        /// The errno the provider returned.
+        #[source]
+        source: io::Error,
+    },
+    /// A work completion carries an error status.
+    #[error("work request {wr_id} completed with {status} (vendor error {vendor_err:#x})")]
+    Completion {
+        /// The `wr_id` of the failed request.
+        wr_id: u64,
+        /// The status.
+        status: WcStatus,
+        /// The provider's vendor error code.
+        vendor_err: u32,
+    },
+    /// Waiting for something took longer than allowed.
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(std::time::Duration, &'static str),
+}
+
+impl Error {
+    /// A [`Error::Verb`] from the calling thread's `errno`.
+    pub(crate) fn last(verb: &'static str) -> Self {
+        Error::Verb {
+            verb,
+            source: io::Error::last_os_error(),
+        }
+    }
+
+    /// A [`Error::Verb`] from an errno value returned by the verb.
+    pub(crate) fn errno(verb: &'static str, errno: i32) -> Self {
+        Error::Verb {
+            verb,
+            source: io::Error::from_raw_os_error(errno),
+        }
+    }
+
+    /// The errno behind a failed verb or post, if that is what this is.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Verb { source, .. } | Error::Post { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Maps a verb's return code (0 or an errno) to a result.
+pub(crate) fn check(verb: &'static str, rc: i32) -> Result<()> {
+    match rc {
+        0 => Ok(()),
+        // Some providers return -1 and set errno instead of returning it.
+        rc if rc < 0 => Err(Error::last(verb)),
+        rc => Err(Error::errno(verb, rc)),
+    }
+}
+
+/// Maps a pointer returned by a verb (null on failure, errno set) to a result.
+pub(crate) fn check_ptr<T>(verb: &'static str, ptr: *mut T) -> Result<std::ptr::NonNull<T>> {
+    std::ptr::NonNull::new(ptr).ok_or_else(|| Error::last(verb))
+}

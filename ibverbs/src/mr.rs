@@ -1,0 +1,367 @@
+//! Memory regions: `struct ibv_mr`, and the buffers they register.
+//!
+//! A [`MemoryRegion`] owns (or exclusively borrows) the memory it registers and deregisters it
+//! before giving the memory back, so the HCA can never touch memory Rust has freed or reused.
+//! While registered, the memory is shared with the HCA and possibly remote peers, so it is
+//! reached only by copies ([`MemoryRegion::read`], [`MemoryRegion::write`]) or through the
+//! `unsafe` slice accessors, never through references that Rust would assume stable.
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::ptr::NonNull;
+
+use bitflags::bitflags;
+
+use crate::drop_error;
+use crate::error::{check_ptr, Error, Result};
+use crate::ffi;
+use crate::pd::ProtectionDomain;
+use crate::wr::{RemoteMemory, Sge};
+
+bitflags! {
+    /// Access rights of a memory region or window (`enum ibv_access_flags`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct AccessFlags: u32 {
+        /// `IBV_ACCESS_LOCAL_WRITE`: the HCA may write (receives, read responses).
+        const LOCAL_WRITE = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0;
+        /// `IBV_ACCESS_REMOTE_WRITE`: peers may RDMA-write (needs `LOCAL_WRITE`).
+        const REMOTE_WRITE = ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
+        /// `IBV_ACCESS_REMOTE_READ`: peers may RDMA-read.
+        const REMOTE_READ = ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+        /// `IBV_ACCESS_REMOTE_ATOMIC`: peers may run atomics (needs `LOCAL_WRITE`).
+        const REMOTE_ATOMIC = ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
+        /// `IBV_ACCESS_MW_BIND`: memory windows may be bound to the region.
+        const MW_BIND = ffi::ibv_access_flags::IBV_ACCESS_MW_BIND.0;
+        /// `IBV_ACCESS_ZERO_BASED`: remote addresses are offsets from the start.
+        const ZERO_BASED = ffi::ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
+        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning.
+        const ON_DEMAND = ffi::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0;
+        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages.
+        const HUGETLB = ffi::ibv_access_flags::IBV_ACCESS_HUGETLB.0;
+        /// `IBV_ACCESS_RELAXED_ORDERING`: the HCA may reorder PCIe writes.
+        const RELAXED_ORDERING = ffi::ibv_access_flags::IBV_ACCESS_RELAXED_ORDERING.0;
+    }
+}
+
+/// Memory with a stable address that can be registered.
+///
+/// # Safety
+/// `as_mut_ptr` must return the same pointer, valid for reads and writes of `len` bytes, for
+/// as long as the value lives and is not accessed otherwise, even when the value is moved.
+/// The value must own the memory: if it is leaked (`mem::forget`), the memory must stay
+/// allocated and unused by anything else, because a leaked region is never deregistered.
+/// (This is why `&mut [u8]` is not registrable.) Dropping the value may free the memory.
+pub unsafe trait RegistrableMemory {
+    /// Start of the memory.
+    fn as_mut_ptr(&mut self) -> *mut u8;
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the length is 0.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec moves, and is not reallocated since
+// the MR holds the Vec exclusively.
+unsafe impl RegistrableMemory for Vec<u8> {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.as_mut_slice().as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+}
+
+// SAFETY: a boxed slice's heap buffer does not move when the box moves.
+unsafe impl RegistrableMemory for Box<[u8]> {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        (**self).as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
+/// A zeroed, page-aligned heap buffer: what [`ProtectionDomain::alloc_mr`] registers.
+pub struct AlignedBuffer {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: the buffer is plain owned memory.
+unsafe impl Send for AlignedBuffer {}
+// SAFETY: shared access only reads the pointer and length.
+unsafe impl Sync for AlignedBuffer {}
+
+impl AlignedBuffer {
+    /// Allocates `len` zeroed bytes aligned to the page size.
+    pub fn new(len: usize) -> Result<Self> {
+        let invalid = |reason: String| Error::InvalidArgument {
+            what: "buffer length",
+            reason,
+        };
+        if len == 0 {
+            return Err(invalid("a buffer of 0 bytes cannot be registered".into()));
+        }
+        let layout = Layout::from_size_align(len, page_size())
+            .map_err(|_| invalid(format!("{len} bytes is larger than the address space")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { alloc::alloc_zeroed(layout) }).ok_or(Error::Verb {
+            verb: "alloc_zeroed",
+            source: std::io::Error::from_raw_os_error(libc::ENOMEM),
+        })?;
+        Ok(AlignedBuffer { ptr, layout })
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+// SAFETY: the allocation does not move and lives until drop.
+unsafe impl RegistrableMemory for AlignedBuffer {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096)
+}
+
+/// A registered memory region (`ibv_reg_mr`) over memory it owns or exclusively borrows.
+///
+/// Dropping it deregisters the region (`ibv_dereg_mr`) and then drops the memory. Should
+/// deregistration fail, the memory is leaked rather than freed under the HCA.
+pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
+    raw: NonNull<ffi::ibv_mr>,
+    // Dropped by hand, after deregistration.
+    buf: std::mem::ManuallyDrop<B>,
+    pd: ProtectionDomain,
+}
+
+// SAFETY: the MR handle may be used from any thread; the memory is only reached through
+// copies under &self / &mut self, as for B itself.
+unsafe impl<B: RegistrableMemory + Send> Send for MemoryRegion<B> {}
+// SAFETY: &self methods only read the memory (or the MR's keys); writes need &mut self.
+unsafe impl<B: RegistrableMemory + Sync> Sync for MemoryRegion<B> {}
+
+impl ProtectionDomain {
+    /// Allocates a zeroed, page-aligned buffer of `len` bytes and registers it.
+    pub fn alloc_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
+        self.register(AlignedBuffer::new(len)?, access)
+    }
+
+    /// Registers `buf` (`ibv_reg_mr`); the region owns it until [`MemoryRegion::deregister`].
+    pub fn register<B: RegistrableMemory>(
+        &self,
+        mut buf: B,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion<B>> {
+        if buf.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "memory region length",
+                reason: "a region of 0 bytes cannot be registered".into(),
+            });
+        }
+        let bits = i32::try_from(access.bits()).map_err(|_| Error::InvalidArgument {
+            what: "access flags",
+            reason: format!("{access:?} does not fit in an int"),
+        })?;
+        // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
+        // until it is deregistered (RegistrableMemory).
+        let raw =
+            unsafe { ffi::ibv_reg_mr(self.as_raw(), buf.as_mut_ptr().cast(), buf.len(), bits) };
+        let raw = check_ptr("ibv_reg_mr", raw)?;
+        Ok(MemoryRegion {
+            raw,
+            buf: std::mem::ManuallyDrop::new(buf),
+            pd: self.clone(),
+        })
+    }
+}
+
+impl<B: RegistrableMemory> MemoryRegion<B> {
+    /// The raw `ibv_mr`, valid while the region lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_mr {
+        self.raw.as_ptr()
+    }
+
+    /// The protection domain the region is registered in.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    /// The local key, for scatter/gather entries.
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: the MR is registered.
+        unsafe { self.raw.as_ref() }.lkey
+    }
+
+    /// The remote key, for peers.
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: the MR is registered.
+        unsafe { self.raw.as_ref() }.rkey
+    }
+
+    /// Start address of the region.
+    pub fn addr(&self) -> u64 {
+        // SAFETY: the MR is registered.
+        unsafe { self.raw.as_ref() }.addr as u64
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the region is empty (never: empty regions are rejected).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// What a peer needs to access the whole region: address, length and rkey.
+    pub fn remote(&self) -> RemoteMemory {
+        RemoteMemory {
+            addr: self.addr(),
+            len: self.len() as u64,
+            rkey: self.rkey(),
+        }
+    }
+
+    /// A scatter/gather entry for `range` of the region.
+    pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_>> {
+        let (start, end) = self.bounds(range)?;
+        let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
+            what: "SGE length",
+            value: (end - start) as u64,
+            min: 0,
+            max: u32::MAX.into(),
+        })?;
+        // SAFETY: start..end lies inside the registered memory (bounds).
+        let addr = unsafe { self.base().add(start) } as u64;
+        Ok(Sge::new(addr, length, self.lkey()))
+    }
+
+    /// Copies `data` into the region at `offset`.
+    ///
+    /// The HCA may be reading or writing the same bytes (a posted WR, a peer's RDMA write):
+    /// ordering against it comes from completions, as in C.
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        let (start, _) = self.bounds(offset..offset.saturating_add(data.len()))?;
+        // SAFETY: the destination lies inside the memory we own exclusively (&mut self); no
+        // Rust reference to it exists, and the source is a separate borrow.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(start), data.len()) };
+        Ok(())
+    }
+
+    /// Copies bytes from the region at `offset` into `out`.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let (start, _) = self.bounds(offset..offset.saturating_add(out.len()))?;
+        // SAFETY: the source lies inside the registered memory, which no Rust reference
+        // covers; writers on the Rust side need &mut self.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base().add(start), out.as_mut_ptr(), out.len())
+        };
+        Ok(())
+    }
+
+    /// The region's bytes as a slice.
+    ///
+    /// # Safety
+    /// Nothing may write the memory while the slice lives: no posted receive, RDMA read
+    /// response or atomic targets it, and no peer holds remote write or atomic access to it.
+    pub unsafe fn as_slice(&self) -> &[u8] {
+        // SAFETY: the memory is valid for len bytes; the caller excludes writers.
+        unsafe { std::slice::from_raw_parts(self.base(), self.len()) }
+    }
+
+    /// The region's bytes as a mutable slice.
+    ///
+    /// # Safety
+    /// Nothing else may read or write the memory while the slice lives: no posted work
+    /// request references it and no peer holds remote access to it.
+    pub unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the memory is valid for len bytes and exclusively ours (&mut self); the
+        // caller excludes the HCA.
+        unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
+    }
+
+    /// Deregisters the region and gives the memory back.
+    pub fn deregister(self) -> Result<B> {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the MR is registered and not used after this.
+        let rc = unsafe { ffi::ibv_dereg_mr(this.raw.as_ptr()) };
+        // SAFETY: `this` is never dropped, so pd is read out exactly once.
+        let pd = unsafe { std::ptr::read(&this.pd) };
+        drop(pd);
+        crate::error::check("ibv_dereg_mr", rc)?;
+        // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
+        Ok(unsafe { std::mem::ManuallyDrop::take(&mut this.buf) })
+    }
+
+    fn base(&self) -> *mut u8 {
+        // SAFETY: the MR is registered; addr is the start of buf's memory.
+        unsafe { self.raw.as_ref() }.addr.cast()
+    }
+
+    /// Resolves `range` to `start..end` inside the region.
+    fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        let len = self.len();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => len,
+        };
+        if end > len || start > end {
+            return Err(Error::OutOfRange {
+                what: if end > len {
+                    "range end"
+                } else {
+                    "range start"
+                },
+                value: if end > len { end as u64 } else { start as u64 },
+                min: 0,
+                max: if end > len { len as u64 } else { end as u64 },
+            });
+        }
+        Ok((start, end))
+    }
+}
+
+impl<B: RegistrableMemory> Drop for MemoryRegion<B> {
+    fn drop(&mut self) {
+        // SAFETY: the MR is registered and not used after this.
+        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
+        if drop_error::report("ibv_dereg_mr", rc) {
+            // SAFETY: dropped exactly once, after the HCA lost access to it.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.buf) };
+        }
+    }
+}
+
+impl<B: RegistrableMemory> fmt::Debug for MemoryRegion<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryRegion")
+            .field("addr", &format_args!("{:#x}", self.addr()))
+            .field("len", &self.len())
+            .field("lkey", &format_args!("{:#x}", self.lkey()))
+            .field("rkey", &format_args!("{:#x}", self.rkey()))
+            .finish()
+    }
+}

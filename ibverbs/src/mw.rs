@@ -1,0 +1,151 @@
+//! Memory windows: `struct ibv_mw`, remote access to part of a region, granted and revoked
+//! without re-registering.
+
+use std::fmt;
+use std::ops::RangeBounds;
+use std::ptr::NonNull;
+
+use crate::drop_error;
+use crate::error::{check, check_ptr, Result};
+use crate::ffi;
+use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::pd::ProtectionDomain;
+use crate::qp::QueuePair;
+use crate::wr::{RemoteMemory, SendRequest};
+
+/// The kind of a memory window (`enum ibv_mw_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MwType {
+    /// Type 1: bound with [`QueuePair::bind_mw`], usable from any QP of the PD.
+    Type1,
+    /// Type 2: bound with a [`SendRequest::bind_mw`] work request, tied to that QP.
+    Type2,
+}
+
+/// A memory window (`ibv_alloc_mw`).
+pub struct MemoryWindow {
+    raw: NonNull<ffi::ibv_mw>,
+    pd: ProtectionDomain,
+}
+
+// SAFETY: memory windows may be used from any thread.
+unsafe impl Send for MemoryWindow {}
+// SAFETY: &self methods only read the handle.
+unsafe impl Sync for MemoryWindow {}
+
+impl ProtectionDomain {
+    /// Allocates a memory window (`ibv_alloc_mw`).
+    pub fn alloc_mw(&self, kind: MwType) -> Result<MemoryWindow> {
+        let kind = match kind {
+            MwType::Type1 => ffi::ibv_mw_type::IBV_MW_TYPE_1,
+            MwType::Type2 => ffi::ibv_mw_type::IBV_MW_TYPE_2,
+        };
+        // SAFETY: the PD is live.
+        let raw = unsafe { ffi::ibv_alloc_mw(self.as_raw(), kind) };
+        Ok(MemoryWindow {
+            raw: check_ptr("ibv_alloc_mw", raw)?,
+            pd: self.clone(),
+        })
+    }
+}
+
+impl MemoryWindow {
+    /// The raw `ibv_mw`, valid while the window lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_mw {
+        self.raw.as_ptr()
+    }
+
+    /// The remote key of the last `ibv_bind_mw` (type 1) or allocation; a type 2 window
+    /// takes the key given to [`SendRequest::bind_mw`].
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: the MW is live.
+        unsafe { self.raw.as_ref() }.rkey
+    }
+}
+
+impl Drop for MemoryWindow {
+    fn drop(&mut self) {
+        // SAFETY: the MW is live; deallocating it revokes remote access through it.
+        let rc = unsafe { ffi::ibv_dealloc_mw(self.raw.as_ptr()) };
+        drop_error::report("ibv_dealloc_mw", rc);
+    }
+}
+
+impl fmt::Debug for MemoryWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryWindow")
+            .field("rkey", &format_args!("{:#x}", self.rkey()))
+            .finish()
+    }
+}
+
+/// The `ibv_mw_bind_info` for `range` of `mr`, checked to lie in the region and share the PD.
+fn bind_info<B: RegistrableMemory>(
+    mw: &MemoryWindow,
+    mr: &MemoryRegion<B>,
+    range: impl RangeBounds<usize>,
+    access: AccessFlags,
+) -> Result<ffi::ibv_mw_bind_info> {
+    mw.pd.check_same(mr.pd(), "memory region")?;
+    let sge = mr.sge(range)?;
+    Ok(ffi::ibv_mw_bind_info {
+        mr: mr.as_raw(),
+        addr: sge.addr(),
+        length: sge.len().into(),
+        mw_access_flags: access.bits(),
+    })
+}
+
+impl QueuePair {
+    /// Binds a type 1 window to `range` of `mr` with remote `access` (`ibv_bind_mw`), and
+    /// returns the memory a peer may now reach through it. The bind completes on the send
+    /// CQ with `wr_id`.
+    pub fn bind_mw<B: RegistrableMemory>(
+        &self,
+        mw: &mut MemoryWindow,
+        mr: &MemoryRegion<B>,
+        range: impl RangeBounds<usize>,
+        access: AccessFlags,
+        wr_id: u64,
+    ) -> Result<RemoteMemory> {
+        let info = bind_info(mw, mr, range, access)?;
+        let mut bind = ffi::ibv_mw_bind {
+            wr_id,
+            send_flags: ffi::ibv_send_flags::IBV_SEND_SIGNALED.0,
+            bind_info: info,
+        };
+        // SAFETY: the QP, MW and MR are live and share the PD (checked).
+        let rc = unsafe { ffi::ibv_bind_mw(self.as_raw(), mw.as_raw(), &mut bind) };
+        check("ibv_bind_mw", rc)?;
+        Ok(RemoteMemory {
+            addr: info.addr,
+            len: info.length,
+            rkey: mw.rkey(),
+        })
+    }
+}
+
+impl<'a> SendRequest<'a> {
+    /// A type 2 window bind (`IBV_WR_BIND_MW`) of `range` of `mr` with remote `access`,
+    /// under the new key `rkey` (make it with [`ffi::ibv_inc_rkey`] from the window's
+    /// current key). The peer may use the window once the request completes.
+    pub fn bind_mw<B: RegistrableMemory>(
+        wr_id: u64,
+        mw: &'a MemoryWindow,
+        mr: &'a MemoryRegion<B>,
+        range: impl RangeBounds<usize>,
+        access: AccessFlags,
+        rkey: u32,
+    ) -> Result<Self> {
+        let info = bind_info(mw, mr, range, access)?;
+        let mut wr = SendRequest::send(wr_id, &[]);
+        let raw = wr.raw_mut();
+        raw.opcode = ffi::ibv_wr_opcode::IBV_WR_BIND_MW;
+        raw.__bindgen_anon_2.bind_mw = ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+            mw: mw.as_raw(),
+            rkey,
+            bind_info: info,
+        };
+        Ok(wr)
+    }
+}

@@ -1,0 +1,789 @@
+//! Queue pairs: `struct ibv_qp`, their creation and state transitions.
+//!
+//! A QP is created by [`QueuePairBuilder::build`], which also moves it to INIT, giving a
+//! [`PreparedQueuePair`]: it can take receives and tell its [`Endpoint`] but cannot send.
+//! [`PreparedQueuePair::connect`] (RC, UC) or [`PreparedQueuePair::ready`] (UD) moves it
+//! through RTR to RTS and gives a [`QueuePair`], the only type with `post_send`.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::cq::{CompletionQueue, CqInner};
+use crate::drop_error;
+use crate::error::{check, check_ptr, Error, Result};
+use crate::ffi;
+use crate::mr::AccessFlags;
+use crate::pd::ProtectionDomain;
+use crate::srq::SharedReceiveQueue;
+use crate::wr::{post_list, RecvRequest, SendRequest};
+
+/// The transport of a queue pair (`enum ibv_qp_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl QpType {
+    fn raw(self) -> ffi::ibv_qp_type {
+        match self {
+            QpType::Rc => ffi::ibv_qp_type::IBV_QPT_RC,
+            QpType::Uc => ffi::ibv_qp_type::IBV_QPT_UC,
+            QpType::Ud => ffi::ibv_qp_type::IBV_QPT_UD,
+        }
+    }
+}
+
+/// The state of a queue pair (`enum ibv_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QpState {
+    /// RESET: just created.
+    Reset,
+    /// INIT: receives may be posted.
+    Init,
+    /// RTR: ready to receive.
+    Rtr,
+    /// RTS: ready to send.
+    Rts,
+    /// SQD: send queue drained.
+    Sqd,
+    /// SQE: send queue error.
+    Sqe,
+    /// ERROR: every request completes with a flush error.
+    Error,
+    /// A state libibverbs does not know: the raw value.
+    Unknown(u32),
+}
+
+impl QpState {
+    fn from_raw(raw: ffi::ibv_qp_state) -> Self {
+        use ffi::ibv_qp_state as S;
+        match raw {
+            S::IBV_QPS_RESET => QpState::Reset,
+            S::IBV_QPS_INIT => QpState::Init,
+            S::IBV_QPS_RTR => QpState::Rtr,
+            S::IBV_QPS_RTS => QpState::Rts,
+            S::IBV_QPS_SQD => QpState::Sqd,
+            S::IBV_QPS_SQE => QpState::Sqe,
+            S::IBV_QPS_ERR => QpState::Error,
+            other => QpState::Unknown(other.0),
+        }
+    }
+}
+
+/// What a peer needs to reach a queue pair; exchange it out of band (it is `serde`
+/// serialisable with the `serde` feature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Endpoint {
+    /// The QP number.
+    pub qpn: u32,
+    /// The first packet sequence number the QP sends (24 bits).
+    pub psn: u32,
+    /// The port's LID (InfiniBand; 0 on RoCE).
+    pub lid: u16,
+    /// The GID the QP sends from (all zero where none is used).
+    pub gid: Ipv6Addr,
+    /// The local port number.
+    pub port: u8,
+    /// The port's active MTU in bytes.
+    pub mtu: u32,
+}
+
+/// How packets travel to a peer: the address vector fields of `struct ibv_ah_attr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Index of the local GID to send from.
+    pub sgid_index: u8,
+    /// Hop limit of the GRH (RoCE v2: IP TTL).
+    pub hop_limit: u8,
+    /// Traffic class of the GRH (RoCE v2: DSCP and ECN).
+    pub traffic_class: u8,
+    /// Flow label of the GRH (RoCE v2: the UDP source port derives from it).
+    pub flow_label: u32,
+    /// Service level.
+    pub sl: u8,
+    /// Whether to send a GRH even when the peer's GID is zero (always on RoCE).
+    pub force_grh: bool,
+}
+
+impl Default for Route {
+    fn default() -> Self {
+        Route {
+            sgid_index: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            sl: 0,
+            force_grh: false,
+        }
+    }
+}
+
+impl Route {
+    pub(crate) fn ah_attr(&self, port: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
+        let global = self.force_grh || !remote.gid.is_unspecified();
+        ffi::ibv_ah_attr {
+            grh: ffi::ibv_global_route {
+                dgid: ffi::ibv_gid {
+                    raw: remote.gid.octets(),
+                },
+                flow_label: self.flow_label,
+                sgid_index: self.sgid_index,
+                hop_limit: self.hop_limit,
+                traffic_class: self.traffic_class,
+            },
+            dlid: remote.lid,
+            sl: self.sl,
+            src_path_bits: 0,
+            static_rate: 0,
+            is_global: u8::from(global),
+            port_num: port,
+        }
+    }
+}
+
+/// Settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]; the defaults
+/// are perftest's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Path MTU in bytes; `None` for the smaller of the two ports' active MTUs.
+    pub path_mtu: Option<u32>,
+    /// Local ACK timeout exponent: 4.096 µs × 2^timeout (0 waits forever).
+    pub timeout: u8,
+    /// Transport retries before `RETRY_EXC_ERR` (0..=7).
+    pub retry_cnt: u8,
+    /// Receiver-not-ready retries before `RNR_RETRY_EXC_ERR` (7 is infinite).
+    pub rnr_retry: u8,
+    /// Minimum RNR NAK timer code the QP asks peers to wait.
+    pub min_rnr_timer: u8,
+    /// Outstanding RDMA reads and atomics this QP may issue (clamped to the device).
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads and atomics this QP accepts (clamped to the device).
+    pub max_dest_rd_atomic: u8,
+    /// The route to the peer.
+    pub route: Route,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            path_mtu: None,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 12,
+            max_rd_atomic: 16,
+            max_dest_rd_atomic: 16,
+            route: Route::default(),
+        }
+    }
+}
+
+/// Parameters of a new queue pair; see [`ProtectionDomain::create_qp`].
+pub struct QueuePairBuilder<'a> {
+    pd: &'a ProtectionDomain,
+    send_cq: &'a CompletionQueue,
+    recv_cq: &'a CompletionQueue,
+    srq: Option<&'a SharedReceiveQueue>,
+    qp_type: QpType,
+    caps: ffi::ibv_qp_cap,
+    sq_sig_all: bool,
+    port: u8,
+    gid_index: Option<u8>,
+    access: AccessFlags,
+    qkey: u32,
+}
+
+/// The Q_Key UD queue pairs get unless told otherwise.
+pub const DEFAULT_QKEY: u32 = 0x1111_1111;
+
+impl ProtectionDomain {
+    /// Starts building a queue pair of `qp_type` that completes sends on `send_cq` and
+    /// receives on `recv_cq`.
+    pub fn create_qp<'a>(
+        &'a self,
+        qp_type: QpType,
+        send_cq: &'a CompletionQueue,
+        recv_cq: &'a CompletionQueue,
+    ) -> QueuePairBuilder<'a> {
+        QueuePairBuilder {
+            pd: self,
+            send_cq,
+            recv_cq,
+            srq: None,
+            qp_type,
+            caps: ffi::ibv_qp_cap {
+                max_send_wr: 128,
+                max_recv_wr: 128,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            port: 1,
+            gid_index: None,
+            access: AccessFlags::LOCAL_WRITE,
+            qkey: DEFAULT_QKEY,
+        }
+    }
+}
+
+impl<'a> QueuePairBuilder<'a> {
+    /// Send queue depth (default 128).
+    pub fn max_send_wr(mut self, n: u32) -> Self {
+        self.caps.max_send_wr = n;
+        self
+    }
+
+    /// Receive queue depth (default 128).
+    pub fn max_recv_wr(mut self, n: u32) -> Self {
+        self.caps.max_recv_wr = n;
+        self
+    }
+
+    /// SGEs per send request (default 1).
+    pub fn max_send_sge(mut self, n: u32) -> Self {
+        self.caps.max_send_sge = n;
+        self
+    }
+
+    /// SGEs per receive request (default 1).
+    pub fn max_recv_sge(mut self, n: u32) -> Self {
+        self.caps.max_recv_sge = n;
+        self
+    }
+
+    /// Bytes a send may carry inline (default 0).
+    pub fn max_inline_data(mut self, n: u32) -> Self {
+        self.caps.max_inline_data = n;
+        self
+    }
+
+    /// Signal every send, not only those marked signaled (default off).
+    pub fn sq_sig_all(mut self, on: bool) -> Self {
+        self.sq_sig_all = on;
+        self
+    }
+
+    /// Take receives from `srq` instead of a receive queue of its own.
+    pub fn srq(mut self, srq: &'a SharedReceiveQueue) -> Self {
+        self.srq = Some(srq);
+        self
+    }
+
+    /// The local port (default 1).
+    pub fn port(mut self, port: u8) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The GID index the QP's endpoint carries (default: on RoCE the first RoCE v2 GID
+    /// with an IPv4 address, else the first valid one; on InfiniBand 0).
+    pub fn gid_index(mut self, index: u8) -> Self {
+        self.gid_index = Some(index);
+        self
+    }
+
+    /// What peers may do to this side's memory through the QP (RC, UC; default
+    /// `LOCAL_WRITE` only). Regions still need their own rights.
+    pub fn access(mut self, access: AccessFlags) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// The Q_Key of a UD QP (default [`DEFAULT_QKEY`]).
+    pub fn qkey(mut self, qkey: u32) -> Self {
+        self.qkey = qkey;
+        self
+    }
+
+    /// Creates the QP (`ibv_create_qp`) and moves it to INIT (`ibv_modify_qp`).
+    pub fn build(self) -> Result<PreparedQueuePair> {
+        let ctx = self.pd.context();
+        ctx.check_same(self.send_cq.inner().context(), "send completion queue")?;
+        ctx.check_same(self.recv_cq.inner().context(), "receive completion queue")?;
+        if let Some(srq) = self.srq {
+            self.pd.check_same(srq.pd(), "shared receive queue")?;
+        }
+        let port = query_port(ctx.as_raw(), self.port)?;
+        let gid_index = match self.gid_index {
+            Some(i) => i,
+            None => default_gid_index(ctx.as_raw(), self.port, &port)?,
+        };
+        let gid = query_gid(ctx.as_raw(), self.port, gid_index, &port)?;
+
+        let mut init = ffi::ibv_qp_init_attr {
+            send_cq: self.send_cq.as_raw(),
+            recv_cq: self.recv_cq.as_raw(),
+            srq: self.srq.map_or(std::ptr::null_mut(), |s| s.as_raw()),
+            cap: self.caps,
+            qp_type: self.qp_type.raw(),
+            sq_sig_all: i32::from(self.sq_sig_all),
+            ..Default::default()
+        };
+        // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
+        // are kept alive by the QueuePair below for as long as the QP exists.
+        let raw = unsafe { ffi::ibv_create_qp(self.pd.as_raw(), &mut init) };
+        let raw = check_ptr("ibv_create_qp", raw)?;
+        let qp = QueuePair {
+            raw,
+            qp_type: self.qp_type,
+            caps: init.cap,
+            port: self.port,
+            gid_index,
+            gid,
+            lid: port.lid,
+            active_mtu: port.active_mtu,
+            psn: random_psn(),
+            pd: self.pd.clone(),
+            _send_cq: Arc::clone(self.send_cq.inner()),
+            _recv_cq: Arc::clone(self.recv_cq.inner()),
+            _srq: self.srq.cloned(),
+        };
+
+        use ffi::ibv_qp_attr_mask as M;
+        let mut attr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
+            pkey_index: 0,
+            port_num: self.port,
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE | M::IBV_QP_PKEY_INDEX | M::IBV_QP_PORT;
+        if self.qp_type == QpType::Ud {
+            attr.qkey = self.qkey;
+            mask |= M::IBV_QP_QKEY;
+        } else {
+            attr.qp_access_flags = self.access.bits();
+            mask |= M::IBV_QP_ACCESS_FLAGS;
+        }
+        qp.modify(&mut attr, mask)?;
+        Ok(PreparedQueuePair { qp })
+    }
+}
+
+/// A queue pair in INIT: it can take receives but not send yet. See the module docs.
+pub struct PreparedQueuePair {
+    qp: QueuePair,
+}
+
+impl PreparedQueuePair {
+    /// What the peer needs to connect to this QP.
+    pub fn endpoint(&self) -> Endpoint {
+        self.qp.endpoint()
+    }
+
+    /// Posts receives ahead of the connection (`ibv_post_recv`).
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+        self.qp.post_recv(wrs)
+    }
+
+    /// The raw `ibv_qp`, valid while the QP lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_qp {
+        self.qp.as_raw()
+    }
+
+    /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
+    pub fn connect(self, remote: &Endpoint, opts: &ConnectOptions) -> Result<QueuePair> {
+        use ffi::ibv_qp_attr_mask as M;
+        let qp = self.qp;
+        if qp.qp_type == QpType::Ud {
+            return Err(Error::InvalidArgument {
+                what: "queue pair type",
+                reason: "a UD queue pair has no peer to connect to; use ready()".into(),
+            });
+        }
+        let mtu_bytes = match opts.path_mtu {
+            Some(m) => m,
+            None => mtu_bytes(qp.active_mtu).min(remote.mtu),
+        };
+        let path_mtu = mtu_from_bytes(mtu_bytes)?;
+        let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
+        let mut route = opts.route;
+        route.sgid_index = qp.gid_index;
+        if !qp.gid.is_unspecified() {
+            route.force_grh = true;
+        }
+
+        let mut rtr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
+            path_mtu,
+            dest_qp_num: remote.qpn,
+            rq_psn: remote.psn & 0xff_ffff,
+            ah_attr: route.ah_attr(qp.port, remote),
+            max_dest_rd_atomic: max_dest_rd,
+            min_rnr_timer: opts.min_rnr_timer,
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE
+            | M::IBV_QP_AV
+            | M::IBV_QP_PATH_MTU
+            | M::IBV_QP_DEST_QPN
+            | M::IBV_QP_RQ_PSN;
+        if qp.qp_type == QpType::Rc {
+            mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
+        }
+        qp.modify(&mut rtr, mask)?;
+
+        let mut rts = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
+            sq_psn: qp.psn,
+            timeout: opts.timeout,
+            retry_cnt: opts.retry_cnt,
+            rnr_retry: opts.rnr_retry,
+            max_rd_atomic: max_rd,
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE | M::IBV_QP_SQ_PSN;
+        if qp.qp_type == QpType::Rc {
+            mask |= M::IBV_QP_TIMEOUT
+                | M::IBV_QP_RETRY_CNT
+                | M::IBV_QP_RNR_RETRY
+                | M::IBV_QP_MAX_QP_RD_ATOMIC;
+        }
+        qp.modify(&mut rts, mask)?;
+        Ok(qp)
+    }
+
+    /// Makes a UD QP ready to send and receive: INIT → RTR → RTS.
+    pub fn ready(self) -> Result<QueuePair> {
+        use ffi::ibv_qp_attr_mask as M;
+        let qp = self.qp;
+        if qp.qp_type != QpType::Ud {
+            return Err(Error::InvalidArgument {
+                what: "queue pair type",
+                reason: "a connected (RC/UC) queue pair needs connect() with a peer".into(),
+            });
+        }
+        let mut rtr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
+            ..Default::default()
+        };
+        qp.modify(&mut rtr, M::IBV_QP_STATE)?;
+        let mut rts = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
+            sq_psn: qp.psn,
+            ..Default::default()
+        };
+        qp.modify(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
+        Ok(qp)
+    }
+}
+
+impl fmt::Debug for PreparedQueuePair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PreparedQueuePair").field(&self.qp).finish()
+    }
+}
+
+/// A queue pair ready to send (RTS), destroyed on drop (`ibv_destroy_qp`).
+///
+/// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
+pub struct QueuePair {
+    raw: NonNull<ffi::ibv_qp>,
+    qp_type: QpType,
+    caps: ffi::ibv_qp_cap,
+    port: u8,
+    gid_index: u8,
+    gid: Ipv6Addr,
+    lid: u16,
+    active_mtu: ffi::ibv_mtu,
+    psn: u32,
+    pd: ProtectionDomain,
+    // Dropped after the QP is destroyed (fields drop after Drop::drop).
+    _send_cq: Arc<CqInner>,
+    _recv_cq: Arc<CqInner>,
+    _srq: Option<SharedReceiveQueue>,
+}
+
+// SAFETY: QPs may be used from any thread; posting and modifying are thread-safe in
+// libibverbs.
+unsafe impl Send for QueuePair {}
+// SAFETY: as above.
+unsafe impl Sync for QueuePair {}
+
+impl QueuePair {
+    /// The raw `ibv_qp`, valid while the QP lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_qp {
+        self.raw.as_ptr()
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: the QP is live.
+        unsafe { self.raw.as_ref() }.qp_num
+    }
+
+    /// The transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// The protection domain.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    /// Queue sizes and inline limit as created (at least what was asked).
+    pub fn max_send_wr(&self) -> u32 {
+        self.caps.max_send_wr
+    }
+
+    /// Receive queue size as created.
+    pub fn max_recv_wr(&self) -> u32 {
+        self.caps.max_recv_wr
+    }
+
+    /// Inline data limit as created.
+    pub fn max_inline_data(&self) -> u32 {
+        self.caps.max_inline_data
+    }
+
+    /// What a peer needs to reach this QP.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            qpn: self.qp_num(),
+            psn: self.psn,
+            lid: self.lid,
+            gid: self.gid,
+            port: self.port,
+            mtu: mtu_bytes(self.active_mtu),
+        }
+    }
+
+    /// The current state (`ibv_query_qp`).
+    pub fn state(&self) -> Result<QpState> {
+        let mut attr = ffi::ibv_qp_attr::default();
+        let mut init = ffi::ibv_qp_init_attr::default();
+        // SAFETY: the QP is live and the out structs are writable.
+        let rc = unsafe {
+            ffi::ibv_query_qp(
+                self.as_raw(),
+                &mut attr,
+                ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
+                &mut init,
+            )
+        };
+        check("ibv_query_qp", rc)?;
+        Ok(QpState::from_raw(attr.qp_state))
+    }
+
+    /// Modifies the QP (`ibv_modify_qp`) with the raw attributes selected by `mask`.
+    pub fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
+        // SAFETY: the QP is live and attr is initialised.
+        let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
+        check("ibv_modify_qp", rc)
+    }
+
+    /// Moves the QP to ERROR, which flushes every outstanding request.
+    pub fn to_error(&self) -> Result<()> {
+        let mut attr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_ERR,
+            ..Default::default()
+        };
+        self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
+    }
+
+    /// Posts a list of send requests (`ibv_post_send`). On failure, the requests before
+    /// [`Error::Post::index`](Error::Post) were posted.
+    #[inline]
+    pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
+        post_list("ibv_post_send", wrs, |head, bad| {
+            // SAFETY: the QP is live; the list is linked and every SGE it references
+            // borrows a live registered region (or was vouched for by Sge::from_raw).
+            unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
+        })
+    }
+
+    /// Posts a list of receive requests (`ibv_post_recv`).
+    #[inline]
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+        post_list("ibv_post_recv", wrs, |head, bad| {
+            // SAFETY: as for post_send.
+            unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
+        })
+    }
+
+    fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
+        let mut dev = ffi::ibv_device_attr::default();
+        // SAFETY: the context is open and dev is writable.
+        let rc = unsafe { ffi::ibv_query_device(self.pd.context().as_raw(), &mut dev) };
+        check("ibv_query_device", rc)?;
+        let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
+        Ok((
+            clamp(opts.max_rd_atomic, dev.max_qp_init_rd_atom),
+            clamp(opts.max_dest_rd_atomic, dev.max_qp_rd_atom),
+        ))
+    }
+}
+
+impl Drop for QueuePair {
+    fn drop(&mut self) {
+        // SAFETY: the QP is live. Destroying it stops the HCA from touching any memory its
+        // outstanding requests referenced.
+        let rc = unsafe { ffi::ibv_destroy_qp(self.raw.as_ptr()) };
+        drop_error::report("ibv_destroy_qp", rc);
+    }
+}
+
+impl fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qp_num", &self.qp_num())
+            .field("qp_type", &self.qp_type)
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+/// `ibv_query_port` for a port that must exist.
+fn query_port(ctx: *mut ffi::ibv_context, port: u8) -> Result<ffi::ibv_port_attr> {
+    let mut dev = ffi::ibv_device_attr::default();
+    // SAFETY: the context is open and dev is writable.
+    check("ibv_query_device", unsafe {
+        ffi::ibv_query_device(ctx, &mut dev)
+    })?;
+    if port == 0 || port > dev.phys_port_cnt {
+        return Err(Error::OutOfRange {
+            what: "port",
+            value: port.into(),
+            min: 1,
+            max: dev.phys_port_cnt.into(),
+        });
+    }
+    let mut attr = ffi::ibv_port_attr::default();
+    // SAFETY: the context is open and attr is writable.
+    check("ibv_query_port", unsafe {
+        ffi::ibv_query_port(ctx, port, &mut attr)
+    })?;
+    Ok(attr)
+}
+
+fn query_gid(
+    ctx: *mut ffi::ibv_context,
+    port: u8,
+    index: u8,
+    attr: &ffi::ibv_port_attr,
+) -> Result<Ipv6Addr> {
+    if i32::from(index) >= attr.gid_tbl_len {
+        return Err(Error::OutOfRange {
+            what: "GID index",
+            value: index.into(),
+            min: 0,
+            max: (attr.gid_tbl_len.max(1) - 1) as u64,
+        });
+    }
+    let mut entry = ffi::ibv_gid_entry::default();
+    // SAFETY: the context is open and entry is writable.
+    let rc = unsafe { ffi::ibv_query_gid_ex(ctx, port.into(), index.into(), &mut entry, 0) };
+    if rc == libc::ENODATA {
+        return Err(Error::InvalidArgument {
+            what: "GID index",
+            reason: format!("entry {index} of port {port}'s GID table is empty"),
+        });
+    }
+    check("ibv_query_gid_ex", rc)?;
+    // SAFETY: every bit pattern of the union is a valid byte array.
+    Ok(Ipv6Addr::from(unsafe { entry.gid.raw }))
+}
+
+/// On RoCE: the first RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID,
+/// else the first valid one. On InfiniBand: 0.
+fn default_gid_index(
+    ctx: *mut ffi::ibv_context,
+    port: u8,
+    attr: &ffi::ibv_port_attr,
+) -> Result<u8> {
+    if u32::from(attr.link_layer) != ffi::IBV_LINK_LAYER_ETHERNET {
+        return Ok(0);
+    }
+    let len = usize::try_from(attr.gid_tbl_len).unwrap_or(0);
+    let mut entries = vec![ffi::ibv_gid_entry::default(); len.max(1)];
+    // SAFETY: the context is open and entries has room for len entries.
+    let n = unsafe { ffi::ibv_query_gid_table(ctx, entries.as_mut_ptr(), entries.len(), 0) };
+    let n = usize::try_from(n).map_err(|_| Error::errno("ibv_query_gid_table", (-n) as i32))?;
+    let ours = entries[..n.min(entries.len())]
+        .iter()
+        .filter(|e| e.port_num == u32::from(port));
+    let v2 = ffi::ibv_gid_type::IBV_GID_TYPE_ROCE_V2.0;
+    let pick =
+        |f: &dyn Fn(&ffi::ibv_gid_entry) -> bool| ours.clone().find(|e| f(e)).map(|e| e.gid_index);
+    let index = pick(&|e| {
+        // SAFETY: every bit pattern of the union is a valid byte array.
+        e.gid_type == v2
+            && Ipv6Addr::from(unsafe { e.gid.raw })
+                .to_ipv4_mapped()
+                .is_some()
+    })
+    .or_else(|| pick(&|e| e.gid_type == v2))
+    .or_else(|| pick(&|_| true))
+    .unwrap_or(0);
+    u8::try_from(index).map_err(|_| Error::OutOfRange {
+        what: "GID index",
+        value: index.into(),
+        min: 0,
+        max: u8::MAX.into(),
+    })
+}
+
+/// Bytes of an `enum ibv_mtu`.
+fn mtu_bytes(mtu: ffi::ibv_mtu) -> u32 {
+    128 << mtu.0.clamp(1, 5)
+}
+
+/// The `enum ibv_mtu` of a size in bytes.
+fn mtu_from_bytes(bytes: u32) -> Result<ffi::ibv_mtu> {
+    use ffi::ibv_mtu as M;
+    Ok(match bytes {
+        256 => M::IBV_MTU_256,
+        512 => M::IBV_MTU_512,
+        1024 => M::IBV_MTU_1024,
+        2048 => M::IBV_MTU_2048,
+        4096 => M::IBV_MTU_4096,
+        _ => {
+            return Err(Error::InvalidArgument {
+                what: "path MTU",
+                reason: format!("{bytes} is not one of 256, 512, 1024, 2048, 4096"),
+            })
+        }
+    })
+}
+
+/// A random 24-bit packet sequence number.
+fn random_psn() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    (h.finish() & 0xff_ffff) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtu_round_trips() {
+        for bytes in [256, 512, 1024, 2048, 4096] {
+            assert_eq!(mtu_bytes(mtu_from_bytes(bytes).unwrap()), bytes);
+        }
+        assert!(matches!(
+            mtu_from_bytes(1500),
+            Err(Error::InvalidArgument {
+                what: "path MTU",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn psn_is_24_bits() {
+        assert!(random_psn() <= 0xff_ffff);
+    }
+}

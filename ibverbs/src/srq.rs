@@ -1,0 +1,90 @@
+//! Shared receive queues: `struct ibv_srq`.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::drop_error;
+use crate::error::{check_ptr, Result};
+use crate::ffi;
+use crate::pd::ProtectionDomain;
+use crate::wr::{post_list, RecvRequest};
+
+/// A shared receive queue (`ibv_create_srq`): receives that several QPs draw from.
+///
+/// Clones share the SRQ; it is destroyed after the last clone and the last QP using it.
+#[derive(Clone)]
+pub struct SharedReceiveQueue {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    raw: NonNull<ffi::ibv_srq>,
+    pd: ProtectionDomain,
+}
+
+// SAFETY: SRQs may be used from any thread; posting is thread-safe.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: QPs using the SRQ hold a clone, so none is left.
+        let rc = unsafe { ffi::ibv_destroy_srq(self.raw.as_ptr()) };
+        drop_error::report("ibv_destroy_srq", rc);
+    }
+}
+
+impl ProtectionDomain {
+    /// Creates a shared receive queue of at least `max_wr` requests of `max_sge` entries
+    /// (`ibv_create_srq`).
+    pub fn create_srq(&self, max_wr: u32, max_sge: u32) -> Result<SharedReceiveQueue> {
+        let mut attr = ffi::ibv_srq_init_attr {
+            attr: ffi::ibv_srq_attr {
+                max_wr,
+                max_sge,
+                srq_limit: 0,
+            },
+            ..Default::default()
+        };
+        // SAFETY: the PD is live and attr is initialised.
+        let raw = unsafe { ffi::ibv_create_srq(self.as_raw(), &mut attr) };
+        Ok(SharedReceiveQueue {
+            inner: Arc::new(Inner {
+                raw: check_ptr("ibv_create_srq", raw)?,
+                pd: self.clone(),
+            }),
+        })
+    }
+}
+
+impl SharedReceiveQueue {
+    /// The raw `ibv_srq`, valid while the SRQ lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_srq {
+        self.inner.raw.as_ptr()
+    }
+
+    /// The protection domain.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.inner.pd
+    }
+
+    /// Posts a list of receive requests (`ibv_post_srq_recv`).
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+        post_list("ibv_post_srq_recv", wrs, |head, bad| {
+            // SAFETY: the SRQ is live; every SGE borrows a live registered region.
+            unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
+        })
+    }
+}
+
+impl fmt::Debug for SharedReceiveQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: the SRQ is live.
+        let handle = unsafe { (*self.as_raw()).handle };
+        f.debug_struct("SharedReceiveQueue")
+            .field("handle", &handle)
+            .finish()
+    }
+}

@@ -1,0 +1,374 @@
+//! Work requests: `struct ibv_sge`, `struct ibv_send_wr` and `struct ibv_recv_wr`.
+//!
+//! The request types are `#[repr(transparent)]` over the C structs, so posting a list costs
+//! linking the `next` pointers and one call into the provider.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr;
+
+use crate::ah::AddressHandle;
+use crate::error::{Error, Result};
+use crate::ffi;
+
+/// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
+///
+/// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge), which checks the range; it
+/// borrows the region for `'a`.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Sge<'a> {
+    raw: ffi::ibv_sge,
+    _mr: PhantomData<&'a ()>,
+}
+
+impl Sge<'_> {
+    pub(crate) fn new(addr: u64, length: u32, lkey: u32) -> Self {
+        Sge {
+            raw: ffi::ibv_sge { addr, length, lkey },
+            _mr: PhantomData,
+        }
+    }
+
+    /// An entry from raw values, not tied to a region.
+    ///
+    /// # Safety
+    /// `lkey` must be the local key of a region that stays registered while any request
+    /// using the entry may run, and `addr..addr + length` must lie inside it.
+    pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
+        Sge::new(addr, length, lkey)
+    }
+
+    /// Start address.
+    pub fn addr(&self) -> u64 {
+        self.raw.addr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> u32 {
+        self.raw.length
+    }
+
+    /// Whether the entry is empty.
+    pub fn is_empty(&self) -> bool {
+        self.raw.length == 0
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.raw.lkey
+    }
+}
+
+impl fmt::Debug for Sge<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sge")
+            .field("addr", &format_args!("{:#x}", self.raw.addr))
+            .field("len", &self.raw.length)
+            .field("lkey", &format_args!("{:#x}", self.raw.lkey))
+            .finish()
+    }
+}
+
+/// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RemoteMemory {
+    /// Start address in the peer's address space (or 0 for zero-based regions).
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// The peer's remote key.
+    pub rkey: u32,
+}
+
+impl RemoteMemory {
+    /// The sub-range `offset..offset + len`, checked against this range.
+    pub fn slice(&self, offset: u64, len: u64) -> Result<RemoteMemory> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(RemoteMemory {
+                addr: self.addr + offset,
+                len,
+                rkey: self.rkey,
+            }),
+            _ => Err(Error::OutOfRange {
+                what: "remote range end",
+                value: offset.saturating_add(len),
+                min: 0,
+                max: self.len,
+            }),
+        }
+    }
+}
+
+/// A send queue work request (`struct ibv_send_wr`).
+///
+/// Build one with a constructor per operation, then add flags:
+/// `SendRequest::write(1, &sges, remote).signaled()`.
+#[repr(transparent)]
+pub struct SendRequest<'a> {
+    raw: ffi::ibv_send_wr,
+    _borrows: PhantomData<&'a ()>,
+}
+
+impl<'a> SendRequest<'a> {
+    fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
+        let mut raw = ffi::ibv_send_wr {
+            wr_id,
+            opcode,
+            ..Default::default()
+        };
+        raw.sg_list = sges.as_ptr().cast_mut().cast();
+        // A list longer than i32::MAX cannot be posted; the provider rejects the clamp.
+        raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
+        SendRequest {
+            raw,
+            _borrows: PhantomData,
+        }
+    }
+
+    /// A send (`IBV_WR_SEND`): the data lands in the peer's next receive.
+    pub fn send(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+        Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
+    }
+
+    /// A send with 32-bit immediate data (`IBV_WR_SEND_WITH_IMM`), given in host order.
+    pub fn send_with_imm(wr_id: u64, sges: &'a [Sge<'a>], imm: u32) -> Self {
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
+        wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
+        wr
+    }
+
+    fn rdma(
+        wr_id: u64,
+        opcode: ffi::ibv_wr_opcode,
+        sges: &'a [Sge<'a>],
+        remote: RemoteMemory,
+    ) -> Self {
+        let mut wr = Self::new(wr_id, opcode, sges);
+        wr.raw.wr.rdma = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+            remote_addr: remote.addr,
+            rkey: remote.rkey,
+        };
+        wr
+    }
+
+    /// An RDMA write (`IBV_WR_RDMA_WRITE`) of the SGEs to `remote.addr`.
+    pub fn write(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+        Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
+    }
+
+    /// An RDMA write with immediate data (`IBV_WR_RDMA_WRITE_WITH_IMM`), which also
+    /// consumes a receive at the peer.
+    pub fn write_with_imm(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory, imm: u32) -> Self {
+        let mut wr = Self::rdma(
+            wr_id,
+            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
+            sges,
+            remote,
+        );
+        wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
+        wr
+    }
+
+    /// An RDMA read (`IBV_WR_RDMA_READ`) from `remote.addr` into the SGEs.
+    pub fn read(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+        Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
+    }
+
+    fn atomic(
+        wr_id: u64,
+        opcode: ffi::ibv_wr_opcode,
+        result: &'a Sge<'a>,
+        remote: RemoteMemory,
+        compare_add: u64,
+        swap: u64,
+    ) -> Self {
+        let mut wr = Self::new(wr_id, opcode, std::slice::from_ref(result));
+        wr.raw.wr.atomic = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+            remote_addr: remote.addr,
+            compare_add,
+            swap,
+            rkey: remote.rkey,
+        };
+        wr
+    }
+
+    /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
+    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    pub fn compare_swap(
+        wr_id: u64,
+        result: &'a Sge<'a>,
+        remote: RemoteMemory,
+        compare: u64,
+        swap: u64,
+    ) -> Self {
+        Self::atomic(
+            wr_id,
+            ffi::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP,
+            result,
+            remote,
+            compare,
+            swap,
+        )
+    }
+
+    /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
+    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    pub fn fetch_add(wr_id: u64, result: &'a Sge<'a>, remote: RemoteMemory, add: u64) -> Self {
+        Self::atomic(
+            wr_id,
+            ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
+            result,
+            remote,
+            add,
+            0,
+        )
+    }
+
+    fn flag(mut self, flag: ffi::ibv_send_flags) -> Self {
+        self.raw.send_flags |= flag.0;
+        self
+    }
+
+    /// Asks for a completion (`IBV_SEND_SIGNALED`); without it, only errors complete when
+    /// the QP was created with `sq_sig_all` off.
+    pub fn signaled(self) -> Self {
+        self.flag(ffi::ibv_send_flags::IBV_SEND_SIGNALED)
+    }
+
+    /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`), up to the QP's
+    /// `max_inline_data`.
+    pub fn inline(self) -> Self {
+        self.flag(ffi::ibv_send_flags::IBV_SEND_INLINE)
+    }
+
+    /// Marks the message solicited (`IBV_SEND_SOLICITED`).
+    pub fn solicited(self) -> Self {
+        self.flag(ffi::ibv_send_flags::IBV_SEND_SOLICITED)
+    }
+
+    /// Waits for earlier reads and atomics before this request (`IBV_SEND_FENCE`).
+    pub fn fence(self) -> Self {
+        self.flag(ffi::ibv_send_flags::IBV_SEND_FENCE)
+    }
+
+    /// Addresses a UD send: the address handle, remote QP number and Q_Key.
+    pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
+        self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+            ah: ah.as_raw(),
+            remote_qpn,
+            remote_qkey,
+        };
+        self
+    }
+
+    /// The caller's identifier, returned in the completion.
+    pub fn wr_id(&self) -> u64 {
+        self.raw.wr_id
+    }
+
+    /// The raw request.
+    pub fn as_raw(&self) -> &ffi::ibv_send_wr {
+        &self.raw
+    }
+
+    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_send_wr {
+        &mut self.raw
+    }
+}
+
+/// A receive queue work request (`struct ibv_recv_wr`).
+#[repr(transparent)]
+pub struct RecvRequest<'a> {
+    raw: ffi::ibv_recv_wr,
+    _borrows: PhantomData<&'a ()>,
+}
+
+impl<'a> RecvRequest<'a> {
+    /// A receive into the SGEs.
+    pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+        RecvRequest {
+            raw: ffi::ibv_recv_wr {
+                wr_id,
+                next: ptr::null_mut(),
+                sg_list: sges.as_ptr().cast_mut().cast(),
+                num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
+            },
+            _borrows: PhantomData,
+        }
+    }
+
+    /// The caller's identifier, returned in the completion.
+    pub fn wr_id(&self) -> u64 {
+        self.raw.wr_id
+    }
+
+    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
+        &mut self.raw
+    }
+}
+
+/// The work requests of a post, linked through their `next` pointers.
+pub(crate) trait Linked {
+    type Raw;
+    fn raw(&mut self) -> *mut Self::Raw;
+    fn set_next(&mut self, next: *mut Self::Raw);
+}
+
+impl Linked for SendRequest<'_> {
+    type Raw = ffi::ibv_send_wr;
+    fn raw(&mut self) -> *mut ffi::ibv_send_wr {
+        self.raw_mut()
+    }
+    fn set_next(&mut self, next: *mut ffi::ibv_send_wr) {
+        self.raw.next = next;
+    }
+}
+
+impl Linked for RecvRequest<'_> {
+    type Raw = ffi::ibv_recv_wr;
+    fn raw(&mut self) -> *mut ffi::ibv_recv_wr {
+        self.raw_mut()
+    }
+    fn set_next(&mut self, next: *mut ffi::ibv_recv_wr) {
+        self.raw.next = next;
+    }
+}
+
+/// Links `wrs` into a list and hands its head to `post`, which returns the provider's return
+/// code and the request it stopped at; maps a failure to [`Error::Post`] with its index.
+pub(crate) fn post_list<W: Linked>(
+    verb: &'static str,
+    wrs: &mut [W],
+    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
+) -> Result<()> {
+    let Some(head) = wrs.first_mut().map(|w| w.raw()) else {
+        return Ok(());
+    };
+    let mut next = ptr::null_mut();
+    for wr in wrs.iter_mut().rev() {
+        wr.set_next(next);
+        next = wr.raw();
+    }
+    let mut bad = ptr::null_mut();
+    match post(head, &mut bad) {
+        0 => Ok(()),
+        rc => {
+            let index = wrs
+                .iter_mut()
+                .position(|w| ptr::eq(w.raw(), bad))
+                .unwrap_or(0);
+            let errno = if rc < 0 {
+                std::io::Error::last_os_error()
+            } else {
+                std::io::Error::from_raw_os_error(rc)
+            };
+            Err(Error::Post {
+                verb,
+                index,
+                source: errno,
+            })
+        }
+    }
+}
