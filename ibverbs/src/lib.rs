@@ -1,31 +1,202 @@
-//! Safe bindings to RDMA verbs.
+//! Safe, RAII bindings to RDMA verbs (libibverbs from rdma-core): InfiniBand, RoCE and
+//! iWARP from Rust without `unsafe`.
+//!
+//! ```no_run
+//! use ibverbs::{AccessFlags, ConnectOptions, Context, QpType, RecvRequest, SendRequest, WorkCompletion};
+//!
+//! # fn main() -> ibverbs::Result<()> {
+//! let ctx = Context::open_first()?;
+//! let pd = ctx.alloc_pd()?;
+//! let cq = ctx.create_cq(16, None)?;
+//! let mut mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//! mr.write(0, b"hello")?;
+//! let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+//! let local = qp.endpoint(); // send this to the peer, receive its endpoint
+//! # let remote = local;
+//! let qp = qp.connect(&remote, &ConnectOptions::default())?;
+//! let sge = [mr.sge(0..5)?];
+//! # let peer_memory = mr.remote();
+//! qp.post_send(&mut [SendRequest::write(1, &sge, peer_memory).signaled()])?;
+//! let mut wc = [WorkCompletion::default(); 16];
+//! for done in cq.poll(&mut wc)? {
+//!     done.ok()?;
+//! }
+//! # Ok(()) }
+//! ```
+//! `ibverbs/examples/rc_pingpong.rs` is a complete client/server program to copy from.
+//!
+//! # Objects
+//! Each type wraps one rdma-core object, made by the verb in the table and destroyed on drop
+//! by its destroy verb. An object keeps alive what it was created from, so destruction always
+//! runs children first: a PD cannot be deallocated while an MR, QP, AH, SRQ or MW of it
+//! exists, a CQ not while a QP uses it, a context not while anything of it lives.
+//!
+//! | type | C object | created by | keeps alive |
+//! |---|---|---|---|
+//! | [`DeviceList`] / [`Device`] | `ibv_device` | `ibv_get_device_list` | |
+//! | [`Context`] | `ibv_context` | `ibv_open_device` | |
+//! | [`ProtectionDomain`] | `ibv_pd` | `ibv_alloc_pd` | context |
+//! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr` | PD, its memory |
+//! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD |
+//! | [`CompletionChannel`] | `ibv_comp_channel` | `ibv_create_comp_channel` | context |
+//! | [`CompletionQueue`] | `ibv_cq` | `ibv_create_cq` | context, channel |
+//! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
+//! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
+//! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
+//!
+//! Objects that are shared (context, PD, channel, SRQ) are reference-counted handles; the
+//! count is touched when objects are created and dropped, never on the data path. Objects
+//! of different contexts or PDs cannot be combined: creating a QP with a CQ of another
+//! context, a CQ with another context's channel, or binding a window to another PD's region
+//! fails with [`Error::Mismatch`].
+//!
+//! # Soundness
+//! The HCA reads and writes registered memory asynchronously, and a peer with a region's
+//! rkey may write into it at any time. The crate keeps that from reaching Rust's memory
+//! model by three rules:
+//!
+//! 1. **Registered memory is owned by its region and freed only after deregistration.** A
+//!    [`MemoryRegion`] owns its buffer (an [`AlignedBuffer`], `Vec<u8>`, `Box<[u8]>`, or any
+//!    [`RegistrableMemory`]). Dropping it calls `ibv_dereg_mr` first, which revokes every
+//!    lkey and rkey of the region, and frees the buffer only if that succeeded (a failed
+//!    deregistration leaks it). So a work request still in flight when its region is
+//!    dropped fails with a protection error instead of touching freed memory, and memory can
+//!    be neither freed nor reused under the HCA. Borrowed memory (`&mut [u8]`) is not
+//!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
+//! 2. **Registered memory is never handed out as `&[u8]` / `&mut [u8]`.** The HCA or a
+//!    peer may change it at any time, which a Rust reference forbids. Safe access is by copy
+//!    ([`MemoryRegion::read`], [`MemoryRegion::write`]), ordered against the HCA by
+//!    completions exactly as in C; the `unsafe` [`MemoryRegion::as_slice`] /
+//!    [`MemoryRegion::as_mut_slice`] are there for callers who can prove no DMA is running.
+//! 3. **Work requests carry only checked references.** A scatter/gather entry ([`Sge`]) is
+//!    made from a region with its range checked, and borrows the region while the request is
+//!    built and posted; the provider copies requests at post time, so nothing posted points
+//!    into Rust memory afterwards except through the region's keys (rule 1). Remote
+//!    addresses and keys are plain numbers: the remote HCA checks them, so a wrong one gives
+//!    a `REM_ACCESS_ERR` completion, never memory corruption.
+//!
+//! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a
+//! [`PreparedQueuePair`] in INIT, which can post receives and tell its [`Endpoint`] but has
+//! no `post_send`; [`PreparedQueuePair::connect`] (RC, UC) or
+//! [`PreparedQueuePair::ready`] (UD) gives the [`QueuePair`] that sends.
+//!
+//! What this costs on the data path: posting links the `next` pointers of the request list
+//! and calls the provider; polling writes completions into the caller's buffer, which
+//! [`WorkCompletion`] shares the layout of. Neither allocates or touches a reference count.
+//! Copies through [`MemoryRegion::read`] / [`MemoryRegion::write`] cost a `memcpy`, which
+//! the `unsafe` slice accessors avoid.
+//!
+//! The raw path stays open: every type has `as_raw()`, and [`ffi`] is the complete
+//! `ibverbs-sys` binding, including Rust ports of the `static inline` verbs.
+//!
+//! # What does not compile
+//! The borrow rules above are checked by the compiler; these programs are rejected (the
+//! doc tests pin the error codes).
+//!
+//! A region cannot be dropped, or written, while a scatter/gather entry of it is alive:
+//! ```compile_fail,E0505
+//! # fn f(pd: ibverbs::ProtectionDomain, qp: ibverbs::QueuePair, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
+//! let mr = pd.alloc_mr(64, ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! let sge = [mr.sge(..)?];
+//! drop(mr);
+//! qp.post_send(&mut [ibverbs::SendRequest::write(1, &sge, peer)])?;
+//! # Ok(()) }
+//! ```
+//! ```compile_fail,E0502
+//! # fn f(pd: ibverbs::ProtectionDomain, qp: ibverbs::QueuePair, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
+//! let mut mr = pd.alloc_mr(64, ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! let sge = [mr.sge(..)?];
+//! mr.write(0, b"changed under the request")?;
+//! qp.post_send(&mut [ibverbs::SendRequest::write(1, &sge, peer)])?;
+//! # Ok(()) }
+//! ```
+//! A work request cannot outlive its scatter/gather list:
+//! ```compile_fail,E0597
+//! # fn f(mr: ibverbs::MemoryRegion, qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! let mut wr = {
+//!     let sge = [mr.sge(..)?];
+//!     ibverbs::SendRequest::send(1, &sge)
+//! };
+//! qp.post_send(std::slice::from_mut(&mut wr))?;
+//! # Ok(()) }
+//! ```
+//! A UD request cannot outlive its address handle:
+//! ```compile_fail,E0505
+//! # fn f(mr: ibverbs::MemoryRegion, qp: ibverbs::QueuePair, ah: ibverbs::AddressHandle) -> ibverbs::Result<()> {
+//! let sge = [mr.sge(..)?];
+//! let wr = ibverbs::SendRequest::send(1, &sge).ud(&ah, 0x12, ibverbs::DEFAULT_QKEY);
+//! drop(ah);
+//! qp.post_send(&mut [wr])?;
+//! # Ok(()) }
+//! ```
+//! A queue pair that is not connected has no `post_send`:
+//! ```compile_fail,E0599
+//! # fn f(pd: ibverbs::ProtectionDomain, cq: ibverbs::CompletionQueue, mr: ibverbs::MemoryRegion) -> ibverbs::Result<()> {
+//! let qp = pd.create_qp(ibverbs::QpType::Rc, &cq, &cq).build()?;
+//! let sge = [mr.sge(..)?];
+//! qp.post_send(&mut [ibverbs::SendRequest::send(1, &sge)])?;
+//! # Ok(()) }
+//! ```
+//! Borrowed memory cannot be registered (a leaked region would outlive the borrow):
+//! ```compile_fail,E0277
+//! # fn f(pd: ibverbs::ProtectionDomain) -> ibverbs::Result<()> {
+//! let mut buf = [0u8; 64];
+//! let mr = pd.register(&mut buf[..], ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! # Ok(()) }
+//! ```
+//! Registered memory is not reachable as a slice without `unsafe`:
+//! ```compile_fail,E0133
+//! # fn f(mr: ibverbs::MemoryRegion) {
+//! let bytes: &[u8] = mr.as_slice();
+//! # }
+//! ```
+//!
+//! # Errors
+//! Every fallible call returns [`Error`], which names the verb and carries the errno, or
+//! names the argument that was out of range. Work completions carry their status
+//! ([`WcStatus`]); [`WorkCompletion::ok`] turns a failed one into [`Error::Completion`].
+//! Destroy calls cannot return errors from `Drop`; a failure is printed to stderr and
+//! counted by [`drop_error::count`], which the test suite asserts to stay 0.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 
 pub use ibverbs_sys as ffi;
 
 mod ah;
+mod async_event;
 mod channel;
 mod context;
 mod cq;
 mod device;
+mod device_attr;
 pub mod drop_error;
 mod error;
+mod gid;
 mod mr;
 mod mw;
 mod pd;
+mod port;
 mod qp;
 mod srq;
 mod wr;
 
 pub use ah::AddressHandle;
+pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use channel::CompletionChannel;
 pub use context::Context;
 pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
+pub use device_attr::{
+    AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
+    OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
+};
 pub use error::{Error, Result};
+pub use gid::{Gid, GidEntry, GidType};
 pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use pd::ProtectionDomain;
+pub use port::{
+    LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
+};
 pub use qp::{
     ConnectOptions, Endpoint, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder,
     Route, DEFAULT_QKEY,
