@@ -1,0 +1,285 @@
+//! Asynchronous events: `struct ibv_async_event`, `ibv_get_async_event` and
+//! `ibv_ack_async_event`.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::error::{check, Error, Result};
+use crate::ffi;
+
+/// The kind of an asynchronous event (`enum ibv_event_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AsyncEventKind {
+    /// `IBV_EVENT_CQ_ERR`: a CQ overran.
+    CqErr,
+    /// `IBV_EVENT_QP_FATAL`: a QP hit a catastrophic error.
+    QpFatal,
+    /// `IBV_EVENT_QP_REQ_ERR`: a QP received an invalid request.
+    QpReqErr,
+    /// `IBV_EVENT_QP_ACCESS_ERR`: a QP hit a local access violation.
+    QpAccessErr,
+    /// `IBV_EVENT_COMM_EST`: a QP in RTR received its first packet.
+    CommEst,
+    /// `IBV_EVENT_SQ_DRAINED`: a QP's send queue drained in SQD.
+    SqDrained,
+    /// `IBV_EVENT_PATH_MIG`: a QP migrated to its alternate path.
+    PathMig,
+    /// `IBV_EVENT_PATH_MIG_ERR`: path migration failed.
+    PathMigErr,
+    /// `IBV_EVENT_DEVICE_FATAL`: the device failed.
+    DeviceFatal,
+    /// `IBV_EVENT_PORT_ACTIVE`: a port became active.
+    PortActive,
+    /// `IBV_EVENT_PORT_ERR`: a port left the active state.
+    PortErr,
+    /// `IBV_EVENT_LID_CHANGE`: a port's LID changed.
+    LidChange,
+    /// `IBV_EVENT_PKEY_CHANGE`: a port's P_Key table changed.
+    PkeyChange,
+    /// `IBV_EVENT_SM_CHANGE`: a port's subnet manager changed.
+    SmChange,
+    /// `IBV_EVENT_SRQ_ERR`: an SRQ failed.
+    SrqErr,
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: an SRQ fell below its limit.
+    SrqLimitReached,
+    /// `IBV_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ will complete no more receives.
+    QpLastWqeReached,
+    /// `IBV_EVENT_CLIENT_REREGISTER`: the subnet manager asks to re-register.
+    ClientReregister,
+    /// `IBV_EVENT_GID_CHANGE`: a port's GID table changed.
+    GidChange,
+    /// `IBV_EVENT_WQ_FATAL`: a work queue failed.
+    WqFatal,
+    /// A value libibverbs does not name.
+    Unknown(u32),
+}
+
+impl AsyncEventKind {
+    /// Converts the C value.
+    pub fn from_raw(raw: ffi::ibv_event_type) -> Self {
+        use ffi::ibv_event_type as E;
+        match raw {
+            E::IBV_EVENT_CQ_ERR => AsyncEventKind::CqErr,
+            E::IBV_EVENT_QP_FATAL => AsyncEventKind::QpFatal,
+            E::IBV_EVENT_QP_REQ_ERR => AsyncEventKind::QpReqErr,
+            E::IBV_EVENT_QP_ACCESS_ERR => AsyncEventKind::QpAccessErr,
+            E::IBV_EVENT_COMM_EST => AsyncEventKind::CommEst,
+            E::IBV_EVENT_SQ_DRAINED => AsyncEventKind::SqDrained,
+            E::IBV_EVENT_PATH_MIG => AsyncEventKind::PathMig,
+            E::IBV_EVENT_PATH_MIG_ERR => AsyncEventKind::PathMigErr,
+            E::IBV_EVENT_DEVICE_FATAL => AsyncEventKind::DeviceFatal,
+            E::IBV_EVENT_PORT_ACTIVE => AsyncEventKind::PortActive,
+            E::IBV_EVENT_PORT_ERR => AsyncEventKind::PortErr,
+            E::IBV_EVENT_LID_CHANGE => AsyncEventKind::LidChange,
+            E::IBV_EVENT_PKEY_CHANGE => AsyncEventKind::PkeyChange,
+            E::IBV_EVENT_SM_CHANGE => AsyncEventKind::SmChange,
+            E::IBV_EVENT_SRQ_ERR => AsyncEventKind::SrqErr,
+            E::IBV_EVENT_SRQ_LIMIT_REACHED => AsyncEventKind::SrqLimitReached,
+            E::IBV_EVENT_QP_LAST_WQE_REACHED => AsyncEventKind::QpLastWqeReached,
+            E::IBV_EVENT_CLIENT_REREGISTER => AsyncEventKind::ClientReregister,
+            E::IBV_EVENT_GID_CHANGE => AsyncEventKind::GidChange,
+            E::IBV_EVENT_WQ_FATAL => AsyncEventKind::WqFatal,
+            other => AsyncEventKind::Unknown(other.0),
+        }
+    }
+
+    /// The C value.
+    pub fn raw(self) -> ffi::ibv_event_type {
+        use ffi::ibv_event_type as E;
+        match self {
+            AsyncEventKind::CqErr => E::IBV_EVENT_CQ_ERR,
+            AsyncEventKind::QpFatal => E::IBV_EVENT_QP_FATAL,
+            AsyncEventKind::QpReqErr => E::IBV_EVENT_QP_REQ_ERR,
+            AsyncEventKind::QpAccessErr => E::IBV_EVENT_QP_ACCESS_ERR,
+            AsyncEventKind::CommEst => E::IBV_EVENT_COMM_EST,
+            AsyncEventKind::SqDrained => E::IBV_EVENT_SQ_DRAINED,
+            AsyncEventKind::PathMig => E::IBV_EVENT_PATH_MIG,
+            AsyncEventKind::PathMigErr => E::IBV_EVENT_PATH_MIG_ERR,
+            AsyncEventKind::DeviceFatal => E::IBV_EVENT_DEVICE_FATAL,
+            AsyncEventKind::PortActive => E::IBV_EVENT_PORT_ACTIVE,
+            AsyncEventKind::PortErr => E::IBV_EVENT_PORT_ERR,
+            AsyncEventKind::LidChange => E::IBV_EVENT_LID_CHANGE,
+            AsyncEventKind::PkeyChange => E::IBV_EVENT_PKEY_CHANGE,
+            AsyncEventKind::SmChange => E::IBV_EVENT_SM_CHANGE,
+            AsyncEventKind::SrqErr => E::IBV_EVENT_SRQ_ERR,
+            AsyncEventKind::SrqLimitReached => E::IBV_EVENT_SRQ_LIMIT_REACHED,
+            AsyncEventKind::QpLastWqeReached => E::IBV_EVENT_QP_LAST_WQE_REACHED,
+            AsyncEventKind::ClientReregister => E::IBV_EVENT_CLIENT_REREGISTER,
+            AsyncEventKind::GidChange => E::IBV_EVENT_GID_CHANGE,
+            AsyncEventKind::WqFatal => E::IBV_EVENT_WQ_FATAL,
+            AsyncEventKind::Unknown(raw) => ffi::ibv_event_type(raw),
+        }
+    }
+
+    /// The verbs description, such as `"port active"` (`ibv_event_type_str`).
+    pub fn as_str(self) -> &'static str {
+        // SAFETY: ibv_event_type_str returns a static string for any value.
+        let s = unsafe { CStr::from_ptr(ffi::ibv_event_type_str(self.raw())) };
+        s.to_str().unwrap_or("unknown")
+    }
+}
+
+/// The `ibv_event_type_str` description.
+impl fmt::Display for AsyncEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An opaque identifier of the QP, CQ, SRQ or WQ an event is about: the address of its C
+/// object, equal for events about the same object while it lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectId(usize);
+
+impl ObjectId {
+    /// The address of the C object.
+    pub fn addr(self) -> usize {
+        self.0
+    }
+}
+
+/// What an asynchronous event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventSource {
+    /// The whole device (`IBV_EVENT_DEVICE_FATAL`, unknown kinds).
+    Device,
+    /// A port, numbered from 1.
+    Port(u8),
+    /// A queue pair.
+    Qp(ObjectId),
+    /// A completion queue.
+    Cq(ObjectId),
+    /// A shared receive queue.
+    Srq(ObjectId),
+    /// A work queue.
+    Wq(ObjectId),
+}
+
+/// An asynchronous event of a device (`struct ibv_async_event`), already acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AsyncEvent {
+    /// What happened.
+    pub kind: AsyncEventKind,
+    /// What it happened to.
+    pub source: EventSource,
+}
+
+impl AsyncEvent {
+    /// Copies the kind and source out of a C event.
+    fn from_raw(raw: &ffi::ibv_async_event) -> Self {
+        use AsyncEventKind as K;
+        let kind = AsyncEventKind::from_raw(raw.event_type);
+        let element = &raw.element;
+        let source = match kind {
+            K::CqErr => {
+                // SAFETY: libibverbs sets the `cq` member for CQ events.
+                EventSource::Cq(ObjectId(unsafe { element.cq } as usize))
+            }
+            K::QpFatal
+            | K::QpReqErr
+            | K::QpAccessErr
+            | K::CommEst
+            | K::SqDrained
+            | K::PathMig
+            | K::PathMigErr
+            | K::QpLastWqeReached => {
+                // SAFETY: libibverbs sets the `qp` member for QP events.
+                EventSource::Qp(ObjectId(unsafe { element.qp } as usize))
+            }
+            K::SrqErr | K::SrqLimitReached => {
+                // SAFETY: libibverbs sets the `srq` member for SRQ events.
+                EventSource::Srq(ObjectId(unsafe { element.srq } as usize))
+            }
+            K::WqFatal => {
+                // SAFETY: libibverbs sets the `wq` member for WQ events.
+                EventSource::Wq(ObjectId(unsafe { element.wq } as usize))
+            }
+            K::PortActive
+            | K::PortErr
+            | K::LidChange
+            | K::PkeyChange
+            | K::SmChange
+            | K::ClientReregister
+            | K::GidChange => {
+                // SAFETY: libibverbs sets the `port_num` member for port events.
+                let port = unsafe { element.port_num };
+                // Port numbers fit in u8 (ibv_query_port takes a u8); 0 is no port.
+                EventSource::Port(u8::try_from(port).unwrap_or(0))
+            }
+            K::DeviceFatal | K::Unknown(_) => EventSource::Device,
+        };
+        AsyncEvent { kind, source }
+    }
+}
+
+impl fmt::Display for AsyncEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.source {
+            EventSource::Port(port) => write!(f, "{} on port {port}", self.kind),
+            _ => fmt::Display::fmt(&self.kind, f),
+        }
+    }
+}
+
+impl Context {
+    /// Waits for the next asynchronous event (`ibv_get_async_event`) and acknowledges it
+    /// (`ibv_ack_async_event`) after copying it.
+    ///
+    /// Blocks until an event arrives; see [`Context::wait_async_event`] for a timeout.
+    pub fn get_async_event(&self) -> Result<AsyncEvent> {
+        let mut raw = MaybeUninit::<ffi::ibv_async_event>::uninit();
+        // SAFETY: the context is open and raw is writable.
+        check("ibv_get_async_event", unsafe {
+            ffi::ibv_get_async_event(self.as_raw(), raw.as_mut_ptr())
+        })?;
+        // SAFETY: ibv_get_async_event succeeded, so it filled the event.
+        let mut raw = unsafe { raw.assume_init() };
+        let event = AsyncEvent::from_raw(&raw);
+        // SAFETY: raw is an event from ibv_get_async_event not acknowledged yet; nothing
+        // refers to the object it names after this.
+        unsafe { ffi::ibv_ack_async_event(&mut raw) };
+        Ok(event)
+    }
+
+    /// Waits up to `timeout` for the next asynchronous event; `None` if none came.
+    ///
+    /// Polls the event file descriptor, then calls [`Context::get_async_event`]. If other
+    /// threads also read events of this context, one of them may take the event first and
+    /// this call then blocks until the next one.
+    pub fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>> {
+        let mut pollfd = libc::pollfd {
+            fd: self.async_fd_raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: pollfd is one valid, writable pollfd.
+        let n = unsafe { libc::poll(&mut pollfd, 1, ms) };
+        match n {
+            0 => Ok(None),
+            n if n < 0 => Err(Error::last("poll")),
+            _ => self.get_async_event().map(Some),
+        }
+    }
+
+    /// The file descriptor that becomes readable when an asynchronous event is pending
+    /// (`ibv_context::async_fd`), to wait on with `poll` or an event loop; read the event
+    /// with [`Context::get_async_event`].
+    pub fn async_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor is open as long as the context, which the borrow keeps
+        // alive.
+        unsafe { BorrowedFd::borrow_raw(self.async_fd_raw()) }
+    }
+
+    fn async_fd_raw(&self) -> libc::c_int {
+        // SAFETY: the context is open; libibverbs sets async_fd when opening it and never
+        // changes it afterwards.
+        unsafe { (*self.as_raw()).async_fd }
+    }
+}

@@ -1,0 +1,289 @@
+//! GIDs and the GID table: `union ibv_gid`, `struct ibv_gid_entry`, `ibv_query_gid`,
+//! `ibv_query_gid_ex` and `ibv_query_gid_table`.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+use std::str::FromStr;
+
+use crate::context::Context;
+use crate::error::{check, Error, Result};
+use crate::ffi;
+use crate::port::PortAttr;
+
+/// A 128-bit global identifier (`union ibv_gid`): an IPv6 address on RoCE, subnet prefix and
+/// port GUID on InfiniBand.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gid([u8; 16]);
+
+impl Gid {
+    /// The GID with these bytes, in network order.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Gid(bytes)
+    }
+
+    /// The bytes, in network order.
+    pub const fn to_bytes(self) -> [u8; 16] {
+        self.0
+    }
+
+    /// The GID of a C `union ibv_gid`.
+    pub fn from_raw(raw: ffi::ibv_gid) -> Self {
+        // SAFETY: every bit pattern of the union is a valid byte array.
+        Gid(unsafe { raw.raw })
+    }
+
+    /// The C `union ibv_gid`.
+    pub fn to_raw(self) -> ffi::ibv_gid {
+        ffi::ibv_gid { raw: self.0 }
+    }
+
+    /// The high 64 bits in host byte order: the subnet prefix (`fe80::/64` is the default).
+    pub fn subnet_prefix(&self) -> u64 {
+        (u128::from_be_bytes(self.0) >> 64) as u64
+    }
+
+    /// The low 64 bits in host byte order: the interface ID (the port GUID on InfiniBand).
+    pub fn interface_id(&self) -> u64 {
+        // Truncation keeps the low 64 bits.
+        u128::from_be_bytes(self.0) as u64
+    }
+
+    /// Whether all bits are 0 (an empty table entry).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}
+
+impl From<[u8; 16]> for Gid {
+    fn from(bytes: [u8; 16]) -> Self {
+        Gid(bytes)
+    }
+}
+
+impl From<Gid> for [u8; 16] {
+    fn from(gid: Gid) -> Self {
+        gid.0
+    }
+}
+
+impl From<Ipv6Addr> for Gid {
+    fn from(addr: Ipv6Addr) -> Self {
+        Gid(addr.octets())
+    }
+}
+
+impl From<Gid> for Ipv6Addr {
+    fn from(gid: Gid) -> Self {
+        Ipv6Addr::from(gid.0)
+    }
+}
+
+/// Parses IPv6 text, such as `fe80::1` or `::ffff:127.0.0.1`.
+impl FromStr for Gid {
+    type Err = std::net::AddrParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ipv6Addr::from_str(s).map(Gid::from)
+    }
+}
+
+/// IPv6 text, as [`Ipv6Addr`] writes it (`fe80::200:ff:fe00:0`, `::ffff:127.0.0.1`).
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&Ipv6Addr::from(self.0), f)
+    }
+}
+
+impl fmt::Debug for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gid({self})")
+    }
+}
+
+/// The kind of a GID table entry (`enum ibv_gid_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GidType {
+    /// `IBV_GID_TYPE_IB`: InfiniBand.
+    Ib,
+    /// `IBV_GID_TYPE_ROCE_V1`: RoCE v1 (Ethernet, no IP header).
+    RoceV1,
+    /// `IBV_GID_TYPE_ROCE_V2`: RoCE v2 (UDP/IP).
+    RoceV2,
+    /// A value libibverbs does not name.
+    Unknown(u32),
+}
+
+impl GidType {
+    /// Converts the C value.
+    pub fn from_raw(raw: u32) -> Self {
+        use ffi::ibv_gid_type as T;
+        match ffi::ibv_gid_type(raw) {
+            T::IBV_GID_TYPE_IB => GidType::Ib,
+            T::IBV_GID_TYPE_ROCE_V1 => GidType::RoceV1,
+            T::IBV_GID_TYPE_ROCE_V2 => GidType::RoceV2,
+            _ => GidType::Unknown(raw),
+        }
+    }
+
+    /// The C value.
+    pub fn raw(self) -> u32 {
+        use ffi::ibv_gid_type as T;
+        match self {
+            GidType::Ib => T::IBV_GID_TYPE_IB.0,
+            GidType::RoceV1 => T::IBV_GID_TYPE_ROCE_V1.0,
+            GidType::RoceV2 => T::IBV_GID_TYPE_ROCE_V2.0,
+            GidType::Unknown(raw) => raw,
+        }
+    }
+}
+
+/// `IB`, `RoCE v1` or `RoCE v2`.
+impl fmt::Display for GidType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GidType::Ib => f.write_str("IB"),
+            GidType::RoceV1 => f.write_str("RoCE v1"),
+            GidType::RoceV2 => f.write_str("RoCE v2"),
+            GidType::Unknown(raw) => write!(f, "unknown GID type ({raw})"),
+        }
+    }
+}
+
+/// One valid entry of a GID table (`struct ibv_gid_entry`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct GidEntry {
+    /// The GID.
+    pub gid: Gid,
+    /// Its index in the port's table.
+    pub index: u32,
+    /// The port, from 1.
+    pub port: u32,
+    /// Its kind.
+    pub gid_type: GidType,
+    /// Interface index of the network device it belongs to (RoCE); 0 for none.
+    pub ifindex: u32,
+}
+
+impl GidEntry {
+    /// Converts the C structure.
+    pub fn from_raw(raw: &ffi::ibv_gid_entry) -> Self {
+        GidEntry {
+            gid: Gid::from_raw(raw.gid),
+            index: raw.gid_index,
+            port: raw.port_num,
+            gid_type: GidType::from_raw(raw.gid_type),
+            ifindex: raw.ndev_ifindex,
+        }
+    }
+
+    /// The name of the network device it belongs to, such as `eth0` (`if_indextoname`);
+    /// `None` if it has none or the device is gone.
+    pub fn netdev(&self) -> Option<String> {
+        if self.ifindex == 0 {
+            return None;
+        }
+        let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+        // SAFETY: name has the IF_NAMESIZE bytes if_indextoname may write.
+        let ret = unsafe { libc::if_indextoname(self.ifindex, name.as_mut_ptr()) };
+        if ret.is_null() {
+            return None;
+        }
+        // SAFETY: on success name holds a NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+        Some(name.to_string_lossy().into_owned())
+    }
+}
+
+impl Context {
+    /// Checks `index` against the table size of `port`, which must exist.
+    fn gid_port(&self, port: u8, index: u32) -> Result<PortAttr> {
+        let attr = self.query_port(port)?;
+        if index >= attr.gid_tbl_len {
+            return Err(match attr.gid_tbl_len {
+                0 => Error::InvalidArgument {
+                    what: "GID index",
+                    reason: format!("port {port} has no GID table"),
+                },
+                len => Error::OutOfRange {
+                    what: "GID index",
+                    value: index.into(),
+                    min: 0,
+                    max: u64::from(len) - 1,
+                },
+            });
+        }
+        Ok(attr)
+    }
+
+    /// Reads entry `index` of the GID table of `port` (`ibv_query_gid`); an empty entry reads
+    /// as the zero GID.
+    ///
+    /// Fails with [`Error::OutOfRange`] for a port the device does not have or an index
+    /// beyond the table.
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
+        self.gid_port(port, index)?;
+        let c_index = i32::try_from(index).map_err(|_| Error::OutOfRange {
+            what: "GID index",
+            value: index.into(),
+            min: 0,
+            max: i32::MAX as u64,
+        })?;
+        let mut raw = ffi::ibv_gid::default();
+        // SAFETY: the context is open, port and index exist, raw is a writable ibv_gid.
+        check("ibv_query_gid", unsafe {
+            ffi::ibv_query_gid(self.as_raw(), port, c_index, &mut raw)
+        })?;
+        Ok(Gid::from_raw(raw))
+    }
+
+    /// Reads entry `index` of the GID table of `port` with its type and network device
+    /// (`ibv_query_gid_ex`); `None` if the entry is empty.
+    ///
+    /// Fails with [`Error::OutOfRange`] for a port the device does not have or an index
+    /// beyond the table.
+    pub fn query_gid_ex(&self, port: u8, index: u32) -> Result<Option<GidEntry>> {
+        self.gid_port(port, index)?;
+        let mut raw = ffi::ibv_gid_entry::default();
+        // SAFETY: the context is open, port and index exist, raw is a writable entry.
+        let rc = unsafe { ffi::ibv_query_gid_ex(self.as_raw(), port.into(), index, &mut raw, 0) };
+        if rc == libc::ENODATA {
+            return Ok(None);
+        }
+        check("ibv_query_gid_ex", rc)?;
+        Ok(Some(GidEntry::from_raw(&raw)))
+    }
+
+    /// The valid entries of the GID table of `port`, by index (`ibv_query_gid_table`).
+    ///
+    /// Fails with [`Error::OutOfRange`] for a port the device does not have.
+    pub fn gid_table(&self, port: u8) -> Result<Vec<GidEntry>> {
+        self.query_port(port)?;
+        // The call returns the entries of all ports: size the array for all tables.
+        let mut capacity = 0usize;
+        for p in 1..=self.port_count()? {
+            capacity += usize::try_from(self.query_port(p)?.gid_tbl_len).unwrap_or(0);
+        }
+        if capacity == 0 {
+            return Ok(Vec::new());
+        }
+        let mut raw = vec![ffi::ibv_gid_entry::default(); capacity];
+        // SAFETY: the context is open and raw has room for `capacity` entries.
+        let n = unsafe { ffi::ibv_query_gid_table(self.as_raw(), raw.as_mut_ptr(), capacity, 0) };
+        let n = usize::try_from(n).map_err(|_| {
+            Error::errno(
+                "ibv_query_gid_table",
+                i32::try_from(-n).unwrap_or(libc::EINVAL),
+            )
+        })?;
+        let mut entries: Vec<GidEntry> = raw
+            .iter()
+            .take(n)
+            .filter(|e| e.port_num == u32::from(port))
+            .map(GidEntry::from_raw)
+            .collect();
+        entries.sort_by_key(|e| e.index);
+        Ok(entries)
+    }
+}
