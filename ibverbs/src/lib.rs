@@ -176,6 +176,7 @@ mod mw;
 mod pd;
 mod port;
 mod qp;
+mod qp_ex;
 mod srq;
 mod wr;
 
@@ -201,5 +202,6 @@ pub use qp::{
     ConnectOptions, Endpoint, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder,
     Route, DEFAULT_QKEY,
 };
+pub use qp_ex::{SendOps, WrBatch};
 pub use srq::SharedReceiveQueue;
 pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};

@@ -16,6 +16,7 @@ use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::mr::AccessFlags;
 use crate::pd::ProtectionDomain;
+use crate::qp_ex::SendOps;
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
 
@@ -200,6 +201,7 @@ pub struct QueuePairBuilder<'a> {
     gid_index: Option<u8>,
     access: AccessFlags,
     qkey: u32,
+    send_ops: SendOps,
 }
 
 /// The Q_Key UD queue pairs get unless told otherwise.
@@ -232,6 +234,7 @@ impl ProtectionDomain {
             gid_index: None,
             access: AccessFlags::LOCAL_WRITE,
             qkey: DEFAULT_QKEY,
+            send_ops: SendOps::empty(),
         }
     }
 }
@@ -305,7 +308,15 @@ impl<'a> QueuePairBuilder<'a> {
         self
     }
 
-    /// Creates the QP (`ibv_create_qp`) and moves it to INIT (`ibv_modify_qp`).
+    /// Creates the QP with the extended send API (`ibv_create_qp_ex`) for `ops`, so that
+    /// [`QueuePair::batch`] can post through `ibv_wr_*`.
+    pub fn send_ops(mut self, ops: SendOps) -> Self {
+        self.send_ops = ops;
+        self
+    }
+
+    /// Creates the QP (`ibv_create_qp`, or `ibv_create_qp_ex` with
+    /// [`send_ops`](Self::send_ops)) and moves it to INIT (`ibv_modify_qp`).
     pub fn build(self) -> Result<PreparedQueuePair> {
         let ctx = self.pd.context();
         ctx.check_same(self.send_cq.inner().context(), "send completion queue")?;
@@ -320,21 +331,40 @@ impl<'a> QueuePairBuilder<'a> {
         };
         let gid = query_gid(ctx.as_raw(), self.port, gid_index, &port)?;
 
-        let mut init = ffi::ibv_qp_init_attr {
+        let mut init = ffi::ibv_qp_init_attr_ex {
             send_cq: self.send_cq.as_raw(),
             recv_cq: self.recv_cq.as_raw(),
             srq: self.srq.map_or(std::ptr::null_mut(), |s| s.as_raw()),
             cap: self.caps,
             qp_type: self.qp_type.raw(),
             sq_sig_all: i32::from(self.sq_sig_all),
+            comp_mask: ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0,
+            pd: self.pd.as_raw(),
             ..Default::default()
         };
+        if !self.send_ops.is_empty() {
+            init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+            init.send_ops_flags = self.send_ops.bits();
+        }
         // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
         // are kept alive by the QueuePair below for as long as the QP exists.
-        let raw = unsafe { ffi::ibv_create_qp(self.pd.as_raw(), &mut init) };
-        let raw = check_ptr("ibv_create_qp", raw)?;
+        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.as_raw(), &mut init) };
+        let verb = if self.send_ops.is_empty() {
+            "ibv_create_qp"
+        } else {
+            "ibv_create_qp_ex"
+        };
+        let raw = check_ptr(verb, raw)?;
+        let qp_ex = if self.send_ops.is_empty() {
+            None
+        } else {
+            // SAFETY: raw is a live QP created with ibv_create_qp_ex.
+            NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(raw.as_ptr()) })
+        };
         let qp = QueuePair {
             raw,
+            qp_ex,
+            send_ops: self.send_ops,
             qp_type: self.qp_type,
             caps: init.cap,
             port: self.port,
@@ -488,6 +518,8 @@ impl fmt::Debug for PreparedQueuePair {
 /// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
 pub struct QueuePair {
     raw: NonNull<ffi::ibv_qp>,
+    qp_ex: Option<NonNull<ffi::ibv_qp_ex>>,
+    send_ops: SendOps,
     qp_type: QpType,
     caps: ffi::ibv_qp_cap,
     port: u8,
@@ -519,6 +551,16 @@ impl QueuePair {
     pub fn qp_num(&self) -> u32 {
         // SAFETY: the QP is live.
         unsafe { self.raw.as_ref() }.qp_num
+    }
+
+    /// The extended view, for QPs built with send ops.
+    pub(crate) fn qp_ex(&self) -> Option<*mut ffi::ibv_qp_ex> {
+        self.qp_ex.map(NonNull::as_ptr)
+    }
+
+    /// The operations the extended send API was enabled for (empty if none).
+    pub fn send_ops(&self) -> SendOps {
+        self.send_ops
     }
 
     /// The transport.

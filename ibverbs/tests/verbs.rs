@@ -982,3 +982,84 @@ fn cq_overrun_raises_a_cq_error_event() {
     drop(p);
     assert_clean_drops();
 }
+
+#[test]
+fn extended_send_api_batches() {
+    use ibverbs::SendOps;
+    let ops =
+        SendOps::SEND | SendOps::RDMA_WRITE | SendOps::RDMA_READ | SendOps::ATOMIC_FETCH_AND_ADD;
+    let mut p = Pair::with(QpType::Rc, |b| b.send_ops(ops).max_inline_data(32), |_| {});
+    assert_eq!(p.a.send_ops(), ops);
+    let mut src = p.mr(64);
+    src.write(0, b"batched!").unwrap();
+    let dst = p.mr(64);
+    let counter = p.mr(8);
+    let rsge = [dst.sge(32..40).unwrap()];
+    p.b.post_recv(&mut [RecvRequest::new(9, &rsge)]).unwrap();
+
+    let sge = [src.sge(0..8).unwrap()];
+    let result = src.sge(56..64).unwrap();
+    let mut batch = p.a.batch().unwrap();
+    batch
+        .push(&SendRequest::write(1, &sge, dst.remote()).signaled())
+        .unwrap();
+    batch
+        .push(
+            &SendRequest::write(2, &sge, dst.remote().slice(8, 8).unwrap())
+                .inline()
+                .signaled(),
+        )
+        .unwrap();
+    batch.push(&SendRequest::send(3, &sge).signaled()).unwrap();
+    batch
+        .push(&SendRequest::fetch_add(4, &result, counter.remote(), 3).signaled())
+        .unwrap();
+    // Not enabled at creation: refused, and the rest of the batch still posts.
+    let err = batch
+        .push(&SendRequest::send_with_imm(5, &sge, 1))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "work request",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    batch.complete().unwrap();
+    for want in 1..=4 {
+        assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), want);
+    }
+    assert_eq!(poll_one(&p.b_cq).ok().unwrap().byte_len(), 8);
+    let got = contents(&dst);
+    assert_eq!(&got[..8], b"batched!");
+    assert_eq!(&got[8..16], b"batched!");
+    assert_eq!(&got[32..40], b"batched!");
+    assert_eq!(contents(&counter), 3u64.to_ne_bytes());
+
+    // An aborted batch posts nothing.
+    let mut batch = p.a.batch().unwrap();
+    batch
+        .push(&SendRequest::write(6, &sge, dst.remote()).signaled())
+        .unwrap();
+    drop(batch);
+    assert_empty(&p.a_cq);
+
+    // A QP built without send ops has no batch.
+    let mut plain = Pair::new(QpType::Rc);
+    let err = plain.a.batch().err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "queue pair",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop((p, plain));
+    assert_clean_drops();
+}
