@@ -1,1 +1,5 @@
 //! Shared code of the command-line tools in `examples/`.
+
+pub mod cli;
+pub mod devinfo;
+pub mod ibstat;

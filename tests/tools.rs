@@ -1,0 +1,197 @@
+//! Each example against the C tool it replaces, side by side on the same device (run through
+//! `scripts/with-rdma`; rxe0 on `lo` in CI): same stdout byte for byte, same exit status, a
+//! message on stderr exactly when the C tool writes one, and never a panic.
+//!
+//! The C tools (rdma-core's `ibv_devices` and `ibv_devinfo`, infiniband-diags' `ibstat`) must
+//! be on `PATH`. The examples are the ones `cargo test` builds beside this test
+//! (`target/<profile>/examples/`); `cargo test --test tools` alone does not rebuild them, so
+//! run `cargo test` for the package (or `cargo build --examples` first).
+//! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`).
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn device() -> String {
+    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
+}
+
+/// `target/<profile>/examples/`: this test is `target/<profile>/deps/tools-<hash>`.
+fn examples_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the path of the test executable");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples"))
+        .expect("the test executable is in target/<profile>/deps")
+}
+
+/// The C tool `tool`: on `PATH`, or in the sbin directories a user's `PATH` may lack.
+fn c_tool(tool: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!("the C tool {tool} is missing (install ibverbs-utils and infiniband-diags)")
+        })
+}
+
+/// Runs `cmd`, failing with `what` if it cannot start.
+fn run(mut cmd: Command, what: &str) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
+}
+
+/// Runs the C tool `tool` and our example of the same name with `args` (both with `tool` as
+/// `argv[0]`, as it appears in usage texts) and compares them.
+fn compare(tool: &str, args: &[&str]) {
+    let example = examples_dir().join(tool);
+    assert!(
+        example.is_file(),
+        "{} is missing: run `cargo test` for the package, which builds the examples",
+        example.display()
+    );
+    let mut c_cmd = Command::new(c_tool(tool));
+    c_cmd.arg0(tool).args(args);
+    let c = run(c_cmd, &format!("the C tool {tool}"));
+    let mut ours_cmd = Command::new(&example);
+    ours_cmd.arg0(tool).args(args);
+    let ours = run(ours_cmd, &example.display().to_string());
+
+    let call = format!("{tool} {}", args.join(" "));
+    let ours_err = String::from_utf8_lossy(&ours.stderr);
+    assert!(
+        !ours_err.contains("panicked"),
+        "{call}: ours panicked:\n{ours_err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&c.stdout),
+        "{call}: stdout differs (left: ours, right: C)"
+    );
+    assert_eq!(ours.stdout, c.stdout, "{call}: stdout bytes differ");
+    assert_eq!(
+        ours.status.code(),
+        c.status.code(),
+        "{call}: exit status differs (left: ours, right: C); stderr:\nours: {ours_err}\nC: {}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_eq!(
+        ours.stderr.is_empty(),
+        c.stderr.is_empty(),
+        "{call}: one writes to stderr, the other not:\nours: {ours_err}\nC: {}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+}
+
+#[test]
+fn ibv_devices() {
+    compare("ibv_devices", &[]);
+}
+
+#[test]
+fn ibv_devinfo() {
+    compare("ibv_devinfo", &[]);
+}
+
+#[test]
+fn ibv_devinfo_device() {
+    compare("ibv_devinfo", &["-d", &device()]);
+}
+
+#[test]
+fn ibv_devinfo_port() {
+    compare("ibv_devinfo", &["-i", "1"]);
+}
+
+#[test]
+fn ibv_devinfo_list() {
+    compare("ibv_devinfo", &["-l"]);
+}
+
+#[test]
+fn ibv_devinfo_verbose() {
+    compare("ibv_devinfo", &["-v"]);
+}
+
+#[test]
+fn ibv_devinfo_device_port_verbose_long() {
+    let dev = format!("--ib-dev={}", device());
+    compare("ibv_devinfo", &[&dev, "--ib-port", "1", "--verbose"]);
+}
+
+#[test]
+fn ibv_devinfo_unknown_device() {
+    compare("ibv_devinfo", &["-d", "no-such-device"]);
+}
+
+#[test]
+fn ibv_devinfo_port_past_the_device() {
+    compare("ibv_devinfo", &["-i", "2"]);
+}
+
+#[test]
+fn ibv_devinfo_port_zero() {
+    compare("ibv_devinfo", &["-i", "0"]);
+}
+
+#[test]
+fn ibv_devinfo_unknown_option() {
+    compare("ibv_devinfo", &["-x"]);
+}
+
+#[test]
+fn ibv_devinfo_missing_argument() {
+    compare("ibv_devinfo", &["-d"]);
+}
+
+#[test]
+fn ibstat() {
+    compare("ibstat", &[]);
+}
+
+#[test]
+fn ibstat_device() {
+    compare("ibstat", &[&device()]);
+}
+
+#[test]
+fn ibstat_device_port() {
+    compare("ibstat", &[&device(), "1"]);
+}
+
+#[test]
+fn ibstat_list() {
+    compare("ibstat", &["-l"]);
+}
+
+#[test]
+fn ibstat_short() {
+    compare("ibstat", &["-s"]);
+}
+
+#[test]
+fn ibstat_ports() {
+    compare("ibstat", &["-p"]);
+}
+
+#[test]
+fn ibstat_unknown_device() {
+    compare("ibstat", &["no-such-device"]);
+}
+
+#[test]
+fn ibstat_port_past_the_device() {
+    compare("ibstat", &[&device(), "2"]);
+}
+
+#[test]
+fn ibstat_port_zero() {
+    compare("ibstat", &[&device(), "0"]);
+}
+
+#[test]
+fn ibstat_unknown_option() {
+    compare("ibstat", &["-x"]);
+}
