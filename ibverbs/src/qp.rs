@@ -14,8 +14,10 @@ use crate::cq::{CompletionQueue, CqInner};
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
+use crate::gid::{GidEntry, GidType};
 use crate::mr::AccessFlags;
 use crate::pd::ProtectionDomain;
+use crate::port::{LinkLayer, Mtu, PortAttr};
 use crate::qp_ex::SendOps;
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
@@ -324,12 +326,23 @@ impl<'a> QueuePairBuilder<'a> {
         if let Some(srq) = self.srq {
             self.pd.check_same(srq.pd(), "shared receive queue")?;
         }
-        let port = query_port(ctx.as_raw(), self.port)?;
+        let port = ctx.query_port(self.port)?;
         let gid_index = match self.gid_index {
             Some(i) => i,
-            None => default_gid_index(ctx.as_raw(), self.port, &port)?,
+            None => default_gid_index(ctx, self.port, &port)?,
         };
-        let gid = query_gid(ctx.as_raw(), self.port, gid_index, &port)?;
+        let gid = match ctx.query_gid_ex(self.port, gid_index.into())? {
+            Some(entry) => Ipv6Addr::from(entry.gid),
+            None => {
+                return Err(Error::InvalidArgument {
+                    what: "GID index",
+                    reason: format!(
+                        "entry {gid_index} of port {}'s GID table is empty",
+                        self.port
+                    ),
+                })
+            }
+        };
 
         let mut init = ffi::ibv_qp_init_attr_ex {
             send_cq: self.send_cq.as_raw(),
@@ -432,9 +445,17 @@ impl PreparedQueuePair {
         }
         let mtu_bytes = match opts.path_mtu {
             Some(m) => m,
-            None => mtu_bytes(qp.active_mtu).min(remote.mtu),
+            None => qp.mtu_bytes().min(remote.mtu),
         };
-        let path_mtu = mtu_from_bytes(mtu_bytes)?;
+        let path_mtu = match Mtu::from_bytes(mtu_bytes) {
+            Some(mtu) => ffi::ibv_mtu(mtu.raw()),
+            None => {
+                return Err(Error::InvalidArgument {
+                    what: "path MTU",
+                    reason: format!("{mtu_bytes} is not one of 256, 512, 1024, 2048, 4096"),
+                })
+            }
+        };
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
         let mut route = opts.route;
         route.sgid_index = qp.gid_index;
@@ -526,7 +547,7 @@ pub struct QueuePair {
     gid_index: u8,
     gid: Ipv6Addr,
     lid: u16,
-    active_mtu: ffi::ibv_mtu,
+    active_mtu: Mtu,
     psn: u32,
     pd: ProtectionDomain,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
@@ -596,7 +617,7 @@ impl QueuePair {
             lid: self.lid,
             gid: self.gid,
             port: self.port,
-            mtu: mtu_bytes(self.active_mtu),
+            mtu: self.mtu_bytes(),
         }
     }
 
@@ -653,12 +674,14 @@ impl QueuePair {
         })
     }
 
+    /// The port's active MTU in bytes (256 if the provider reports an unknown one).
+    fn mtu_bytes(&self) -> u32 {
+        self.active_mtu.bytes().unwrap_or(256)
+    }
+
     fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
-        let mut dev = ffi::ibv_device_attr::default();
-        // SAFETY: the context is open and dev is writable.
-        let rc = unsafe { ffi::ibv_query_device(self.pd.context().as_raw(), &mut dev) };
-        check("ibv_query_device", rc)?;
-        let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
+        let dev = self.pd.context().query_device()?;
+        let clamp = |want: u8, max: u32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
         Ok((
             clamp(opts.max_rd_atomic, dev.max_qp_init_rd_atom),
             clamp(opts.max_dest_rd_atomic, dev.max_qp_rd_atom),
@@ -685,116 +708,26 @@ impl fmt::Debug for QueuePair {
     }
 }
 
-/// `ibv_query_port` for a port that must exist.
-fn query_port(ctx: *mut ffi::ibv_context, port: u8) -> Result<ffi::ibv_port_attr> {
-    let mut dev = ffi::ibv_device_attr::default();
-    // SAFETY: the context is open and dev is writable.
-    check("ibv_query_device", unsafe {
-        ffi::ibv_query_device(ctx, &mut dev)
-    })?;
-    if port == 0 || port > dev.phys_port_cnt {
-        return Err(Error::OutOfRange {
-            what: "port",
-            value: port.into(),
-            min: 1,
-            max: dev.phys_port_cnt.into(),
-        });
-    }
-    let mut attr = ffi::ibv_port_attr::default();
-    // SAFETY: the context is open and attr is writable.
-    check("ibv_query_port", unsafe {
-        ffi::ibv_query_port(ctx, port, &mut attr)
-    })?;
-    Ok(attr)
-}
-
-fn query_gid(
-    ctx: *mut ffi::ibv_context,
-    port: u8,
-    index: u8,
-    attr: &ffi::ibv_port_attr,
-) -> Result<Ipv6Addr> {
-    if i32::from(index) >= attr.gid_tbl_len {
-        return Err(Error::OutOfRange {
-            what: "GID index",
-            value: index.into(),
-            min: 0,
-            max: (attr.gid_tbl_len.max(1) - 1) as u64,
-        });
-    }
-    let mut entry = ffi::ibv_gid_entry::default();
-    // SAFETY: the context is open and entry is writable.
-    let rc = unsafe { ffi::ibv_query_gid_ex(ctx, port.into(), index.into(), &mut entry, 0) };
-    if rc == libc::ENODATA {
-        return Err(Error::InvalidArgument {
-            what: "GID index",
-            reason: format!("entry {index} of port {port}'s GID table is empty"),
-        });
-    }
-    check("ibv_query_gid_ex", rc)?;
-    // SAFETY: every bit pattern of the union is a valid byte array.
-    Ok(Ipv6Addr::from(unsafe { entry.gid.raw }))
-}
-
 /// On RoCE: the first RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID,
 /// else the first valid one. On InfiniBand: 0.
-fn default_gid_index(
-    ctx: *mut ffi::ibv_context,
-    port: u8,
-    attr: &ffi::ibv_port_attr,
-) -> Result<u8> {
-    if u32::from(attr.link_layer) != ffi::IBV_LINK_LAYER_ETHERNET {
+fn default_gid_index(ctx: &crate::Context, port: u8, attr: &PortAttr) -> Result<u8> {
+    if attr.link_layer != LinkLayer::Ethernet {
         return Ok(0);
     }
-    let len = usize::try_from(attr.gid_tbl_len).unwrap_or(0);
-    let mut entries = vec![ffi::ibv_gid_entry::default(); len.max(1)];
-    // SAFETY: the context is open and entries has room for len entries.
-    let n = unsafe { ffi::ibv_query_gid_table(ctx, entries.as_mut_ptr(), entries.len(), 0) };
-    let n = usize::try_from(n).map_err(|_| Error::errno("ibv_query_gid_table", (-n) as i32))?;
-    let ours = entries[..n.min(entries.len())]
+    let table = ctx.gid_table(port)?;
+    let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
+    let index = table
         .iter()
-        .filter(|e| e.port_num == u32::from(port));
-    let v2 = ffi::ibv_gid_type::IBV_GID_TYPE_ROCE_V2.0;
-    let pick =
-        |f: &dyn Fn(&ffi::ibv_gid_entry) -> bool| ours.clone().find(|e| f(e)).map(|e| e.gid_index);
-    let index = pick(&|e| {
-        // SAFETY: every bit pattern of the union is a valid byte array.
-        e.gid_type == v2
-            && Ipv6Addr::from(unsafe { e.gid.raw })
-                .to_ipv4_mapped()
-                .is_some()
-    })
-    .or_else(|| pick(&|e| e.gid_type == v2))
-    .or_else(|| pick(&|_| true))
-    .unwrap_or(0);
+        .filter(v2)
+        .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
+        .or_else(|| table.iter().find(v2))
+        .or_else(|| table.first())
+        .map_or(0, |e| e.index);
     u8::try_from(index).map_err(|_| Error::OutOfRange {
         what: "GID index",
         value: index.into(),
         min: 0,
         max: u8::MAX.into(),
-    })
-}
-
-/// Bytes of an `enum ibv_mtu`.
-fn mtu_bytes(mtu: ffi::ibv_mtu) -> u32 {
-    128 << mtu.0.clamp(1, 5)
-}
-
-/// The `enum ibv_mtu` of a size in bytes.
-fn mtu_from_bytes(bytes: u32) -> Result<ffi::ibv_mtu> {
-    use ffi::ibv_mtu as M;
-    Ok(match bytes {
-        256 => M::IBV_MTU_256,
-        512 => M::IBV_MTU_512,
-        1024 => M::IBV_MTU_1024,
-        2048 => M::IBV_MTU_2048,
-        4096 => M::IBV_MTU_4096,
-        _ => {
-            return Err(Error::InvalidArgument {
-                what: "path MTU",
-                reason: format!("{bytes} is not one of 256, 512, 1024, 2048, 4096"),
-            })
-        }
     })
 }
 
@@ -809,20 +742,6 @@ fn random_psn() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mtu_round_trips() {
-        for bytes in [256, 512, 1024, 2048, 4096] {
-            assert_eq!(mtu_bytes(mtu_from_bytes(bytes).unwrap()), bytes);
-        }
-        assert!(matches!(
-            mtu_from_bytes(1500),
-            Err(Error::InvalidArgument {
-                what: "path MTU",
-                ..
-            })
-        ));
-    }
 
     #[test]
     fn psn_is_24_bits() {
