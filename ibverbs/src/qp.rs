@@ -748,3 +748,31 @@ mod tests {
         assert!(random_psn() <= 0xff_ffff);
     }
 }
+
+#[cfg(all(test, feature = "serde"))]
+mod serde_tests {
+    use super::*;
+    use crate::wr::RemoteMemory;
+
+    #[test]
+    fn endpoint_and_remote_memory_round_trip_through_json() {
+        let ep = Endpoint {
+            qpn: 0x11,
+            psn: 0xabcdef,
+            lid: 0,
+            gid: "::ffff:127.0.0.1".parse().unwrap(),
+            port: 1,
+            mtu: 4096,
+        };
+        let json = serde_json::to_string(&ep).unwrap();
+        assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), ep);
+        let mem = RemoteMemory {
+            addr: 0x7f00_0000_1000,
+            len: 4096,
+            rkey: 0x1234,
+        };
+        let json = serde_json::to_string(&mem).unwrap();
+        assert_eq!(serde_json::from_str::<RemoteMemory>(&json).unwrap(), mem);
+        assert!(serde_json::from_str::<Endpoint>("{\"qpn\":1}").is_err());
+    }
+}
