@@ -255,6 +255,16 @@ impl CqInner {
     }
 }
 
+/// The error of a failed `ibv_poll_cq`, kept off the polling path.
+#[cold]
+#[inline(never)]
+fn poll_error(rc: i32) -> Error {
+    Error::Verb {
+        verb: "ibv_poll_cq",
+        source: std::io::Error::from_raw_os_error(rc.saturating_neg()),
+    }
+}
+
 /// Events acknowledged at once by [`CompletionQueue::wait`]; the rest on drop.
 const ACK_BATCH: u32 = 64;
 
@@ -319,10 +329,7 @@ impl CompletionQueue {
         match usize::try_from(n) {
             // The provider returns at most `max`.
             Ok(n) => Ok(&mut wc[..n.min(len)]),
-            Err(_) => Err(Error::Verb {
-                verb: "ibv_poll_cq",
-                source: std::io::Error::from_raw_os_error(-n),
-            }),
+            Err(_) => Err(poll_error(n)),
         }
     }
 

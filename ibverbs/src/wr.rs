@@ -336,39 +336,61 @@ impl Linked for RecvRequest<'_> {
     }
 }
 
-/// Links `wrs` into a list and hands its head to `post`, which returns the provider's return
-/// code and the request it stopped at; maps a failure to [`Error::Post`] with its index.
+/// Hands `wrs` to `post` as one list (the provider's return code and the request it stopped
+/// at come back) and maps a failure to [`Error::Post`] with its index.
+///
+/// Every request's `next` is null outside this function (the constructors make it so and
+/// nothing else can write it), so a single request is posted as it is, at the cost of the
+/// raw call; a longer list is linked for the call and unlinked after it.
+#[inline]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
     post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
 ) -> Result<()> {
-    let Some(head) = wrs.first_mut().map(|w| w.raw()) else {
-        return Ok(());
-    };
-    let mut next = ptr::null_mut();
-    for wr in wrs.iter_mut().rev() {
-        wr.set_next(next);
-        next = wr.raw();
-    }
     let mut bad = ptr::null_mut();
-    match post(head, &mut bad) {
-        0 => Ok(()),
-        rc => {
-            let index = wrs
-                .iter_mut()
-                .position(|w| ptr::eq(w.raw(), bad))
-                .unwrap_or(0);
-            let errno = if rc < 0 {
-                std::io::Error::last_os_error()
-            } else {
-                std::io::Error::from_raw_os_error(rc)
-            };
-            Err(Error::Post {
-                verb,
-                index,
-                source: errno,
-            })
+    let rc = match wrs {
+        [] => return Ok(()),
+        [one] => post(one.raw(), &mut bad),
+        _ => {
+            link(wrs);
+            let rc = post(wrs[0].raw(), &mut bad);
+            for wr in wrs.iter_mut() {
+                wr.set_next(ptr::null_mut());
+            }
+            rc
         }
+    };
+    match rc {
+        0 => Ok(()),
+        rc => Err(post_error(verb, wrs, bad, rc)),
+    }
+}
+
+/// Points each request's `next` at the one after it (the last keeps its null).
+fn link<W: Linked>(wrs: &mut [W]) {
+    for i in 1..wrs.len() {
+        let next = wrs[i].raw();
+        wrs[i - 1].set_next(next);
+    }
+}
+
+/// The [`Error::Post`] for a failed post that stopped at `bad`.
+#[cold]
+#[inline(never)]
+fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc: i32) -> Error {
+    let index = wrs
+        .iter_mut()
+        .position(|w| ptr::eq(w.raw(), bad))
+        .unwrap_or(0);
+    let source = if rc < 0 {
+        std::io::Error::last_os_error()
+    } else {
+        std::io::Error::from_raw_os_error(rc)
+    };
+    Error::Post {
+        verb,
+        index,
+        source,
     }
 }

@@ -1,0 +1,236 @@
+//! Runs one hot-path operation many times through the safe API or straight through
+//! `ibverbs-sys`, for `scripts/overhead` to count its instructions under callgrind.
+//!
+//! ```text
+//! verbs_overhead OP PATH N      OP: poll_empty | post_write | post_send | post_recv | post_list16
+//!                               PATH: safe | raw
+//! ```
+//!
+//! Only the calls inside the `measured_*` functions are counted (callgrind's
+//! `--toggle-collect`); waiting for completions happens outside them.
+
+use std::process::ExitCode;
+use std::ptr;
+
+use ibverbs::ffi;
+use ibverbs::{
+    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, QpType, QueuePair,
+    RecvRequest, SendRequest, WorkCompletion,
+};
+
+struct Setup {
+    a: QueuePair,
+    a_cq: CompletionQueue,
+    b: QueuePair,
+    b_cq: CompletionQueue,
+    src: MemoryRegion,
+    dst: MemoryRegion,
+}
+
+fn setup() -> ibverbs::Result<Setup> {
+    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
+    let ctx = Context::open(&name)?;
+    let pd = ctx.alloc_pd()?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let a_cq = ctx.create_cq(64, None)?;
+    let b_cq = ctx.create_cq(64, None)?;
+    let a = pd
+        .create_qp(QpType::Rc, &a_cq, &a_cq)
+        .access(access)
+        .build()?;
+    let b = pd
+        .create_qp(QpType::Rc, &b_cq, &b_cq)
+        .access(access)
+        .build()?;
+    let (ea, eb) = (a.endpoint(), b.endpoint());
+    Ok(Setup {
+        a: a.connect(&eb, &ConnectOptions::default())?,
+        b: b.connect(&ea, &ConnectOptions::default())?,
+        a_cq,
+        b_cq,
+        src: pd.alloc_mr(64, access)?,
+        dst: pd.alloc_mr(64, access)?,
+    })
+}
+
+#[inline(never)]
+fn measured_safe_poll(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> usize {
+    cq.poll(wc).map_or(0, |done| done.len())
+}
+
+// The raw versions check the return code as a careful C caller would.
+
+#[inline(never)]
+fn measured_raw_poll(cq: *mut ffi::ibv_cq, wc: &mut [ffi::ibv_wc]) -> usize {
+    // SAFETY: cq is live; wc has room for its length.
+    let n = unsafe { ffi::ibv_poll_cq(cq, wc.len() as i32, wc.as_mut_ptr()) };
+    usize::try_from(n).unwrap_or(0)
+}
+
+#[inline(never)]
+fn measured_safe_post(qp: &QueuePair, wrs: &mut [SendRequest<'_>]) -> bool {
+    qp.post_send(wrs).is_ok()
+}
+
+#[inline(never)]
+fn measured_raw_post(qp: *mut ffi::ibv_qp, wr: *mut ffi::ibv_send_wr) -> bool {
+    let mut bad = ptr::null_mut();
+    // SAFETY: qp is live; wr is a valid list referencing live regions.
+    unsafe { ffi::ibv_post_send(qp, wr, &mut bad) == 0 }
+}
+
+#[inline(never)]
+fn measured_safe_recv(qp: &QueuePair, wr: &mut [RecvRequest<'_>]) -> bool {
+    qp.post_recv(wr).is_ok()
+}
+
+#[inline(never)]
+fn measured_raw_recv(qp: *mut ffi::ibv_qp, wr: *mut ffi::ibv_recv_wr) -> bool {
+    let mut bad = ptr::null_mut();
+    // SAFETY: qp is live; wr is a valid request referencing a live region.
+    unsafe { ffi::ibv_post_recv(qp, wr, &mut bad) == 0 }
+}
+
+/// Polls `cq` until `n` completions arrived, failing on an error status.
+fn drain(cq: &CompletionQueue, mut n: usize) -> Result<(), String> {
+    let mut wc = [WorkCompletion::default(); 16];
+    while n > 0 {
+        for done in cq.poll(&mut wc).map_err(|e| e.to_string())? {
+            done.ok().map_err(|e| e.to_string())?;
+            n -= 1;
+        }
+    }
+    Ok(())
+}
+
+fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
+    let s = setup().map_err(|e| e.to_string())?;
+    let raw = match path {
+        "safe" => false,
+        "raw" => true,
+        other => return Err(format!("unknown path {other:?} (safe | raw)")),
+    };
+    let sge = [s.src.sge(..).map_err(|e| e.to_string())?];
+    let rsge = [s.dst.sge(..).map_err(|e| e.to_string())?];
+    let mut raw_sge = ffi::ibv_sge {
+        addr: s.src.addr(),
+        length: 64,
+        lkey: s.src.lkey(),
+    };
+    let mut raw_rsge = ffi::ibv_sge {
+        addr: s.dst.addr(),
+        length: 64,
+        lkey: s.dst.lkey(),
+    };
+    let list_len = if op == "post_list16" { 16 } else { 1 };
+    for _ in 0..n {
+        match op {
+            "poll_empty" => {
+                if raw {
+                    let mut wc = [ffi::ibv_wc::default(); 1];
+                    measured_raw_poll(s.a_cq.as_raw(), &mut wc);
+                } else {
+                    let mut wc = [WorkCompletion::default(); 1];
+                    measured_safe_poll(&s.a_cq, &mut wc);
+                }
+            }
+            "post_write" | "post_send" | "post_list16" => {
+                let send = op == "post_send";
+                if send {
+                    s.b.post_recv(&mut [RecvRequest::new(0, &rsge)])
+                        .map_err(|e| e.to_string())?;
+                }
+                let ok = if raw {
+                    let mut list: Vec<ffi::ibv_send_wr> = (0..list_len)
+                        .map(|i| {
+                            let mut wr = ffi::ibv_send_wr {
+                                wr_id: i,
+                                sg_list: &mut raw_sge,
+                                num_sge: 1,
+                                opcode: if send {
+                                    ffi::ibv_wr_opcode::IBV_WR_SEND
+                                } else {
+                                    ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE
+                                },
+                                ..Default::default()
+                            };
+                            wr.wr.rdma.remote_addr = s.dst.addr();
+                            wr.wr.rdma.rkey = s.dst.rkey();
+                            wr
+                        })
+                        .collect();
+                    let last = list.len() - 1;
+                    list[last].send_flags = ffi::ibv_send_flags::IBV_SEND_SIGNALED.0;
+                    for i in 0..last {
+                        list[i].next = &mut list[i + 1];
+                    }
+                    measured_raw_post(s.a.as_raw(), list.as_mut_ptr())
+                } else {
+                    let mut list: Vec<SendRequest<'_>> = (0..list_len)
+                        .map(|i| {
+                            let wr = if send {
+                                SendRequest::send(i, &sge)
+                            } else {
+                                SendRequest::write(i, &sge, s.dst.remote())
+                            };
+                            if i + 1 == list_len {
+                                wr.signaled()
+                            } else {
+                                wr
+                            }
+                        })
+                        .collect();
+                    measured_safe_post(&s.a, &mut list)
+                };
+                if !ok {
+                    return Err("post failed".into());
+                }
+                drain(&s.a_cq, 1)?;
+                if send {
+                    drain(&s.b_cq, 1)?;
+                }
+            }
+            "post_recv" => {
+                let ok = if raw {
+                    let mut wr = ffi::ibv_recv_wr {
+                        wr_id: 0,
+                        next: ptr::null_mut(),
+                        sg_list: &mut raw_rsge,
+                        num_sge: 1,
+                    };
+                    measured_raw_recv(s.b.as_raw(), &mut wr)
+                } else {
+                    measured_safe_recv(&s.b, &mut [RecvRequest::new(0, &rsge)])
+                };
+                if !ok {
+                    return Err("post_recv failed".into());
+                }
+                // Consume the receive with a send so the queue never fills.
+                s.a.post_send(&mut [SendRequest::send(0, &sge).signaled()])
+                    .map_err(|e| e.to_string())?;
+                drain(&s.a_cq, 1)?;
+                drain(&s.b_cq, 1)?;
+            }
+            other => return Err(format!("unknown operation {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let result = match args.as_slice() {
+        [_, op, path, n] => n
+            .parse()
+            .map_err(|e| format!("N: {e}"))
+            .and_then(|n| run(op, path, n)),
+        _ => Err("usage: verbs_overhead OP PATH N".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("verbs_overhead: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
