@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::device::DeviceList;
 use crate::drop_error;
@@ -21,6 +21,8 @@ pub struct Context {
 
 struct Inner {
     raw: NonNull<ffi::ibv_context>,
+    /// `ibv_query_device`, read once: the limits do not change while the device is open.
+    attr: OnceLock<ffi::ibv_device_attr>,
 }
 
 // SAFETY: libibverbs contexts may be used from any thread; all verbs on them are thread-safe.
@@ -54,7 +56,10 @@ impl Context {
     /// `raw` must be an open context that nothing else closes.
     pub unsafe fn from_raw(raw: NonNull<ffi::ibv_context>) -> Self {
         Context {
-            inner: Arc::new(Inner { raw }),
+            inner: Arc::new(Inner {
+                raw,
+                attr: OnceLock::new(),
+            }),
         }
     }
 
@@ -69,6 +74,19 @@ impl Context {
         let name =
             unsafe { std::ffi::CStr::from_ptr(ffi::ibv_get_device_name((*self.as_raw()).device)) };
         name.to_str().unwrap_or("")
+    }
+
+    /// The device's fixed attributes (`ibv_query_device`), queried on first use.
+    pub(crate) fn device_limits(&self) -> Result<&ffi::ibv_device_attr> {
+        if let Some(attr) = self.inner.attr.get() {
+            return Ok(attr);
+        }
+        let mut attr = ffi::ibv_device_attr::default();
+        // SAFETY: the context is open and attr is writable.
+        crate::error::check("ibv_query_device", unsafe {
+            ffi::ibv_query_device(self.as_raw(), &mut attr)
+        })?;
+        Ok(self.inner.attr.get_or_init(|| attr))
     }
 
     /// Fails with [`Error::Mismatch`] unless `other` is this same context.

@@ -276,6 +276,17 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         Ok(())
     }
 
+    /// Reads the byte at `offset` with a volatile load, so that a loop waiting for the HCA
+    /// or a peer to change it (the last byte of an RDMA write, as `ib_write_lat` polls)
+    /// reads memory every time instead of a value the compiler kept.
+    #[inline]
+    pub fn read_volatile_u8(&self, offset: usize) -> Result<u8> {
+        let (start, _) = self.bounds(offset..offset.saturating_add(1))?;
+        // SAFETY: the byte lies inside the registered memory, which no Rust reference
+        // covers; a volatile load of a u8 is always aligned.
+        Ok(unsafe { std::ptr::read_volatile(self.base().add(start)) })
+    }
+
     /// The region's bytes as a slice.
     ///
     /// # Safety

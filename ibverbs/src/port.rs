@@ -618,12 +618,7 @@ impl PortAttr {
 impl Context {
     /// The number of physical ports (`phys_port_cnt` of `ibv_query_device`).
     pub fn port_count(&self) -> Result<u8> {
-        let mut attr = ffi::ibv_device_attr::default();
-        // SAFETY: the context is open and attr is a writable ibv_device_attr.
-        check("ibv_query_device", unsafe {
-            ffi::ibv_query_device(self.as_raw(), &mut attr)
-        })?;
-        Ok(attr.phys_port_cnt)
+        Ok(self.device_limits()?.phys_port_cnt)
     }
 
     /// Queries the attributes of port `port` (`ibv_query_port`); ports are numbered from 1.

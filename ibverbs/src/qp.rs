@@ -327,21 +327,9 @@ impl<'a> QueuePairBuilder<'a> {
             self.pd.check_same(srq.pd(), "shared receive queue")?;
         }
         let port = ctx.query_port(self.port)?;
-        let gid_index = match self.gid_index {
-            Some(i) => i,
-            None => default_gid_index(ctx, self.port, &port)?,
-        };
-        let gid = match ctx.query_gid_ex(self.port, gid_index.into())? {
-            Some(entry) => Ipv6Addr::from(entry.gid),
-            None => {
-                return Err(Error::InvalidArgument {
-                    what: "GID index",
-                    reason: format!(
-                        "entry {gid_index} of port {}'s GID table is empty",
-                        self.port
-                    ),
-                })
-            }
+        let (gid_index, gid) = match self.gid_index {
+            Some(index) => (index, gid_at(ctx, self.port, index)?),
+            None => default_gid(ctx, self.port, &port)?,
         };
 
         let mut init = ffi::ibv_qp_init_attr_ex {
@@ -680,8 +668,8 @@ impl QueuePair {
     }
 
     fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
-        let dev = self.pd.context().query_device()?;
-        let clamp = |want: u8, max: u32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
+        let dev = self.pd.context().device_limits()?;
+        let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
         Ok((
             clamp(opts.max_rd_atomic, dev.max_qp_init_rd_atom),
             clamp(opts.max_dest_rd_atomic, dev.max_qp_rd_atom),
@@ -708,27 +696,45 @@ impl fmt::Debug for QueuePair {
     }
 }
 
-/// On RoCE: the first RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID,
-/// else the first valid one. On InfiniBand: 0.
-fn default_gid_index(ctx: &crate::Context, port: u8, attr: &PortAttr) -> Result<u8> {
+/// The GID at `index` of `port`, which must be in use.
+fn gid_at(ctx: &crate::Context, port: u8, index: u8) -> Result<Ipv6Addr> {
+    match ctx.query_gid_ex(port, index.into())? {
+        Some(entry) => Ok(Ipv6Addr::from(entry.gid)),
+        None => Err(Error::InvalidArgument {
+            what: "GID index",
+            reason: format!("entry {index} of port {port}'s GID table is empty"),
+        }),
+    }
+}
+
+/// The GID a QP sends from unless told otherwise, with its index. On RoCE: the first
+/// RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID, else the first valid
+/// one. On InfiniBand: index 0.
+fn default_gid(ctx: &crate::Context, port: u8, attr: &PortAttr) -> Result<(u8, Ipv6Addr)> {
     if attr.link_layer != LinkLayer::Ethernet {
-        return Ok(0);
+        return Ok((0, gid_at(ctx, port, 0)?));
     }
     let table = ctx.gid_table(port)?;
     let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
-    let index = table
+    let Some(entry) = table
         .iter()
         .filter(v2)
         .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
         .or_else(|| table.iter().find(v2))
         .or_else(|| table.first())
-        .map_or(0, |e| e.index);
-    u8::try_from(index).map_err(|_| Error::OutOfRange {
+    else {
+        return Err(Error::InvalidArgument {
+            what: "GID index",
+            reason: format!("port {port} has no GID to send from"),
+        });
+    };
+    let index = u8::try_from(entry.index).map_err(|_| Error::OutOfRange {
         what: "GID index",
-        value: index.into(),
+        value: entry.index.into(),
         min: 0,
         max: u8::MAX.into(),
-    })
+    })?;
+    Ok((index, Ipv6Addr::from(entry.gid)))
 }
 
 /// A random 24-bit packet sequence number.
