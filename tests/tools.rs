@@ -43,9 +43,22 @@ fn run(mut cmd: Command, what: &str) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
+/// Fails unless the test device is there: without one both tools would fail alike, and
+/// matching failures prove nothing.
+fn require_device() {
+    let dev = device();
+    match ibverbs::Context::open(&dev) {
+        Ok(_) => {}
+        Err(e) => {
+            panic!("the test device {dev} cannot be opened (run through scripts/with-rdma): {e}")
+        }
+    }
+}
+
 /// Runs the C tool `tool` and our example of the same name with `args` (both with `tool` as
-/// `argv[0]`, as it appears in usage texts) and compares them.
+/// `argv[0]`, as it appears in usage texts) and compares them, on the test device.
 fn compare(tool: &str, args: &[&str]) {
+    require_device();
     let example = examples_dir().join(tool);
     assert!(
         example.is_file(),
