@@ -40,16 +40,16 @@ impl ProtectionDomain {
     /// Creates a shared receive queue of at least `max_wr` requests of `max_sge` entries
     /// (`ibv_create_srq`).
     pub fn create_srq(&self, max_wr: u32, max_sge: u32) -> Result<SharedReceiveQueue> {
-        let mut attr = ffi::ibv_srq_init_attr {
-            attr: ffi::ibv_srq_attr {
-                max_wr,
-                max_sge,
-                srq_limit: 0,
-            },
-            ..Default::default()
-        };
+        // Zeroed in place, padding included: ibv_cmd_create_srq copies the whole struct into
+        // an ibv_srq_init_attr_ex, whose comp_mask lies in this struct's tail padding, which
+        // a struct literal leaves uninitialised.
+        let mut attr = std::mem::MaybeUninit::<ffi::ibv_srq_init_attr>::zeroed();
+        // SAFETY: all zero bytes are a valid ibv_srq_init_attr (integers, a null pointer).
+        let attr = unsafe { attr.assume_init_mut() };
+        attr.attr.max_wr = max_wr;
+        attr.attr.max_sge = max_sge;
         // SAFETY: the PD is live and attr is initialised.
-        let raw = unsafe { ffi::ibv_create_srq(self.as_raw(), &mut attr) };
+        let raw = unsafe { ffi::ibv_create_srq(self.as_raw(), attr) };
         Ok(SharedReceiveQueue {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,

@@ -1,0 +1,1003 @@
+//! Reliability on a real device (run through `scripts/with-rdma`; rxe in CI): many QPs under
+//! load with every byte and every completion accounted for, and a peer process killed in
+//! the middle of a transfer.
+//!
+//! The peer-death tests re-execute this binary as the peer: `child_process` (ignored in
+//! normal runs) does the child's side when `IBVERBS_RELIABILITY_CHILD` is set. Parent and
+//! child exchange their endpoints over TCP on 127.0.0.1 as one text line each.
+//!
+//! `IBVERBS_RELIABILITY_ROUNDS` sets the rounds of the load test (default 12).
+//!
+//! The tests run one at a time (a lock), so that the fault timings they print (run with
+//! `--nocapture` to see them) are not skewed by each other. Every test checks at its end that
+//! no destroy call failed in a destructor.
+
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::net::{Ipv6Addr, TcpListener, TcpStream};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use ibverbs::{
+    AccessFlags, CompletionQueue, ConnectOptions, Context, Endpoint, MemoryRegion, QpState, QpType,
+    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
+};
+
+fn device() -> String {
+    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
+}
+
+fn open() -> Context {
+    Context::open(&device()).unwrap_or_else(|e| {
+        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
+    })
+}
+
+/// Asserts that no destroy call has failed in a destructor so far.
+fn assert_clean_drops() {
+    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
+}
+
+/// Runs the tests of this binary one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+const REMOTE: AccessFlags = AccessFlags::LOCAL_WRITE.union(AccessFlags::REMOTE_WRITE);
+
+/// The `len` bytes of message `id` (unique per message): each 8-byte word mixes the id with
+/// the word's index, so stale, misplaced, shifted or torn data does not compare equal.
+fn pattern(id: u64, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    let mut word = 0u64;
+    while out.len() < len {
+        let w = (id ^ word.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        out.extend_from_slice(&w.to_le_bytes());
+        word += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// A well-mixed hash of `x` (splitmix64's finaliser), for message lengths and op choice.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Asserts that `mr[offset..offset + len]` holds message `id`.
+fn assert_holds(mr: &MemoryRegion, offset: usize, id: u64, len: usize, what: &str) {
+    let mut got = vec![0; len];
+    mr.read(offset, &mut got).unwrap();
+    if got != pattern(id, len) {
+        let want = pattern(id, len);
+        let at = got.iter().zip(&want).position(|(a, b)| a != b).unwrap();
+        panic!("{what}: message {id:#x} ({len} bytes) differs at byte {at}");
+    }
+}
+
+/// Asserts that `cq` stays empty for a moment.
+fn assert_empty(cq: &CompletionQueue, what: &str) {
+    std::thread::sleep(Duration::from_millis(100));
+    let mut wc = [WorkCompletion::default(); 4];
+    let got = cq.poll(&mut wc).expect("ibv_poll_cq");
+    assert!(got.is_empty(), "{what}: unexpected completions: {got:?}");
+}
+
+// ---------------------------------------------------------------- load
+
+/// QPs of the load test, connected in pairs (0-1, 2-3, ...).
+const LOAD_QPS: usize = 64;
+/// Send and receive queue depth asked for; the provider may give more, and the test fills
+/// what it got.
+const LOAD_DEPTH: u32 = 32;
+/// Bytes per message slot; messages are 1..=LOAD_SLOT bytes long.
+const LOAD_SLOT: usize = 4096;
+/// Path MTU of the load test, so that a message is 1 to 4 packets.
+const LOAD_MTU: u32 = 1024;
+/// Rounds of the load test unless `IBVERBS_RELIABILITY_ROUNDS` says otherwise.
+const LOAD_ROUNDS: u32 = 12;
+/// How long one round may take before the test declares it hung.
+const ROUND_GUARD: Duration = Duration::from_secs(120);
+
+/// What a message of the load test is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Send,
+    SendImm,
+    Write,
+    WriteImm,
+}
+
+impl Op {
+    /// The op of message `k` of QP `qp` in `round`: all four, in a pattern that shifts.
+    fn of(qp: usize, round: u32, k: usize) -> Op {
+        match (qp + round as usize + k) % 4 {
+            0 => Op::Send,
+            1 => Op::SendImm,
+            2 => Op::Write,
+            _ => Op::WriteImm,
+        }
+    }
+
+    /// Whether the message consumes a receive at the peer.
+    fn consumes_recv(self) -> bool {
+        self != Op::Write
+    }
+
+    fn send_opcode(self) -> WcOpcode {
+        match self {
+            Op::Send | Op::SendImm => WcOpcode::Send,
+            Op::Write | Op::WriteImm => WcOpcode::RdmaWrite,
+        }
+    }
+}
+
+/// A message of the load test: message `k` that QP `qp` sends in `round`.
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    qp: usize,
+    round: u32,
+    k: usize,
+}
+
+impl Msg {
+    /// The message's unique id, also the `wr_id` of its send and of the receive it consumes.
+    fn id(self) -> u64 {
+        ((self.qp as u64) << 40) | (u64::from(self.round) << 20) | self.k as u64
+    }
+
+    fn from_id(id: u64) -> Msg {
+        Msg {
+            qp: (id >> 40) as usize,
+            round: ((id >> 20) & 0xf_ffff) as u32,
+            k: (id & 0xf_ffff) as usize,
+        }
+    }
+
+    fn op(self) -> Op {
+        Op::of(self.qp, self.round, self.k)
+    }
+
+    fn len(self) -> usize {
+        1 + (mix(self.id()) % LOAD_SLOT as u64) as usize
+    }
+
+    /// The immediate data of an `*Imm` op.
+    fn imm(self) -> u32 {
+        mix(self.id()) as u32
+    }
+
+    /// The QP that receives the message.
+    fn peer(self) -> usize {
+        self.qp ^ 1
+    }
+
+    /// Where the message lands in the peer's destination region.
+    fn offset(self) -> usize {
+        self.k * LOAD_SLOT
+    }
+}
+
+/// Completions seen in one round, to catch duplicates and losses.
+struct Seen {
+    sends: Vec<Vec<bool>>,
+    recvs: Vec<Vec<bool>>,
+}
+
+impl Seen {
+    fn new(depth: usize) -> Seen {
+        Seen {
+            sends: vec![vec![false; depth]; LOAD_QPS],
+            recvs: vec![vec![false; depth]; LOAD_QPS],
+        }
+    }
+}
+
+fn load_rounds() -> u32 {
+    match std::env::var("IBVERBS_RELIABILITY_ROUNDS") {
+        Ok(n) => n
+            .parse()
+            .unwrap_or_else(|_| panic!("IBVERBS_RELIABILITY_ROUNDS={n:?} is not a number")),
+        Err(_) => LOAD_ROUNDS,
+    }
+}
+
+#[test]
+fn sixty_four_rc_qps_with_full_send_queues_lose_nothing() {
+    let _serial = serial();
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    // Room for every QP's whole queue even if the provider doubles the depth asked for.
+    let cq_entries = LOAD_QPS as u32 * LOAD_DEPTH * 2;
+    let send_cq = ctx.create_cq(cq_entries, None).unwrap();
+    let recv_cq = ctx.create_cq(cq_entries, None).unwrap();
+    let prepared: Vec<_> = (0..LOAD_QPS)
+        .map(|_| {
+            pd.create_qp(QpType::Rc, &send_cq, &recv_cq)
+                .access(REMOTE)
+                .max_send_wr(LOAD_DEPTH)
+                .max_recv_wr(LOAD_DEPTH)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let endpoints: Vec<Endpoint> = prepared.iter().map(|p| p.endpoint()).collect();
+    let opts = ConnectOptions {
+        path_mtu: Some(LOAD_MTU),
+        ..Default::default()
+    };
+    let qps: Vec<QueuePair> = prepared
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| p.connect(&endpoints[i ^ 1], &opts).unwrap())
+        .collect();
+
+    let depth = qps[0].max_send_wr() as usize;
+    for qp in &qps {
+        assert_eq!(qp.max_send_wr() as usize, depth, "QPs got different depths");
+        assert!(qp.max_recv_wr() as usize >= depth, "receive queue shorter");
+    }
+    for cq in [&send_cq, &recv_cq] {
+        assert!(
+            cq.capacity() as usize >= LOAD_QPS * depth,
+            "CQ of {} entries for {LOAD_QPS} queues of {depth}",
+            cq.capacity()
+        );
+    }
+    let mut src: Vec<MemoryRegion> = (0..LOAD_QPS)
+        .map(|_| {
+            pd.alloc_mr(depth * LOAD_SLOT, AccessFlags::LOCAL_WRITE)
+                .unwrap()
+        })
+        .collect();
+    let dst: Vec<MemoryRegion> = (0..LOAD_QPS)
+        .map(|_| pd.alloc_mr(depth * LOAD_SLOT, REMOTE).unwrap())
+        .collect();
+
+    let rounds = load_rounds();
+    let mut sends_done = vec![0u64; LOAD_QPS];
+    let mut recvs_done = vec![0u64; LOAD_QPS];
+    let mut recvs_posted = vec![0u64; LOAD_QPS];
+    let mut bytes = 0u64;
+    let mut wc = vec![WorkCompletion::default(); 256];
+    let start = Instant::now();
+    for round in 0..rounds {
+        let msgs = |qp: usize| (0..depth).map(move |k| Msg { qp, round, k });
+        for (qp, mr) in src.iter_mut().enumerate() {
+            for m in msgs(qp) {
+                mr.write(m.offset(), &pattern(m.id(), m.len())).unwrap();
+            }
+        }
+        // Receives first, in message order: RC consumes them in order, so receive j takes
+        // the j-th message that needs one, and a send lands in the slot of its own message.
+        let mut round_recvs = 0;
+        for (peer, qp) in qps.iter().enumerate() {
+            let wanted: Vec<Msg> = msgs(peer ^ 1).filter(|m| m.op().consumes_recv()).collect();
+            let sges: Vec<[Sge<'_>; 1]> = wanted
+                .iter()
+                .map(|m| [dst[peer].sge(m.offset()..m.offset() + LOAD_SLOT).unwrap()])
+                .collect();
+            let mut wrs: Vec<RecvRequest<'_>> = wanted
+                .iter()
+                .zip(&sges)
+                .map(|(m, sge)| match m.op() {
+                    Op::WriteImm => RecvRequest::new(m.id(), &[]),
+                    _ => RecvRequest::new(m.id(), sge),
+                })
+                .collect();
+            qp.post_recv(&mut wrs).unwrap();
+            recvs_posted[peer] += wrs.len() as u64;
+            round_recvs += wrs.len();
+        }
+        // Then every send queue, full.
+        for (i, qp) in qps.iter().enumerate() {
+            let all: Vec<Msg> = msgs(i).collect();
+            let sges: Vec<[Sge<'_>; 1]> = all
+                .iter()
+                .map(|m| [src[i].sge(m.offset()..m.offset() + m.len()).unwrap()])
+                .collect();
+            let mut wrs: Vec<SendRequest<'_>> = all
+                .iter()
+                .zip(&sges)
+                .map(|(m, sge)| {
+                    let remote = dst[m.peer()].remote();
+                    let to = remote.slice(m.offset() as u64, m.len() as u64).unwrap();
+                    match m.op() {
+                        Op::Send => SendRequest::send(m.id(), sge),
+                        Op::SendImm => SendRequest::send_with_imm(m.id(), sge, m.imm()),
+                        Op::Write => SendRequest::write(m.id(), sge, to),
+                        Op::WriteImm => SendRequest::write_with_imm(m.id(), sge, to, m.imm()),
+                    }
+                    .signaled()
+                })
+                .collect();
+            qp.post_send(&mut wrs).unwrap();
+            bytes += all.iter().map(|m| m.len() as u64).sum::<u64>();
+        }
+
+        let mut seen = Seen::new(depth);
+        let (mut sends, mut recvs) = (0, 0);
+        let round_start = Instant::now();
+        while sends < LOAD_QPS * depth || recvs < round_recvs {
+            let mut idle = true;
+            for done in send_cq.poll(&mut wc).unwrap().iter() {
+                idle = false;
+                let m = Msg::from_id(done.wr_id());
+                assert_eq!(m.round, round, "send completion of another round: {done:?}");
+                assert_eq!(done.status(), WcStatus::SUCCESS, "{m:?}: {done:?}");
+                assert_eq!(done.qp_num(), qps[m.qp].qp_num(), "{m:?}: {done:?}");
+                assert_eq!(done.opcode(), m.op().send_opcode(), "{m:?}: {done:?}");
+                assert!(
+                    !std::mem::replace(&mut seen.sends[m.qp][m.k], true),
+                    "{m:?} completed twice"
+                );
+                if m.op() == Op::Write {
+                    // The write's completion says that its data is in the peer's memory.
+                    assert_holds(&dst[m.peer()], m.offset(), m.id(), m.len(), "RDMA write");
+                }
+                sends_done[m.qp] += 1;
+                sends += 1;
+            }
+            for done in recv_cq.poll(&mut wc).unwrap().iter() {
+                idle = false;
+                let m = Msg::from_id(done.wr_id());
+                assert_eq!(
+                    m.round, round,
+                    "receive completion of another round: {done:?}"
+                );
+                assert_eq!(done.status(), WcStatus::SUCCESS, "{m:?}: {done:?}");
+                assert_eq!(done.qp_num(), qps[m.peer()].qp_num(), "{m:?}: {done:?}");
+                assert_eq!(done.byte_len() as usize, m.len(), "{m:?}: {done:?}");
+                let (opcode, imm) = match m.op() {
+                    Op::Send => (WcOpcode::Recv, None),
+                    Op::SendImm => (WcOpcode::Recv, Some(m.imm())),
+                    Op::WriteImm => (WcOpcode::RecvRdmaWithImm, Some(m.imm())),
+                    Op::Write => panic!("{m:?} consumed a receive: {done:?}"),
+                };
+                assert_eq!((done.opcode(), done.imm_data()), (opcode, imm), "{m:?}");
+                assert!(
+                    !std::mem::replace(&mut seen.recvs[m.peer()][m.k], true),
+                    "receive of {m:?} completed twice"
+                );
+                assert_holds(&dst[m.peer()], m.offset(), m.id(), m.len(), "received data");
+                recvs_done[m.peer()] += 1;
+                recvs += 1;
+            }
+            if idle {
+                assert!(
+                    round_start.elapsed() < ROUND_GUARD,
+                    "round {round} hung: {sends} of {} send and {recvs} of {round_recvs} \
+                     receive completions",
+                    LOAD_QPS * depth
+                );
+                std::thread::yield_now();
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+
+    let per_qp = u64::from(rounds) * depth as u64;
+    for i in 0..LOAD_QPS {
+        assert_eq!(sends_done[i], per_qp, "send completions of QP {i}");
+        assert_eq!(
+            recvs_done[i], recvs_posted[i],
+            "receive completions of QP {i}"
+        );
+    }
+    assert_empty(&send_cq, "send CQ after the last round");
+    assert_empty(&recv_cq, "receive CQ after the last round");
+    for qp in &qps {
+        assert_eq!(qp.state().unwrap(), QpState::Rts);
+    }
+    eprintln!(
+        "load: {LOAD_QPS} RC QPs x {depth} WRs x {rounds} rounds = {} messages, {} MiB \
+         verified in {elapsed:.2?}",
+        LOAD_QPS as u64 * per_qp,
+        bytes >> 20
+    );
+    drop((qps, src, dst, send_cq, recv_cq, pd, ctx));
+    assert_clean_drops();
+}
+
+// ---------------------------------------------------------------- peer death
+
+/// Set in a child process to `MODE ADDR`: the child does the peer side of a peer-death test
+/// in `MODE`, connecting to the parent at `ADDR`.
+const CHILD_ENV: &str = "IBVERBS_RELIABILITY_CHILD";
+/// How long either side waits for the other before failing, and how long a child lives at
+/// most if nobody kills it.
+const PEER_GUARD: Duration = Duration::from_secs(60);
+/// Slots of the memory the peers write into, and their size.
+const RECORDS: usize = 64;
+const RECORD: usize = 64;
+/// Receive buffers of the receiver whose peer is killed, and their size.
+const RECVS: usize = 64;
+const RECV_BUF: usize = 4096;
+/// The send queue depth of both sides.
+const PEER_DEPTH: u32 = 16;
+
+/// What the child of a peer-death test does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChildMode {
+    /// RDMA-writes records into the parent's memory, forever.
+    Writer,
+    /// Sends messages to the parent's receives, forever.
+    Sender,
+}
+
+impl ChildMode {
+    fn name(self) -> &'static str {
+        match self {
+            ChildMode::Writer => "writer",
+            ChildMode::Sender => "sender",
+        }
+    }
+
+    fn parse(s: &str) -> ChildMode {
+        match s {
+            "writer" => ChildMode::Writer,
+            "sender" => ChildMode::Sender,
+            _ => panic!("unknown child mode {s:?}"),
+        }
+    }
+}
+
+/// The text line a peer sends about itself: its endpoint and the memory it lets the peer
+/// write.
+fn hello(ep: &Endpoint, mem: &RemoteMemory) -> String {
+    format!(
+        "{} {} {} {} {} {} {} {} {}\n",
+        ep.qpn, ep.psn, ep.lid, ep.gid, ep.port, ep.mtu, mem.addr, mem.len, mem.rkey
+    )
+}
+
+fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f.len(), 9, "bad hello line {line:?}");
+    let num = |i: usize| -> u64 {
+        f[i].parse()
+            .unwrap_or_else(|_| panic!("bad hello {line:?}"))
+    };
+    let ep = Endpoint {
+        qpn: num(0) as u32,
+        psn: num(1) as u32,
+        lid: num(2) as u16,
+        gid: f[3]
+            .parse::<Ipv6Addr>()
+            .unwrap_or_else(|_| panic!("bad hello {line:?}")),
+        port: num(4) as u8,
+        mtu: num(5) as u32,
+    };
+    let mem = RemoteMemory {
+        addr: num(6),
+        len: num(7),
+        rkey: num(8) as u32,
+    };
+    (ep, mem)
+}
+
+/// One side's TCP connection to the other, read by lines.
+struct Wire {
+    out: TcpStream,
+    lines: BufReader<TcpStream>,
+}
+
+impl Wire {
+    fn new(stream: TcpStream) -> Wire {
+        stream.set_read_timeout(Some(PEER_GUARD)).unwrap();
+        Wire {
+            out: stream.try_clone().unwrap(),
+            lines: BufReader::new(stream),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        self.out.write_all(line.as_bytes()).unwrap();
+    }
+
+    fn recv(&mut self, what: &str) -> String {
+        let mut line = String::new();
+        let n = self
+            .lines
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("reading {what} from the peer: {e}"));
+        assert!(
+            n > 0,
+            "the peer closed the connection before sending {what}"
+        );
+        line
+    }
+
+    /// Whether the peer has closed the connection, without blocking: `Some(how)` once it
+    /// has (`"EOF"` or the error), `None` while it is open and quiet.
+    fn closed(&mut self) -> Option<String> {
+        self.out.set_nonblocking(true).unwrap();
+        let got = match self.lines.fill_buf() {
+            Ok([]) => Some("EOF".to_owned()),
+            Ok(data) => panic!("unexpected data from the peer: {data:?}"),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => None,
+            Err(e) => Some(format!("{:?}", e.kind())),
+        };
+        self.out.set_nonblocking(false).unwrap();
+        got
+    }
+}
+
+/// One side's verbs objects: a QP on its own CQ, memory the peer may write (`inbox`) and
+/// memory to send from (`outbox`).
+struct Side {
+    qp: QueuePair,
+    cq: CompletionQueue,
+    inbox: MemoryRegion,
+    outbox: MemoryRegion,
+}
+
+/// Sets up one side, tells the peer about it over `wire`, connects to the peer with `opts`
+/// once both have their QPs, and waits until the peer's QP is connected too. `inbox_len`
+/// is what the peer may write; `recvs` receives over `inbox` are posted before connecting.
+fn connect_side(
+    wire: &mut Wire,
+    opts: &ConnectOptions,
+    inbox_len: usize,
+    recvs: usize,
+) -> (Side, RemoteMemory) {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64, None).unwrap();
+    let qp = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .access(REMOTE)
+        .max_send_wr(PEER_DEPTH)
+        .max_recv_wr(RECVS as u32)
+        .build()
+        .unwrap();
+    let inbox = pd.alloc_mr(inbox_len, REMOTE).unwrap();
+    // One slot per request a full send queue can hold.
+    let outbox = pd
+        .alloc_mr(PEER_DEPTH as usize * RECV_BUF, AccessFlags::LOCAL_WRITE)
+        .unwrap();
+    {
+        let sges: Vec<[Sge<'_>; 1]> = (0..recvs)
+            .map(|i| [inbox.sge(i * RECV_BUF..(i + 1) * RECV_BUF).unwrap()])
+            .collect();
+        let mut wrs: Vec<RecvRequest<'_>> = sges
+            .iter()
+            .enumerate()
+            .map(|(i, sge)| RecvRequest::new(i as u64, sge))
+            .collect();
+        qp.post_recv(&mut wrs).unwrap();
+    }
+
+    wire.send(&hello(&qp.endpoint(), &inbox.remote()));
+    let (peer, peer_mem) = parse_hello(&wire.recv("its endpoint"));
+    let qp = qp.connect(&peer, opts).unwrap();
+    wire.send("connected\n");
+    assert_eq!(wire.recv("that it is connected"), "connected\n");
+    let side = Side {
+        qp,
+        cq,
+        inbox,
+        outbox,
+    };
+    (side, peer_mem)
+}
+
+/// A record the writer puts into slot `seq % RECORDS` of its peer's memory: `seq` in the
+/// first 8 bytes, then the pattern of `seq`.
+fn record(seq: u64) -> Vec<u8> {
+    let mut r = seq.to_le_bytes().to_vec();
+    r.extend(pattern(seq, RECORD - 8));
+    r
+}
+
+/// Checks the memory a writer wrote into until it died: every slot is untouched (zero) or
+/// holds a whole record that belongs there. Returns how many slots hold one.
+fn check_records(mr: &MemoryRegion) -> usize {
+    let mut written = 0;
+    for slot in 0..RECORDS {
+        let mut got = vec![0; RECORD];
+        mr.read(slot * RECORD, &mut got).unwrap();
+        if got.iter().all(|&b| b == 0) {
+            continue;
+        }
+        let seq = u64::from_le_bytes(got[..8].try_into().unwrap());
+        assert_eq!(seq as usize % RECORDS, slot, "record {seq} in slot {slot}");
+        assert_eq!(got, record(seq), "record {seq} in slot {slot} is corrupt");
+        written += 1;
+    }
+    written
+}
+
+/// The length of the `seq`-th message of a sender: 8..=RECV_BUF bytes.
+fn message_len(seq: u64) -> usize {
+    8 + (mix(seq) % (RECV_BUF as u64 - 7)) as usize
+}
+
+/// The `seq`-th message of a sender: `seq` in the first 8 bytes, then its pattern.
+fn message(seq: u64) -> Vec<u8> {
+    let mut m = seq.to_le_bytes().to_vec();
+    m.extend(pattern(!seq, message_len(seq) - 8));
+    m
+}
+
+/// Posts the request for `seq` of a streaming side: a record written into the peer's
+/// memory, or a message sent to its receives.
+fn post_stream(side: &mut Side, mode: ChildMode, seq: u64, peer_mem: RemoteMemory) {
+    let slot = (seq % u64::from(PEER_DEPTH)) as usize * RECV_BUF;
+    let data = match mode {
+        ChildMode::Writer => record(seq),
+        ChildMode::Sender => message(seq),
+    };
+    side.outbox.write(slot, &data).unwrap();
+    let sge = [side.outbox.sge(slot..slot + data.len()).unwrap()];
+    let wr = match mode {
+        ChildMode::Writer => {
+            let at = (seq % RECORDS as u64) * RECORD as u64;
+            SendRequest::write(seq, &sge, peer_mem.slice(at, RECORD as u64).unwrap())
+        }
+        ChildMode::Sender => SendRequest::send(seq, &sge),
+    };
+    side.qp.post_send(&mut [wr.signaled()]).unwrap();
+}
+
+/// The child's side: stream in `mode` to the parent until killed.
+fn run_child(mode: ChildMode, parent: &str) {
+    let mut wire = Wire::new(TcpStream::connect(parent).unwrap());
+    let inbox_len = RECORDS * RECORD;
+    let (mut side, peer_mem) = connect_side(&mut wire, &ConnectOptions::default(), inbox_len, 0);
+    let depth = u64::from(PEER_DEPTH);
+    let (mut posted, mut done) = (0u64, 0u64);
+    let mut told = false;
+    let mut wc = [WorkCompletion::default(); 16];
+    let start = Instant::now();
+    loop {
+        while posted - done < depth {
+            post_stream(&mut side, mode, posted, peer_mem);
+            posted += 1;
+        }
+        for c in side.cq.poll(&mut wc).unwrap().iter() {
+            assert_eq!((c.wr_id(), c.status()), (done, WcStatus::SUCCESS), "{c:?}");
+            done += 1;
+        }
+        if !told && done >= 2 * depth {
+            wire.send("streaming\n");
+            told = true;
+        }
+        assert!(
+            start.elapsed() < PEER_GUARD,
+            "child {mode:?}: not killed in time"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Child process of the peer-death tests; does nothing unless started by one of them.
+#[test]
+#[ignore = "the peer process of the peer-death tests, which start it with IBVERBS_RELIABILITY_CHILD"]
+fn child_process() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        eprintln!("{CHILD_ENV} is not set: nothing to do");
+        return;
+    };
+    let (mode, parent) = spec
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("{CHILD_ENV}={spec:?}: want MODE ADDR"));
+    run_child(ChildMode::parse(mode), parent);
+}
+
+/// A child process running `child_process`, killed and reaped on drop if still running.
+struct Peer {
+    child: Child,
+}
+
+impl Peer {
+    /// Starts the child in `mode` and accepts its connection.
+    fn spawn(mode: ChildMode) -> (Peer, Wire) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args(["child_process", "--exact", "--ignored", "--test-threads=1"])
+            .env(CHILD_ENV, format!("{} {addr}", mode.name()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut peer = Peer { child };
+        listener.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        let stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if let Some(status) = peer.child.try_wait().unwrap() {
+                        panic!("the child exited before connecting: {status}");
+                    }
+                    assert!(start.elapsed() < PEER_GUARD, "the child did not connect");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        (peer, Wire::new(stream))
+    }
+
+    /// Sends SIGKILL; returns when it was sent.
+    fn kill(&mut self) -> Instant {
+        self.child.kill().unwrap();
+        Instant::now()
+    }
+
+    /// Waits for the killed child and asserts that SIGKILL is what ended it.
+    fn reap(&mut self) {
+        let status = self.child.wait().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "child ended by {status}"
+        );
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A QP that streams RDMA writes to a peer process is told of the peer's death by one error
+/// completion, the rest of its queue is flushed, and the TCP connection sees the end too.
+/// The records the dead peer wrote are all whole.
+///
+/// The error is `RETRY_EXC_ERR` (after timeout × retries) when the writes find the peer's
+/// QP gone, or `REM_ACCESS_ERR` when one arrives while the dying peer's QP still answers
+/// but its memory region is already deregistered: the kernel tears a process's verbs
+/// objects down newest first, and the child registers its memory after creating its QP.
+/// Both are seen on rxe, so a survivor must treat either as a possible peer death.
+#[test]
+fn writer_whose_peer_is_killed_gets_an_error_completion() {
+    let _serial = serial();
+    let (mut peer, mut wire) = Peer::spawn(ChildMode::Writer);
+    // 4.096 µs × 2^16 ≈ 268 ms per try, 3 retries: the error is due about 1 s after the
+    // death. Shorter tries risk timing out the live peer while an emulated machine is busy.
+    let opts = ConnectOptions {
+        timeout: 16,
+        retry_cnt: 3,
+        ..Default::default()
+    };
+    let (mut side, peer_mem) = connect_side(&mut wire, &opts, RECORDS * RECORD, 0);
+    assert_eq!(wire.recv("that it streams"), "streaming\n");
+
+    let depth = u64::from(PEER_DEPTH);
+    let (mut posted, mut done) = (0u64, 0u64);
+    let mut killed: Option<Instant> = None;
+    let mut first_error: Option<(WcStatus, u64, Duration)> = None;
+    let mut tcp_end: Option<(String, Duration)> = None;
+    let mut flushed = 0;
+    let mut wc = [WorkCompletion::default(); 16];
+    let start = Instant::now();
+    // Stream until an error completion, keeping the queue full; then drain it.
+    while done < posted || first_error.is_none() {
+        if first_error.is_none() {
+            while posted - done < depth {
+                post_stream(&mut side, ChildMode::Writer, posted, peer_mem);
+                posted += 1;
+            }
+        }
+        for c in side.cq.poll(&mut wc).unwrap().iter() {
+            assert_eq!(c.wr_id(), done, "completions out of order: {c:?}");
+            done += 1;
+            match (first_error, c.status()) {
+                (None, WcStatus::SUCCESS) => {}
+                (None, status) => {
+                    let kill = killed.unwrap_or_else(|| panic!("error before the kill: {c:?}"));
+                    first_error = Some((status, c.wr_id(), kill.elapsed()));
+                }
+                (Some(_), WcStatus::WR_FLUSH_ERR) => flushed += 1,
+                (Some(_), _) => {
+                    panic!("after the first error, a completion that is not a flush: {c:?}")
+                }
+            }
+        }
+        if killed.is_none() && done >= 4 * depth {
+            killed = Some(peer.kill());
+        }
+        if let (Some(kill), None) = (killed, &tcp_end) {
+            if let Some(how) = wire.closed() {
+                tcp_end = Some((how, kill.elapsed()));
+            }
+        }
+        assert!(
+            start.elapsed() < PEER_GUARD,
+            "hung: {done} of {posted} completions, killed: {}, first error: {first_error:?}",
+            killed.is_some()
+        );
+        std::thread::yield_now();
+    }
+    let kill = killed.unwrap();
+    while tcp_end.is_none() {
+        tcp_end = wire.closed().map(|how| (how, kill.elapsed()));
+        assert!(kill.elapsed() < PEER_GUARD, "TCP did not see the child die");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    peer.reap();
+
+    let (status, wr_id, after) = first_error.unwrap();
+    let (how, tcp_after) = tcp_end.unwrap();
+    eprintln!(
+        "writer, peer killed: {status} on write {wr_id} after {after:.2?}, then {flushed} \
+         flushed; TCP {how} after {tcp_after:.2?}"
+    );
+    assert!(
+        status == WcStatus::RETRY_EXC_ERR || status == WcStatus::REM_ACCESS_ERR,
+        "peer death reported as {status}"
+    );
+    assert_eq!(
+        flushed as u64,
+        posted - wr_id - 1,
+        "every later write is flushed"
+    );
+    assert!(
+        how == "EOF" || how == "ConnectionReset",
+        "TCP ended by {how}"
+    );
+    assert_eq!(side.qp.state().unwrap(), QpState::Error);
+    assert_empty(&side.cq, "after the drain");
+    let records = check_records(&side.inbox);
+    assert!(records > 0, "the child wrote no record");
+    drop(side);
+    assert_clean_drops();
+}
+
+/// The parent's side of the receiver test. Receive n is the n-th posted, into buffer
+/// n % RECVS, and takes message n.
+struct Receiver {
+    side: Side,
+    posted: u64,
+    done: u64,
+    flushed: u64,
+    wc: [WorkCompletion; 16],
+}
+
+impl Receiver {
+    /// Polls once and returns how many completions came. Every message received must be
+    /// whole and in order; with `repost` its receive is posted again, as by an application
+    /// that has not noticed anything, so that RECVS receives stay posted. Flushes are
+    /// counted; nothing may succeed after one.
+    fn poll(&mut self, repost: bool) -> usize {
+        let got = self.side.cq.poll(&mut self.wc).unwrap();
+        for c in got.iter() {
+            let seq = self.done;
+            assert_eq!(c.wr_id(), seq, "receives completed out of order: {c:?}");
+            self.done += 1;
+            if c.status() == WcStatus::WR_FLUSH_ERR {
+                assert!(
+                    !repost,
+                    "a receive was flushed while the QP is in use: {c:?}"
+                );
+                self.flushed += 1;
+                continue;
+            }
+            assert_eq!(c.status(), WcStatus::SUCCESS, "{c:?}");
+            assert_eq!(self.flushed, 0, "a receive succeeded after a flush: {c:?}");
+            let buf = (seq % RECVS as u64) as usize * RECV_BUF;
+            assert_eq!(c.byte_len() as usize, message_len(seq), "{c:?}");
+            let mut data = vec![0; message_len(seq)];
+            self.side.inbox.read(buf, &mut data).unwrap();
+            assert!(data == message(seq), "message {seq} is corrupt");
+            if repost {
+                let sge = [self.side.inbox.sge(buf..buf + RECV_BUF).unwrap()];
+                self.side
+                    .qp
+                    .post_recv(&mut [RecvRequest::new(self.posted, &sge)])
+                    .unwrap();
+                self.posted += 1;
+            }
+        }
+        got.len()
+    }
+}
+
+/// How long the receiver's CQ must stay quiet before the dead peer's last messages count
+/// as all in: packets it sent before it died may wait in the receiver's queue for a while
+/// when the (emulated) machine is busy.
+const QUIET: Duration = Duration::from_millis(500);
+
+/// A QP that only receives from a peer process notices nothing when the peer is killed: the
+/// messages the peer sent arrive whole, then its posted receives stay pending, with no
+/// error and the QP in RTS, until the QP is moved to ERROR, which flushes each of them once
+/// with `WR_FLUSH_ERR`.
+#[test]
+fn receiver_whose_peer_is_killed_keeps_receives_until_flushed() {
+    let _serial = serial();
+    let (mut peer, mut wire) = Peer::spawn(ChildMode::Sender);
+    let (side, _) = connect_side(
+        &mut wire,
+        &ConnectOptions::default(),
+        RECVS * RECV_BUF,
+        RECVS,
+    );
+    assert_eq!(wire.recv("that it streams"), "streaming\n");
+    let mut rx = Receiver {
+        side,
+        posted: RECVS as u64,
+        done: 0,
+        flushed: 0,
+        wc: [WorkCompletion::default(); 16],
+    };
+
+    let start = Instant::now();
+    while rx.done < 4 * RECVS as u64 {
+        rx.poll(true);
+        assert!(start.elapsed() < PEER_GUARD, "hung: {} received", rx.done);
+        std::thread::yield_now();
+    }
+    let kill = peer.kill();
+    let (how, tcp_after) = loop {
+        rx.poll(true);
+        if let Some(how) = wire.closed() {
+            break (how, kill.elapsed());
+        }
+        assert!(kill.elapsed() < PEER_GUARD, "TCP did not see the child die");
+        std::thread::yield_now();
+    };
+    peer.reap();
+    let reaped_at = Instant::now();
+    let reaped = reaped_at - kill;
+    let mut last = reaped_at;
+    while last.elapsed() < QUIET {
+        if rx.poll(true) > 0 {
+            last = Instant::now();
+        }
+        assert!(
+            kill.elapsed() < PEER_GUARD,
+            "messages kept coming from a dead peer"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let late = last - reaped_at;
+    let received = rx.done;
+    assert_eq!(rx.posted - rx.done, RECVS as u64);
+    assert_eq!(
+        rx.side.qp.state().unwrap(),
+        QpState::Rts,
+        "the receiver noticed something"
+    );
+
+    let flush = Instant::now();
+    rx.side.qp.to_error().unwrap();
+    while rx.done < rx.posted {
+        rx.poll(false);
+        assert!(
+            flush.elapsed() < PEER_GUARD,
+            "receives not flushed: {} of {}",
+            rx.done,
+            rx.posted
+        );
+        std::thread::yield_now();
+    }
+    let flushed_after = flush.elapsed();
+    eprintln!(
+        "receiver, peer killed: TCP {how} after {tcp_after:.2?}, child reaped after \
+         {reaped:.2?}, last message {late:.2?} after that; {received} messages received \
+         whole; {} receives pending with the QP in RTS, {} flushed (WR_FLUSH_ERR) \
+         {flushed_after:.2?} after the move to ERROR",
+        RECVS, rx.flushed
+    );
+    assert!(rx.flushed > 0, "nothing was flushed");
+    assert!(
+        how == "EOF" || how == "ConnectionReset",
+        "TCP ended by {how}"
+    );
+    assert_eq!(rx.side.qp.state().unwrap(), QpState::Error);
+    assert_empty(&rx.side.cq, "after the flush");
+    drop(rx);
+    assert_clean_drops();
+}
