@@ -154,6 +154,53 @@ fn hot_path(c: &mut Criterion) {
         });
     }
 
+    // Polling 16 completions that are already there: the writes are posted and given time
+    // to complete outside the measurement.
+    let batch_sge = [l.src.sge(..64).unwrap()];
+    let fill = || {
+        let mut list: [SendRequest<'_>; 16] = std::array::from_fn(|i| {
+            SendRequest::write(i as u64, &batch_sge, l.dst.remote()).signaled()
+        });
+        l.a.post_send(&mut list).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    g.bench_function("poll_batch_16/safe", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            let mut wc = [WorkCompletion::default(); 16];
+            for _ in 0..iters {
+                fill();
+                let start = Instant::now();
+                let mut n = 0;
+                while n < 16 {
+                    n += l.a_cq.poll(&mut wc[n..]).unwrap().len();
+                }
+                spent += start.elapsed();
+            }
+            spent
+        })
+    });
+    g.bench_function("poll_batch_16/raw", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            let mut wc = [ffi::ibv_wc::default(); 16];
+            for _ in 0..iters {
+                fill();
+                let start = Instant::now();
+                let mut n = 0;
+                while n < 16 {
+                    // SAFETY: the CQ is live; wc[n..] has room for 16 - n entries.
+                    let got = unsafe {
+                        ffi::ibv_poll_cq(l.a_cq.as_raw(), (16 - n) as i32, wc[n..].as_mut_ptr())
+                    };
+                    n += usize::try_from(got).unwrap();
+                }
+                spent += start.elapsed();
+            }
+            spent
+        })
+    });
+
     let sge = [l.src.sge(..64).unwrap()];
     let rsge = [l.dst.sge(..64).unwrap()];
     g.bench_function("send_recv_64B/safe", |b| {
