@@ -113,6 +113,51 @@ pub fn getopt_message(
     }
 }
 
+/// Which of the `acting` options (short letter, long name), which getopt loops act on where
+/// they stand (print and exit), comes before the argument clap rejected, if any: the C tool
+/// never reaches the bad argument then. `with_value` lists the options that take a value.
+pub fn acting_before_error(
+    args: &[OsString],
+    err: &clap::Error,
+    acting: &[(char, &str)],
+    with_value: &[(char, &str)],
+) -> Option<char> {
+    let bad = match err.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split_whitespace().next()?.to_owned(),
+        _ => return None,
+    };
+    let mut skip_value = false;
+    for arg in args.iter().skip(1).map(|a| a.to_string_lossy()) {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if arg == bad || arg == "--" || !arg.starts_with('-') || arg == "-" {
+            return None;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, has_value) = long
+                .split_once('=')
+                .map_or((long, false), |(n, _)| (n, true));
+            if let Some(&(c, _)) = acting.iter().find(|(_, l)| l.starts_with(name)) {
+                return Some(c);
+            }
+            skip_value = !has_value && with_value.iter().any(|(_, l)| l.starts_with(name));
+            continue;
+        }
+        for (i, c) in arg[1..].char_indices() {
+            if acting.iter().any(|&(a, _)| a == c) {
+                return Some(c);
+            }
+            if with_value.iter().any(|&(v, _)| v == c) {
+                // The rest of the cluster, or the next argument, is the value.
+                skip_value = i + c.len_utf8() == arg.len() - 1;
+                break;
+            }
+        }
+    }
+    None
+}
+
 /// The sysfs directory of RDMA devices, which the C tools read beside verbs.
 pub const SYS_CLASS_INFINIBAND: &str = "/sys/class/infiniband";
 

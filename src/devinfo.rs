@@ -750,6 +750,9 @@ pub enum DevinfoCommand {
     },
 }
 
+/// The options of `ibv_devinfo` that take a value.
+const DEVINFO_VALUES: &[(char, &str)] = &[('d', "ib-dev"), ('i', "ib-port")];
+
 /// Parses `ibv_devinfo`'s arguments (with the program name first) like its getopt loop:
 /// `-l` acts where it stands, so a `-i` with a value that is not positive before it gives
 /// the usage and status 1, after it is never read.
@@ -757,6 +760,11 @@ pub fn parse_devinfo_args(args: &[OsString]) -> DevinfoCommand {
     let prog = cli::prog_name(args, "ibv_devinfo");
     let matches = match DevinfoArgs::command().try_get_matches_from(args) {
         Ok(matches) => matches,
+        Err(err)
+            if cli::acting_before_error(args, &err, &[('l', "list")], DEVINFO_VALUES).is_some() =>
+        {
+            return DevinfoCommand::List
+        }
         Err(err) => {
             return DevinfoCommand::Usage {
                 status: -1,

@@ -315,7 +315,14 @@ pub fn parse_ibstat_args(args: &[OsString]) -> IbstatCommand {
     };
     let matches = match IbstatArgs::command().try_get_matches_from(args) {
         Ok(matches) => matches,
-        Err(err) => return usage(err),
+        Err(err) => {
+            let acting = [('h', "help"), ('V', "version")];
+            return match cli::acting_before_error(args, &err, &acting, &[]) {
+                Some('V') => IbstatCommand::Version,
+                Some(_) => IbstatCommand::Usage { message: None },
+                None => usage(err),
+            };
+        }
     };
     let parsed = match IbstatArgs::from_arg_matches(&matches) {
         Ok(parsed) => parsed,

@@ -155,6 +155,15 @@ fn ibv_devinfo_unknown_option() {
 }
 
 #[test]
+fn ibv_devinfo_unknown_option_after_list() {
+    // getopt acts on -l before it reaches the bad option; before -l, the bad option wins.
+    compare("ibv_devinfo", &["-l", "-x"]);
+    compare("ibv_devinfo", &["-lx"]);
+    compare("ibv_devinfo", &["-x", "-l"]);
+    compare("ibv_devinfo", &["-d", "-l", "-x"]);
+}
+
+#[test]
 fn ibv_devinfo_missing_argument() {
     compare("ibv_devinfo", &["-d"]);
 }
@@ -207,4 +216,11 @@ fn ibstat_port_zero() {
 #[test]
 fn ibstat_unknown_option() {
     compare("ibstat", &["-x"]);
+}
+
+#[test]
+fn ibstat_unknown_option_after_version_or_help() {
+    compare("ibstat", &["-V", "-x"]);
+    compare("ibstat", &["-h", "-x"]);
+    compare("ibstat", &["-x", "-V"]);
 }
