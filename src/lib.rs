@@ -3,3 +3,4 @@
 pub mod cli;
 pub mod devinfo;
 pub mod ibstat;
+pub mod perftest;

@@ -1,0 +1,6 @@
+//! `ib_send_lat`: perftest's send latency test, wire-compatible with it; see
+//! `ibverbs_tools::perftest`.
+
+fn main() -> std::process::ExitCode {
+    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::SendLat)
+}

@@ -1,0 +1,581 @@
+//! One run of a test: setup, the out-of-band sequence of the test's perftest program, the
+//! measured loops and the report.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::cli::Output;
+
+use super::clock::Clock;
+use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
+use super::params::{Conn, Params, ATOMIC_SIZE, MAX_SIZE, RESULT_LINE};
+use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
+use super::report::{self, Info};
+use super::stats::{self, BwReport, BwSamples, BwShape};
+use super::wire::{self, Peer, Record, ReportMsg, Summary};
+use super::{Error, Result, Test, Verb};
+
+/// How long each setup exchange may take.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Largest page size / cache line a peer may announce.
+const MAX_PAGE: u32 = 1 << 30;
+
+fn page_size() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u32::try_from(v).ok().filter(|&v| v > 0).unwrap_or(4096)
+}
+
+/// The L1 data cache line, as perftest finds it (64 if unknown).
+fn cache_line() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    if let Some(v) = u32::try_from(v).ok().filter(|&v| v > 0) {
+        return v;
+    }
+    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(64)
+}
+
+/// The parameters our peer must share (see [`Summary`]).
+fn summary(p: &Params) -> Summary {
+    let server_takes_part =
+        matches!(p.test, Test::SendBw | Test::SendLat | Test::WriteLat) || p.duplex;
+    let length = p.duration.map_or(p.iters, u64::from);
+    Summary {
+        test: p.test,
+        conn: p.conn,
+        duplex: p.duplex,
+        all_sizes: p.all_sizes,
+        duration_mode: p.duration.is_some(),
+        size: u32::try_from(p.size).unwrap_or(u32::MAX),
+        num_qps: u16::try_from(p.num_qps).unwrap_or(u16::MAX),
+        length_hash: if server_takes_part {
+            wire::length_hash(length)
+        } else {
+            0
+        },
+    }
+}
+
+/// How long a side may wait for its peer to finish the measured part: the duration, or a
+/// generous 1 ms plus 0.1 µs per byte per message, plus [`STALL`].
+fn run_timeout(p: &Params, sizes: &[u64]) -> Duration {
+    if let Some(d) = p.duration {
+        return Duration::from_secs(d.into()) + STALL;
+    }
+    let msgs = p.iters.saturating_mul(p.num_qps.into());
+    let micros = sizes.iter().fold(0u64, |acc, &s| {
+        acc.saturating_add(msgs.saturating_mul(1000 + s / 10))
+    });
+    STALL.saturating_add(Duration::from_micros(micros))
+}
+
+/// The state of a test after the connection.
+struct Session<'o> {
+    p: Params,
+    out: &'o mut Output,
+    clock: Clock,
+    peer: Peer,
+    res: Resources,
+    mine: Vec<Record>,
+    theirs: Vec<Record>,
+    with_gid: bool,
+    info: Info,
+    setup: Setup,
+    mtu: u32,
+}
+
+/// Runs the test `p` describes.
+pub fn run(p: &Params, out: &mut Output) -> Result<()> {
+    out.write_str(&p.notes).ok();
+    let clock = Clock::new();
+    let dev = Device::open(p)?;
+    let setup = Setup::new(&dev, p)?;
+    out.write_str(&setup.stdout).ok();
+    if !setup.stderr.is_empty() {
+        out.error(setup.stderr.trim_end());
+    }
+    if !p.is_client() {
+        out.write_str(report::WAITING).ok();
+    }
+    out.flush();
+    let mut peer = match &p.server {
+        Some(host) => Peer::connect(host, p.port, CONNECT_TIMEOUT)?,
+        None => Peer::accept(p.port)?,
+    };
+    peer.set_timeout(EXCHANGE_TIMEOUT)?;
+
+    let mine = summary(p);
+    let mut version = [0u8; 16];
+    peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
+    if let Some(theirs) = wire::check_version(&version)? {
+        if let Some(diff) = mine.mismatch(&theirs) {
+            return Err(Error::new(format!(
+                "the peer runs with different parameters: {diff}"
+            )));
+        }
+    }
+    let mut word = [0u8; 4];
+    let page = page_size();
+    peer.exchange(&page.to_be_bytes(), &mut word, "the page size")?;
+    let peer_page = u32::from_be_bytes(word);
+    let line = cache_line();
+    peer.exchange(&line.to_be_bytes(), &mut word, "the cache line size")?;
+    let peer_line = u32::from_be_bytes(word);
+    if !(1..=MAX_PAGE).contains(&peer_page) || !(1..=MAX_PAGE).contains(&peer_line) {
+        return Err(Error::new(format!(
+            "malformed system data from the peer: page size {peer_page}, cache line {peer_line}"
+        )));
+    }
+    let cycle_buffer = page.max(peer_page) as usize;
+    let cache_line = line.max(peer_line) as usize;
+    let mut mtu_msg = [0u8; 2];
+    peer.exchange(&wire::mtu_message(setup.mtu), &mut mtu_msg, "the MTU")?;
+    let mtu = setup.mtu.min(wire::parse_mtu(mtu_msg)?);
+
+    let mut p = p.clone();
+    if p.conn == Conn::Ud && p.size > u64::from(mtu) {
+        if p.all_sizes || !p.size_given {
+            out.error(&format!(
+                " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
+            ));
+            p.size = mtu.into();
+        } else {
+            return Err(Error::new(
+                " Max message size in UD cannot be greater than MTU ",
+            ));
+        }
+    }
+    let gid_index = rdma::gid_index(&dev, &p)?;
+    let layout = Layout::new(
+        p.size,
+        p.num_qps,
+        cache_line,
+        cycle_buffer,
+        p.conn == Conn::Ud,
+    );
+    let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
+    let records = prepared.records(&dev, &setup);
+    let info = Info {
+        test: p.test,
+        atomic: p.atomic,
+        duplex: p.duplex,
+        post_list: p.post_list,
+        events: p.events,
+        device: dev.name.clone(),
+        num_qps: p.num_qps,
+        transport: dev.transport,
+        conn: p.conn,
+        relaxed_ordering: p.relaxed_ordering,
+        client: p.is_client(),
+        tx_depth: p.tx_depth,
+        rx_depth: p.rx_depth,
+        cq_mod: p.cq_mod,
+        mtu,
+        link: dev.link(),
+        gid_index,
+        inline_size: setup.inline_size,
+        out_reads: setup.out_reads,
+    };
+    out.write_str(&report::banner(&info)).ok();
+    out.flush();
+
+    let with_gid = setup.use_gid;
+    let test = p.test;
+    let group_c = matches!(test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
+    let sends = matches!(test, Test::SendBw | Test::SendLat);
+    if group_c {
+        peer.hand_shake(&records[0], with_gid)?;
+    }
+    let mut theirs = Vec::with_capacity(records.len());
+    for r in &records {
+        theirs.push(peer.hand_shake(r, with_gid)?);
+    }
+    if let (Some(a), Some(b)) = (records[0].gid, theirs[0].gid) {
+        if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
+            return Err(Error::new(
+                "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
+            ));
+        }
+    }
+    let res = prepared.connect(&p, &setup, mtu, gid_index, &theirs)?;
+    if sends {
+        peer.hand_shake(&records[0], with_gid)?;
+    }
+    let verb = test.verb();
+    for r in &records {
+        out.write_str(&report::address("local", r, verb)).ok();
+    }
+    for (i, r) in records.iter().enumerate() {
+        theirs[i] = peer.hand_shake(r, with_gid)?;
+        out.write_str(&report::address("remote", &theirs[i], verb))
+            .ok();
+    }
+    if !sends {
+        peer.hand_shake(&records[0], with_gid)?;
+    }
+    out.flush();
+
+    let s = Session {
+        p,
+        out,
+        clock,
+        peer,
+        res,
+        mine: records,
+        theirs,
+        with_gid,
+        info,
+        setup,
+        mtu,
+    };
+    match test {
+        Test::WriteBw | Test::ReadBw | Test::AtomicBw => s.rdma_bw(),
+        Test::SendBw => s.send_bw(),
+        Test::SendLat => s.send_lat(),
+        Test::WriteLat => s.write_lat(),
+        Test::ReadLat | Test::AtomicLat => s.read_lat(),
+    }
+}
+
+impl Session<'_> {
+    fn plan(&self, size: u64) -> Plan {
+        let verb = self.p.test.verb();
+        Plan {
+            verb,
+            size,
+            iters: self.p.iters,
+            tx_depth: self.p.tx_depth.into(),
+            cq_mod: self.p.cq_mod.into(),
+            post_list: self.p.post_list.into(),
+            no_peak: self.p.no_peak,
+            inline: matches!(verb, Verb::Send | Verb::Write)
+                && size <= u64::from(self.setup.inline_size),
+            atomic: self.p.atomic,
+            duration: self.p.duration.map(|d| (d, self.p.margin)),
+            rx_depth: self.p.rx_depth.into(),
+        }
+    }
+
+    fn shape(&self, size: u64) -> BwShape {
+        BwShape {
+            size,
+            num_qps: self.p.num_qps.into(),
+            post_list: self.p.post_list.into(),
+            cq_mod: self.p.cq_mod.into(),
+            no_peak: self.p.no_peak,
+            duration: self.p.duration.is_some(),
+            gbits: self.p.gbits,
+        }
+    }
+
+    fn hs0(&mut self) -> Result<()> {
+        self.peer.hand_shake(&self.mine[0], self.with_gid).map(drop)
+    }
+
+    /// Waits for the peer's end of a measured part, however long the run may take.
+    fn hs0_after_run(&mut self, sizes: &[u64]) -> Result<()> {
+        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
+        self.hs0()?;
+        self.peer.set_timeout(EXCHANGE_TIMEOUT)
+    }
+
+    fn close(&mut self, sizes: &[u64]) -> Result<()> {
+        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
+        self.peer.close(&self.mine[0], self.with_gid)
+    }
+
+    fn print(&mut self, text: &str) {
+        self.out.write_str(text).ok();
+        self.out.flush();
+    }
+
+    fn write_json(&mut self, text: &str) {
+        let Some(path) = &self.p.out_json else { return };
+        use std::os::unix::fs::OpenOptionsExt;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        if written.is_err() {
+            let msg = format!("failed to open {path}");
+            self.out.error(&msg);
+        }
+    }
+
+    fn print_bw(&mut self, r: &BwReport) {
+        let line = report::bw_line(r, self.p.gbits);
+        self.print(&line);
+        let json = report::json_bw(&self.info, r, self.p.gbits);
+        self.write_json(&json);
+    }
+
+    fn exchange_reports(&mut self, r: &BwReport, sizes: &[u64]) -> Result<BwReport> {
+        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
+        let m = self.peer.exchange_reports(&ReportMsg {
+            size: r.size,
+            iters: r.iters,
+            bw_peak: r.bw_peak,
+            bw_avg: r.bw_avg,
+            msg_rate: r.msg_rate,
+        })?;
+        self.peer.set_timeout(EXCHANGE_TIMEOUT)?;
+        Ok(BwReport {
+            size: m.size,
+            iters: m.iters,
+            bw_peak: m.bw_peak,
+            bw_avg: m.bw_avg,
+            msg_rate: m.msg_rate,
+        })
+    }
+
+    /// `--report-both`: each side's own numbers after the sum.
+    fn report_both(&mut self, mine: &BwReport, theirs: &BwReport) {
+        let header = report::bw_header(self.p.gbits);
+        let title = |which: &str| {
+            let pad = if self.p.test == Test::AtomicBw {
+                ""
+            } else {
+                " "
+            };
+            format!("{RESULT_LINE}\n {which} results:{pad}\n")
+        };
+        let mut text = title("Local");
+        text.push_str(&header);
+        text.push_str(&report::bw_line(mine, self.p.gbits));
+        text.push_str(&title("Remote"));
+        text.push_str(&header);
+        text.push_str(&report::bw_line(theirs, self.p.gbits));
+        self.print(&text);
+    }
+
+    fn report(&self, samples: &BwSamples, size: u64) -> BwReport {
+        stats::bw_report(samples, &self.shape(size), self.clock.ticks_per_sec())
+    }
+
+    /// `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`.
+    fn rdma_bw(mut self) -> Result<()> {
+        let header = report::bw_header(self.p.gbits);
+        self.print(&header);
+        let sizes = if self.p.test == Test::AtomicBw {
+            vec![ATOMIC_SIZE]
+        } else {
+            self.p.sizes(MAX_SIZE)
+        };
+        if !self.p.is_client() && !self.p.duplex {
+            self.hs0_after_run(&sizes)?;
+            let theirs = self.exchange_reports(&BwReport::default(), &sizes)?;
+            self.print_bw(&theirs);
+            self.print(RESULT_LINE);
+            return self.close(&sizes);
+        }
+        let mut last = BwReport::default();
+        for &size in &sizes {
+            let plan = self.plan(size);
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            if self.p.warm_up {
+                engine::warm_up(&mut self.res, &plan, &self.theirs, &mut wd)?;
+            }
+            if self.p.duplex {
+                self.hs0()?;
+            }
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            let samples =
+                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+            if self.p.duplex && self.p.all_sizes {
+                self.hs0_after_run(&sizes)?;
+            }
+            let mine = self.report(&samples, size);
+            if self.p.duplex {
+                let theirs = self.exchange_reports(&mine, &sizes)?;
+                self.print_bw(&mine.plus(&theirs));
+                if self.p.report_both && !self.p.all_sizes {
+                    self.report_both(&mine, &theirs);
+                }
+            } else {
+                self.print_bw(&mine);
+            }
+            last = mine;
+        }
+        self.print(RESULT_LINE);
+        if self.p.is_client() && !self.p.duplex {
+            self.hs0_after_run(&sizes)?;
+            self.exchange_reports(&last, &sizes)?;
+        }
+        self.close(&sizes)
+    }
+
+    /// `ib_send_bw`.
+    fn send_bw(mut self) -> Result<()> {
+        let header = report::bw_header(self.p.gbits);
+        self.print(&header);
+        let max = if self.p.conn == Conn::Ud {
+            u64::from(self.mtu)
+        } else {
+            MAX_SIZE
+        };
+        let sizes = self.p.sizes(max);
+        let client = self.p.is_client();
+        for &size in &sizes {
+            let plan = self.plan(size);
+            if !client || self.p.duplex {
+                engine::post_receives(&self.res, size, plan.rx_depth, true)?;
+            }
+            self.hs0()?;
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            let samples = if self.p.duplex {
+                engine::bw_bidir(
+                    &mut self.res,
+                    &plan,
+                    &self.theirs,
+                    client,
+                    &self.clock,
+                    &mut wd,
+                )?
+            } else if client {
+                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?
+            } else {
+                engine::bw_recv(&mut self.res, &plan, &self.clock, &mut wd)?
+            };
+            let mine = self.report(&samples, size);
+            let duration = self.p.duration.is_some();
+            if !self.p.duplex || duration {
+                self.print_bw(&mine);
+            }
+            if self.p.duplex && !duration {
+                let theirs = self.exchange_reports(&mine, &sizes)?;
+                self.print_bw(&mine.plus(&theirs));
+                if self.p.report_both && !self.p.all_sizes {
+                    self.report_both(&mine, &theirs);
+                }
+            }
+            if self.p.all_sizes {
+                self.hs0_after_run(&sizes)?;
+            }
+        }
+        self.print(RESULT_LINE);
+        self.close(&sizes)
+    }
+
+    /// Prints a latency result: samples with `-U`/`-H`, the line, the JSON file.
+    fn print_lat(&mut self, size: u64, s: &LatSamples) {
+        let verb = self.p.test.verb();
+        let rtt = if matches!(verb, Verb::Read | Verb::Atomic) {
+            1.0
+        } else {
+            2.0
+        };
+        let per_usec = self.clock.ticks_per_sec() / 1e6;
+        if self.p.duration.is_some() {
+            let (latency, tps) = stats::lat_duration(s.interval, s.iters, per_usec, rtt);
+            let line = report::lat_duration_line(size, s.iters, latency, tps);
+            self.print(&line);
+            let json = report::json_lat_duration(&self.info, size, s.iters, latency, tps);
+            self.write_json(&json);
+            return;
+        }
+        let r = stats::lat_report(&s.tposted, per_usec, rtt);
+        let mut text = String::new();
+        if self.p.unsorted {
+            text.push_str(&report::samples(&r.unsorted));
+        }
+        if self.p.histogram {
+            text.push_str(&report::samples(&r.sorted_kept));
+        }
+        if self.p.unsorted || self.p.histogram {
+            text.push_str(&report::lat_header(false));
+        }
+        let _ = write!(text, "{}", report::lat_line(size, self.p.iters, &r));
+        self.print(&text);
+        let json = report::json_lat(&self.info, size, self.p.iters, &r);
+        self.write_json(&json);
+    }
+
+    /// `ib_send_lat`.
+    fn send_lat(mut self) -> Result<()> {
+        let header = report::lat_header(self.p.duration.is_some());
+        self.print(&header);
+        let max = if self.p.conn == Conn::Ud {
+            u64::from(self.mtu)
+        } else {
+            MAX_SIZE
+        };
+        let sizes = self.p.sizes(max);
+        let client = self.p.is_client();
+        for &size in &sizes {
+            let plan = self.plan(size);
+            engine::post_receives(&self.res, size, plan.rx_depth, false)?;
+            self.hs0()?;
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            let samples = engine::lat_send(
+                &mut self.res,
+                &plan,
+                &self.theirs,
+                client,
+                &self.clock,
+                &mut wd,
+            )?;
+            self.print_lat(size, &samples);
+        }
+        self.print(RESULT_LINE);
+        self.close(&sizes)
+    }
+
+    /// `ib_write_lat`: no closing exchange, as perftest.
+    fn write_lat(mut self) -> Result<()> {
+        let header = report::lat_header(self.p.duration.is_some());
+        self.print(&header);
+        let client = self.p.is_client();
+        for size in self.p.sizes(MAX_SIZE) {
+            let plan = self.plan(size);
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            let samples = engine::lat_write(
+                &mut self.res,
+                &plan,
+                &self.theirs,
+                client,
+                &self.clock,
+                &mut wd,
+            )?;
+            self.print_lat(size, &samples);
+        }
+        self.print(RESULT_LINE);
+        Ok(())
+    }
+
+    /// `ib_read_lat`, `ib_atomic_lat`: only the client measures.
+    fn read_lat(mut self) -> Result<()> {
+        let sizes = if self.p.test == Test::AtomicLat {
+            vec![ATOMIC_SIZE]
+        } else {
+            self.p.sizes(MAX_SIZE)
+        };
+        if !self.p.is_client() {
+            self.close(&sizes)?;
+            self.print(RESULT_LINE);
+            return Ok(());
+        }
+        let header = report::lat_header(self.p.duration.is_some());
+        self.print(&header);
+        for &size in &sizes {
+            let plan = self.plan(size);
+            let mut wd = Watchdog::new(&self.peer, &self.clock);
+            let samples =
+                engine::lat_read(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+            self.print_lat(size, &samples);
+        }
+        // The separator comes after the closing exchange, as in perftest.
+        self.close(&sizes)?;
+        self.print(RESULT_LINE);
+        Ok(())
+    }
+}

@@ -1,0 +1,748 @@
+//! Command line: perftest's options with its meanings, defaults and dependencies between
+//! them (`force_dependecies`), up to what needs the device.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+
+use clap::{CommandFactory, Parser};
+
+use super::{Error, Result, Test, Verb};
+
+/// perftest's default TCP port.
+pub const DEFAULT_PORT: u16 = 18515;
+/// The largest message of `-a` (2^23).
+pub const MAX_SIZE: u64 = 1 << 23;
+/// Atomic operations move 8 bytes.
+pub const ATOMIC_SIZE: u64 = 8;
+/// Above this size, completion moderation is off unless asked for (`MSG_SIZE_CQ_MOD_LIMIT`).
+const CQ_MOD_SIZE_LIMIT: u64 = 8192;
+/// Default receive depth of send tests (`DEF_RX_SEND`).
+const DEFAULT_RX_SEND: u32 = 512;
+/// Receive depth cap for UC and UD (`UC_MAX_RX`).
+const UC_MAX_RX: u64 = 16000;
+/// Above this many iterations the peak is not computed (its cost is quadratic).
+const PEAK_ITERS_LIMIT: u64 = 20000;
+/// Largest inline size on UD (`MAX_INLINE_UD`).
+pub const MAX_INLINE_UD: u32 = 884;
+
+/// The separator line perftest prints around its tables.
+pub const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------\n";
+
+/// The options, as perftest spells them. Values are taken as text and checked the way
+/// perftest checks them (C integer syntax: decimal, `0x` hex, leading-`0` octal).
+#[derive(Parser, Debug, Clone, Default)]
+#[command(
+    about = "perftest-compatible RDMA benchmark: no address = server, an address = client",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    infer_long_args = true,
+    args_override_self = true
+)]
+pub struct Args {
+    /// Run sizes from 2 to 2^23 bytes.
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD).
+    #[arg(short = 'A', long = "atomic_type", value_name = "type")]
+    pub atomic_type: Option<String>,
+    /// Measure bidirectional bandwidth (BW tests).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+    /// Connection type: RC, UC (send, write) or UD (send) (default RC).
+    #[arg(short = 'c', long = "connection", value_name = "RC/UC/UD")]
+    pub connection: Option<String>,
+    /// Use RDMA device <dev> (default: the first one).
+    #[arg(short = 'd', long = "ib-dev", value_name = "dev")]
+    pub ib_dev: Option<String>,
+    /// Run for <seconds> instead of a number of iterations.
+    #[arg(short = 'D', long = "duration", value_name = "seconds")]
+    pub duration: Option<String>,
+    /// Sleep on completion events instead of polling (not for write tests).
+    #[arg(short = 'e', long = "events")]
+    pub events: bool,
+    /// Measure only within <margin> seconds from both ends of a -D run (default D/4).
+    #[arg(short = 'f', long = "margin", value_name = "margin")]
+    pub margin: Option<String>,
+    /// Accepted for compatibility (perftest's CPU frequency warning switch).
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+    /// Show this help.
+    #[arg(short = 'h', long = "help")]
+    pub help: bool,
+    /// Print every latency sample, sorted (latency tests).
+    #[arg(short = 'H', long = "report-histogrm")]
+    pub histogram: bool,
+    /// Use port <port> of the device (default 1).
+    #[arg(short = 'i', long = "ib-port", value_name = "port")]
+    pub ib_port: Option<String>,
+    /// Send messages up to <size> bytes inline.
+    #[arg(short = 'I', long = "inline_size", value_name = "size")]
+    pub inline_size: Option<String>,
+    /// Post lists of <n> send requests (BW tests).
+    #[arg(short = 'l', long = "post_list", value_name = "n")]
+    pub post_list: Option<String>,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU).
+    #[arg(short = 'm', long = "mtu", value_name = "mtu")]
+    pub mtu: Option<String>,
+    /// Number of iterations (default 5000 for write BW, else 1000).
+    #[arg(short = 'n', long = "iters", value_name = "n")]
+    pub iters: Option<String>,
+    /// Do not compute the peak bandwidth (BW tests).
+    #[arg(short = 'N', long = "noPeak")]
+    pub no_peak: bool,
+    /// Outstanding reads/atomics (default: the device's maximum).
+    #[arg(short = 'o', long = "outs", value_name = "n")]
+    pub outs: Option<String>,
+    /// TCP port of the out-of-band exchange (default 18515).
+    #[arg(short = 'p', long = "port", value_name = "port")]
+    pub port: Option<String>,
+    /// Number of QPs (BW tests, default 1).
+    #[arg(short = 'q', long = "qp", value_name = "n")]
+    pub qp: Option<String>,
+    /// Completion moderation: one completion per <n> requests (default 100).
+    #[arg(short = 'Q', long = "cq-mod", value_name = "n")]
+    pub cq_mod: Option<String>,
+    /// Receive queue depth (send tests, default 512).
+    #[arg(short = 'r', long = "rx-depth", value_name = "n")]
+    pub rx_depth: Option<String>,
+    /// Message size in bytes; K and M suffixes multiply by 2^10 and 2^20.
+    #[arg(short = 's', long = "size", value_name = "size")]
+    pub size: Option<String>,
+    /// Service level (default 0).
+    #[arg(short = 'S', long = "sl", value_name = "sl")]
+    pub sl: Option<String>,
+    /// Send queue depth (default 128 for BW, 1 for latency tests).
+    #[arg(short = 't', long = "tx-depth", value_name = "n")]
+    pub tx_depth: Option<String>,
+    /// QP ACK timeout exponent: 4.096 µs × 2^n (default 14).
+    #[arg(short = 'u', long = "qp-timeout", value_name = "n")]
+    pub qp_timeout: Option<String>,
+    /// Print every latency sample in the order taken (latency tests).
+    #[arg(short = 'U', long = "report-unsorted")]
+    pub unsorted: bool,
+    /// Print the version and exit.
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// GID index (default: the best one, scored as perftest does).
+    #[arg(short = 'x', long = "gid-index", value_name = "index")]
+    pub gid_index: Option<String>,
+    /// Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s).
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// With -b, also print each side's results.
+    #[arg(long = "report-both")]
+    pub report_both: bool,
+    /// Also write the results to a file (perftest's JSON-like format).
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+    /// The file of --out_json (default perftest_out.json).
+    #[arg(long = "out_json_file", value_name = "file")]
+    pub out_json_file: Option<String>,
+    /// Post a TX-depth burst before measuring (BW tests).
+    #[arg(long = "perform_warm_up")]
+    pub perform_warm_up: bool,
+    /// Prefer IPv6 GIDs when choosing the GID index.
+    #[arg(long = "ipv6")]
+    pub ipv6: bool,
+    /// Register memory without PCIe relaxed ordering.
+    #[arg(long = "disable_pcie_relaxed")]
+    pub disable_pcie_relaxed: bool,
+    /// The server to connect to; none to be the server.
+    #[arg(value_name = "host")]
+    pub hosts: Vec<String>,
+}
+
+/// The transport of the test's QPs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conn {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl Conn {
+    /// perftest's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Conn::Rc => "RC",
+            Conn::Uc => "UC",
+            Conn::Ud => "UD",
+        }
+    }
+}
+
+/// The atomic operation of the atomic tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    /// Compare and swap.
+    CmpAndSwap,
+    /// Fetch and add.
+    FetchAndAdd,
+}
+
+impl AtomicOp {
+    /// perftest's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::CmpAndSwap => "CMP_AND_SWAP",
+            AtomicOp::FetchAndAdd => "FETCH_AND_ADD",
+        }
+    }
+}
+
+/// Everything the command line decides, with perftest's defaults and dependencies applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Which test.
+    pub test: Test,
+    /// The server to connect to (client), or none (server).
+    pub server: Option<String>,
+    /// TCP port.
+    pub port: u16,
+    /// Device name (default: the first device).
+    pub ib_dev: Option<String>,
+    /// Port of the device.
+    pub ib_port: u8,
+    /// MTU asked for in bytes (0: the port's active MTU; checked against the device).
+    pub mtu: u32,
+    /// Message size.
+    pub size: u64,
+    /// Whether `-s` was given.
+    pub size_given: bool,
+    /// Iterations per QP (0 in duration mode, where they are counted).
+    pub iters: u64,
+    /// Send queue depth.
+    pub tx_depth: u32,
+    /// Receive queue depth (send tests).
+    pub rx_depth: u32,
+    /// ACK timeout exponent.
+    pub qp_timeout: u8,
+    /// Service level.
+    pub sl: u8,
+    /// GID index asked for.
+    pub gid_index: Option<u8>,
+    /// `-a`.
+    pub all_sizes: bool,
+    /// Transport.
+    pub conn: Conn,
+    /// Number of QPs.
+    pub num_qps: u32,
+    /// `-e`.
+    pub events: bool,
+    /// Inline size asked for.
+    pub inline_size: Option<u32>,
+    /// Outstanding reads asked for (`-o`).
+    pub out_reads: Option<i64>,
+    /// `-b`.
+    pub duplex: bool,
+    /// Completion moderation.
+    pub cq_mod: u32,
+    /// Whether `-Q` was given.
+    pub cq_mod_given: bool,
+    /// Whether the peak bandwidth is skipped.
+    pub no_peak: bool,
+    /// `-H`.
+    pub histogram: bool,
+    /// `-U`.
+    pub unsorted: bool,
+    /// Atomic operation.
+    pub atomic: AtomicOp,
+    /// Post list size.
+    pub post_list: u32,
+    /// Duration mode: seconds.
+    pub duration: Option<u32>,
+    /// Duration margin in seconds.
+    pub margin: u32,
+    /// `--report_gbits`.
+    pub gbits: bool,
+    /// `--report-both`.
+    pub report_both: bool,
+    /// `--out_json`: the file.
+    pub out_json: Option<String>,
+    /// `--perform_warm_up`.
+    pub warm_up: bool,
+    /// `--ipv6`.
+    pub ipv6: bool,
+    /// PCIe relaxed ordering on the memory region.
+    pub relaxed_ordering: bool,
+    /// Lines perftest prints on stdout while deciding the parameters.
+    pub notes: String,
+}
+
+/// What the command line asks for: a test, or something to print.
+#[derive(Debug)]
+pub enum Command {
+    /// Run the test.
+    Run(Box<Params>),
+    /// Print this on stdout and exit with status 1 (perftest's `-h` and `-V`).
+    Print(String),
+}
+
+/// Parses C integer text as `strtol(s, &end, 0)` with `*end == '\0'` required.
+fn c_int(s: &str) -> Option<i64> {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if t.len() > 2 && (t.starts_with("0x") || t.starts_with("0X")) {
+        (16, &t[2..])
+    } else if t.len() > 1 && t.starts_with('0') {
+        (8, &t[1..])
+    } else {
+        (10, t)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let v = i64::from_str_radix(digits, radix).ok()?;
+    Some(if neg { -v } else { v })
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::new(msg)
+}
+
+/// A number option in `min..=max`, with perftest's messages.
+fn number(value: &Option<String>, name: &str, min: i64, max: i64) -> Result<Option<i64>> {
+    let Some(text) = value else { return Ok(None) };
+    let v =
+        c_int(text).ok_or_else(|| bad(format!(" {name} argument {text} should be an integer")))?;
+    if v < min || v > max {
+        return Err(bad(format!(" {name} should be between {min} and {max}")));
+    }
+    Ok(Some(v))
+}
+
+/// `-s`: perftest's K/M suffixes, then a C integer.
+fn parse_size(text: &str) -> Result<u64> {
+    let (digits, factor) = match text.as_bytes().last() {
+        Some(b'K') => (&text[..text.len() - 1], 1024),
+        Some(b'M') => (&text[..text.len() - 1], 1024 * 1024),
+        _ => (text, 1),
+    };
+    let max = u64::from(u32::MAX / 2);
+    let v = c_int(digits)
+        .and_then(|v| u64::try_from(v).ok())
+        .and_then(|v| v.checked_mul(factor))
+        .filter(|v| (1..=max).contains(v));
+    v.ok_or_else(|| bad(format!(" Message Size should be between 1 and {max}")))
+}
+
+impl Params {
+    /// Parses the command line of `test` (program name first).
+    pub fn parse(test: Test, argv: &[OsString]) -> Result<Command> {
+        let args = Args::try_parse_from(argv).map_err(|e| {
+            let prog = crate::cli::prog_name(argv, test.name());
+            let cmd = Args::command();
+            bad(crate::cli::getopt_message(&prog, &cmd, argv, &e))
+        })?;
+        if args.help {
+            let prog = crate::cli::prog_name(argv, test.name());
+            let help = Args::command().bin_name(prog).render_help().to_string();
+            return Ok(Command::Print(help));
+        }
+        if args.version {
+            return Ok(Command::Print(format!(
+                "Version: {}\n",
+                super::wire::VERSION
+            )));
+        }
+        Params::from_args(test, &args).map(|p| Command::Run(Box::new(p)))
+    }
+
+    /// Applies perftest's defaults and dependencies to `args`.
+    pub fn from_args(test: Test, a: &Args) -> Result<Params> {
+        let verb = test.verb();
+        let bw = test.is_bw();
+        let mut notes = String::new();
+        if a.hosts.len() > 1 {
+            return Err(bad(" Invalid Command line. Please check command rerun "));
+        }
+        let conn = match a.connection.as_deref() {
+            None | Some("RC") => Conn::Rc,
+            Some("UC") => {
+                if matches!(verb, Verb::Read | Verb::Atomic) {
+                    return Err(bad(" UC connection not possible in READ/ATOMIC verbs"));
+                }
+                Conn::Uc
+            }
+            Some("UD") => {
+                if verb != Verb::Send {
+                    return Err(bad(" UD connection only possible in SEND verb"));
+                }
+                Conn::Ud
+            }
+            Some(other @ ("XRC" | "DC" | "SRD" | "RawEth")) => {
+                return Err(bad(format!(
+                    " Connection type {other} is not supported by this implementation (RC, UC, UD)"
+                )))
+            }
+            Some(_) => {
+                return Err(bad(
+                    " Invalid Connection type. Please choose from {RC,UC,UD}",
+                ))
+            }
+        };
+        let atomic = match a.atomic_type.as_deref() {
+            None => AtomicOp::FetchAndAdd,
+            Some(_) if verb != Verb::Atomic => {
+                return Err(bad(
+                    " You are not running the atomic_lat/bw test!\n To change the atomic action type, you must run one of the atomic tests",
+                ))
+            }
+            Some("CMP_AND_SWAP") => AtomicOp::CmpAndSwap,
+            Some("FETCH_AND_ADD") => AtomicOp::FetchAndAdd,
+            Some(_) => {
+                return Err(bad(
+                    " Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}",
+                ))
+            }
+        };
+        if a.events && verb == Verb::Write {
+            return Err(bad(" Events feature not available on WRITE verb"));
+        }
+        if a.bidirectional && !bw {
+            return Err(bad(" Bidirectional is only available in BW test"));
+        }
+        if a.no_peak && !bw {
+            return Err(bad(" NoPeak only valid for BW tests"));
+        }
+        if (a.histogram || a.unsorted) && bw {
+            return Err(bad(" Available only on Latency tests"));
+        }
+        if a.qp.is_some() && !bw {
+            return Err(bad(" Multiple QPs only available on bw tests"));
+        }
+        if a.inline_size.is_some() && matches!(verb, Verb::Read | Verb::Atomic) {
+            return Err(bad(" Inline feature not available on READ/Atomic verbs"));
+        }
+        if a.outs.is_some() && !matches!(verb, Verb::Read | Verb::Atomic) {
+            return Err(bad(
+                " Setting Outstanding reads only available on READ verb",
+            ));
+        }
+
+        let port = number(&a.port, "Port", 1, 65535)?.map_or(DEFAULT_PORT, |v| v as u16);
+        let ib_port = number(&a.ib_port, "IB Port", 1, 255)?.map_or(1, |v| v as u8);
+        let mtu = number(&a.mtu, "MTU", 0, i64::from(i32::MAX))?.map_or(0, |v| v as u32);
+        let iters = number(&a.iters, "Iteration num", 5, 100_000_000)?;
+        let tx_depth = number(&a.tx_depth, "Tx depth", 1, 15000)?;
+        let qp_timeout = number(&a.qp_timeout, "QP Timeout", 0, 255)?.map_or(14, |v| v as u8);
+        let sl = number(&a.sl, "Service Level", 0, 15)?.map_or(0, |v| v as u8);
+        let gid_index = number(&a.gid_index, "Gid index", 0, 64)?.map(|v| v as u8);
+        let num_qps = number(&a.qp, "num of Qps", 1, 16384)?.map_or(1, |v| v as u32);
+        let inline_size = number(&a.inline_size, "Max inline", 0, 912)?.map(|v| v as u32);
+        let out_reads = number(&a.outs, "Outstanding Reads", i64::MIN, i64::MAX)?;
+        let rx_depth = number(&a.rx_depth, " Rx depth", 1, 16384)?;
+        if verb != Verb::Send && rx_depth.is_some_and(|r| r > 1) {
+            return Err(bad(" On RDMA verbs rx depth can be only 1"));
+        }
+        let cq_mod = number(&a.cq_mod, "CQ moderation", 1, 1024)?;
+        let post_list = number(&a.post_list, "Send Post List size", 1, i64::from(i32::MAX))?
+            .map_or(1, |v| v as u32);
+        let duration =
+            number(&a.duration, "Duration period", 1, i64::from(i32::MAX))?.map(|v| v as u32);
+        let margin = number(&a.margin, "Margin", 0, i64::from(i32::MAX))?;
+        let size_given = a.size.is_some();
+        let mut size = match &a.size {
+            Some(s) => parse_size(s)?,
+            None if verb == Verb::Atomic => ATOMIC_SIZE,
+            None if bw => 65536,
+            None => 2,
+        };
+
+        let mut p = Params {
+            test,
+            server: a.hosts.first().cloned(),
+            port,
+            ib_dev: a.ib_dev.clone(),
+            ib_port,
+            mtu,
+            size,
+            size_given,
+            iters: iters.map_or(
+                if bw && verb == Verb::Write {
+                    5000
+                } else {
+                    1000
+                },
+                |v| v as u64,
+            ),
+            tx_depth: tx_depth.map_or(if bw { 128 } else { 1 }, |v| v as u32),
+            rx_depth: rx_depth.map_or(
+                if verb == Verb::Send {
+                    DEFAULT_RX_SEND
+                } else {
+                    1
+                },
+                |v| v as u32,
+            ),
+            qp_timeout,
+            sl,
+            gid_index,
+            all_sizes: a.all,
+            conn,
+            num_qps,
+            events: a.events,
+            inline_size,
+            out_reads,
+            duplex: a.bidirectional,
+            cq_mod: cq_mod.map_or(100, |v| v as u32),
+            cq_mod_given: cq_mod.is_some(),
+            no_peak: a.no_peak,
+            histogram: a.histogram,
+            unsorted: a.unsorted,
+            atomic,
+            post_list,
+            duration,
+            margin: 0,
+            gbits: a.report_gbits,
+            report_both: a.report_both,
+            out_json: a.out_json.then(|| {
+                a.out_json_file
+                    .clone()
+                    .unwrap_or_else(|| "perftest_out.json".to_owned())
+            }),
+            warm_up: a.perform_warm_up,
+            ipv6: a.ipv6,
+            relaxed_ordering: !a.disable_pcie_relaxed && test != Test::WriteLat,
+            notes: String::new(),
+        };
+
+        // force_dependecies, in perftest's order.
+        if p.duration.is_none() {
+            p.tx_depth = p.tx_depth.min(p.iters as u32);
+            if verb == Verb::Send {
+                p.rx_depth = p.rx_depth.min(p.iters as u32);
+            }
+            if matches!(conn, Conn::Ud | Conn::Uc) && p.rx_depth == DEFAULT_RX_SEND {
+                p.rx_depth = p.iters.min(UC_MAX_RX) as u32;
+            }
+        }
+        if p.size > CQ_MOD_SIZE_LIMIT && conn != Conn::Ud && !p.all_sizes && !p.events {
+            if !p.cq_mod_given {
+                p.cq_mod = 1;
+            } else if p.cq_mod > 1 {
+                notes.push_str(RESULT_LINE);
+                notes.push_str("Warning: Large message requested and CQ moderation enabled\n");
+                notes.push_str("Warning: It can lead to inaccurate results\n");
+            }
+        }
+        p.cq_mod = p.cq_mod.min(p.tx_depth);
+        if p.all_sizes {
+            size = MAX_SIZE;
+            p.size = size;
+        }
+        if verb == Verb::Atomic && p.size != ATOMIC_SIZE {
+            return Err(bad(format!(
+                "{RESULT_LINE}Message size cannot be changed for Atomic tests "
+            )));
+        }
+        if p.post_list > 1 {
+            if !bw {
+                return Err(bad("Post list is supported in BW tests only"));
+            }
+            if p.duration.is_none() && p.iters % u64::from(p.post_list) != 0 {
+                return Err(bad(
+                    "Number of iterations must be a multiple of post list size",
+                ));
+            }
+            if !p.cq_mod_given {
+                p.cq_mod = p.post_list;
+                notes.push_str(RESULT_LINE);
+                notes.push_str(
+                    "Post List requested - CQ moderation will be the size of the post list\n",
+                );
+            } else if p.post_list % p.cq_mod != 0 {
+                return Err(bad("Post list size must be a multiple of CQ moderation"));
+            }
+        }
+        if let Some(d) = p.duration {
+            p.iters = 0;
+            p.no_peak = true;
+            if p.events {
+                return Err(bad("Duration mode doesn't work with events."));
+            }
+            if p.all_sizes {
+                return Err(bad(
+                    "Duration mode currently doesn't support running on all sizes.",
+                ));
+            }
+            p.margin = margin.map_or(d / 4, |m| m as u32);
+            if d <= 2 * p.margin {
+                return Err(bad("please check that DURATION > 2*MARGIN"));
+            }
+        } else if let Some(m) = margin {
+            // perftest checks the default 5 s duration against a margin given without -D.
+            if 5 <= 2 * m {
+                return Err(bad("please check that DURATION > 2*MARGIN"));
+            }
+        }
+        if verb == Verb::Send && bw && p.server.is_none() && !p.duplex {
+            p.no_peak = true;
+        }
+        if conn == Conn::Ud && p.inline_size.is_some_and(|i| i > MAX_INLINE_UD) {
+            let _ = writeln!(
+                notes,
+                "{RESULT_LINE}Setting inline size to {MAX_INLINE_UD} (Max inline size in UD)"
+            );
+            p.inline_size = Some(MAX_INLINE_UD);
+        }
+        if verb == Verb::Send && p.rx_depth % 2 == 1 && !p.all_sizes {
+            p.rx_depth += 1;
+        }
+        if p.duration.is_none() && p.iters > PEAK_ITERS_LIMIT && bw {
+            p.no_peak = true;
+        }
+        p.notes = notes;
+        Ok(p)
+    }
+
+    /// Whether this side is the client.
+    pub fn is_client(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// The message sizes of the run: all powers of two from 2 with `-a` (up to `max`), else
+    /// the one size.
+    pub fn sizes(&self, max: u64) -> Vec<u64> {
+        if self.all_sizes {
+            (1..24)
+                .map(|i| 1u64 << i)
+                .take_while(|&s| s <= max)
+                .collect()
+        } else {
+            vec![self.size]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(test: Test, args: &[&str]) -> Result<Params> {
+        let argv: Vec<OsString> = std::iter::once(test.name())
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        match Params::parse(test, &argv)? {
+            Command::Run(p) => Ok(*p),
+            Command::Print(text) => Err(Error::new(text)),
+        }
+    }
+
+    #[test]
+    fn defaults_like_perftest() {
+        let p = params(Test::WriteBw, &[]).unwrap();
+        assert_eq!(
+            (p.size, p.iters, p.tx_depth, p.cq_mod),
+            (65536, 5000, 128, 1)
+        );
+        assert_eq!((p.port, p.ib_port, p.qp_timeout), (18515, 1, 14));
+        assert!(!p.no_peak && !p.is_client() && p.relaxed_ordering);
+        let p = params(Test::SendBw, &["-s", "4096", "host"]).unwrap();
+        assert_eq!((p.iters, p.cq_mod, p.rx_depth), (1000, 100, 512));
+        assert!(!p.no_peak && p.is_client());
+        // The server of a send BW test reports no peak.
+        assert!(params(Test::SendBw, &[]).unwrap().no_peak);
+        let p = params(Test::SendLat, &[]).unwrap();
+        assert_eq!((p.size, p.iters, p.tx_depth, p.cq_mod), (2, 1000, 1, 1));
+        let p = params(Test::AtomicLat, &[]).unwrap();
+        assert_eq!(p.size, 8);
+        assert_eq!(p.atomic, AtomicOp::FetchAndAdd);
+        assert!(!params(Test::WriteLat, &[]).unwrap().relaxed_ordering);
+    }
+
+    #[test]
+    fn dependencies() {
+        // Depths are capped by the iterations; odd receive depths are made even.
+        let p = params(Test::SendBw, &["-n", "101", "-s", "64"]).unwrap();
+        assert_eq!((p.tx_depth, p.rx_depth), (101, 102));
+        // Large messages disable moderation unless asked for.
+        let p = params(Test::WriteBw, &["-s", "8193", "-Q", "4"]).unwrap();
+        assert_eq!(p.cq_mod, 4);
+        assert!(p.notes.contains("Warning: Large message"));
+        // Post lists set the moderation.
+        let p = params(Test::WriteBw, &["-l", "10", "-n", "100", "-s", "64"]).unwrap();
+        assert_eq!(p.cq_mod, 10);
+        assert!(p.notes.ends_with("size of the post list\n"));
+        assert!(params(Test::WriteBw, &["-l", "3", "-n", "100"]).is_err());
+        // Duration mode: no iterations, no peak, margin D/4.
+        let p = params(Test::ReadBw, &["-D", "8"]).unwrap();
+        assert_eq!((p.iters, p.margin, p.duration), (0, 2, Some(8)));
+        assert!(p.no_peak);
+        assert!(params(Test::ReadBw, &["-D", "4", "-f", "2"]).is_err());
+        // More than 20000 iterations: no peak.
+        assert!(
+            params(Test::WriteBw, &["-n", "20001", "x"])
+                .unwrap()
+                .no_peak
+        );
+        // UD/UC receive depth follows the iterations.
+        let p = params(Test::SendBw, &["-c", "UD", "-n", "3000", "x"]).unwrap();
+        assert_eq!(p.rx_depth, 3000);
+        let p = params(Test::SendLat, &["-a"]).unwrap();
+        assert_eq!(p.size, MAX_SIZE);
+        assert_eq!(p.sizes(4096).len(), 12);
+        assert_eq!(p.sizes(MAX_SIZE).last(), Some(&MAX_SIZE));
+    }
+
+    #[test]
+    fn c_number_syntax_and_suffixes() {
+        assert_eq!(c_int("0x10"), Some(16));
+        assert_eq!(c_int("010"), Some(8));
+        assert_eq!(c_int("12a"), None);
+        assert_eq!(c_int(""), None);
+        assert_eq!(params(Test::WriteBw, &["-s", "4K"]).unwrap().size, 4096);
+        assert_eq!(params(Test::WriteBw, &["-s2M"]).unwrap().size, 2 << 20);
+        assert_eq!(params(Test::WriteBw, &["--size=0x100"]).unwrap().size, 256);
+        assert_eq!(params(Test::WriteBw, &["--siz", "64"]).unwrap().size, 64);
+    }
+
+    #[test]
+    fn rejected_like_perftest() {
+        for (test, args) in [
+            (Test::WriteBw, &["-n", "4"][..]),
+            (Test::WriteBw, &["-n", "lots"]),
+            (Test::WriteBw, &["-e"]),
+            (Test::WriteBw, &["-s", "0"]),
+            (Test::WriteBw, &["-s", "4G"]),
+            (Test::WriteBw, &["-H"]),
+            (Test::WriteBw, &["a", "b"]),
+            (Test::WriteBw, &["-c", "UD"]),
+            (Test::WriteBw, &["-c", "XRC"]),
+            (Test::WriteBw, &["-A", "CMP_AND_SWAP"]),
+            (Test::WriteBw, &["--bogus"]),
+            (Test::ReadBw, &["-c", "UC"]),
+            (Test::ReadBw, &["-I", "64"]),
+            (Test::AtomicBw, &["-s", "16"]),
+            (Test::AtomicLat, &["-A", "SWAP"]),
+            (Test::SendLat, &["-b"]),
+            (Test::SendLat, &["-q", "2"]),
+            (Test::SendLat, &["-l", "2"]),
+            (Test::SendBw, &["-D", "5", "-e"]),
+            (Test::SendBw, &["-I", "1000"]),
+        ] {
+            assert!(params(test, args).is_err(), "{} {args:?}", test.name());
+        }
+    }
+
+    #[test]
+    fn help_and_version_print() {
+        let argv: Vec<OsString> = ["ib_write_bw", "-V"].iter().map(OsString::from).collect();
+        assert!(
+            matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(v)) if v == "Version: 6.06\n")
+        );
+        let argv: Vec<OsString> = ["ib_write_bw", "-h"].iter().map(OsString::from).collect();
+        assert!(
+            matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
+        );
+    }
+}

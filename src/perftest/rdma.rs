@@ -1,0 +1,626 @@
+//! The verbs side: the device and port, perftest's device-dependent choices, and the
+//! resources of a test (one memory region, CQs, QPs), on the safe `ibverbs` API.
+
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
+
+use ibverbs::{
+    AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, ConnectOptions, Context,
+    DeviceList, Endpoint, GidType, LinkLayer, MemoryRegion, PortAttr, PortState, PreparedQueuePair,
+    ProtectionDomain, QpType, QueuePair, Route, Transport,
+};
+
+use super::params::{Conn, Params, RESULT_LINE};
+use super::wire::Record;
+use super::{Ctx as _, Error, Result, Test, Verb};
+
+/// Bytes of the GRH in front of every UD receive.
+pub const GRH: usize = 40;
+/// rxe's and siw's vendor IDs: software devices, which perftest's device table does not
+/// know (it then turns inline data off).
+const SOFTWARE_VENDORS: [u32; 2] = [0x00ff_ffff, 0x0062_6d74];
+
+/// An open device and the port the test runs on.
+pub struct Device {
+    /// The open context.
+    pub ctx: Context,
+    /// Its name.
+    pub name: String,
+    /// `IB`, `IW` or `Unknown`, as perftest names the transport.
+    pub transport: &'static str,
+    /// The port's attributes.
+    pub port: PortAttr,
+    /// Whether the link layer is Ethernet (RoCE).
+    pub ethernet: bool,
+    /// Outstanding RDMA reads a QP can take (`max_qp_rd_atom`).
+    pub max_qp_rd_atom: u32,
+    /// IEEE vendor ID.
+    pub vendor_id: u32,
+}
+
+impl Device {
+    /// Opens the device of `-d` (or the first one) and checks its port as perftest does.
+    pub fn open(p: &Params) -> Result<Device> {
+        let list = DeviceList::new().ctx("ibv_get_device_list")?;
+        if list.is_empty() {
+            return Err(Error::new(
+                " Did not detect devices \n If device exists, check if driver is up",
+            ));
+        }
+        let dev = match &p.ib_dev {
+            Some(name) => list
+                .find(name)
+                .map_err(|_| Error::new(format!("IB device {name} not found")))?,
+            None => list.first().ctx("ibv_get_device_list")?,
+        };
+        let transport = match dev.transport() {
+            Transport::InfiniBand => "IB",
+            Transport::Iwarp => "IW",
+            _ => "Unknown",
+        };
+        let name = dev.name().to_owned();
+        let ctx = dev
+            .open()
+            .ctx(format_args!(" Couldn't get context for the device {name}"))?;
+        let port = ctx.query_port(p.ib_port).ctx(format_args!(
+            " Unable to query port {} attributes",
+            p.ib_port
+        ))?;
+        if port.state != PortState::Active {
+            return Err(Error::new(format!(
+                " Port number {} state is {}",
+                p.ib_port, port.state
+            )));
+        }
+        let ethernet = match port.link_layer {
+            LinkLayer::Ethernet => true,
+            LinkLayer::InfiniBand | LinkLayer::Unspecified => false,
+            _ => {
+                return Err(Error::new(format!(
+                    "Link layer on port {} is Unknown",
+                    p.ib_port
+                )))
+            }
+        };
+        let attr = ctx.query_device().ctx("ibv_query_device")?;
+        Ok(Device {
+            name,
+            transport,
+            port,
+            ethernet,
+            max_qp_rd_atom: attr.max_qp_rd_atom,
+            vendor_id: attr.vendor_id,
+            ctx,
+        })
+    }
+
+    /// `IB` or `Ethernet`.
+    pub fn link(&self) -> &'static str {
+        if self.ethernet {
+            "Ethernet"
+        } else {
+            "IB"
+        }
+    }
+
+    /// The port's active MTU in bytes.
+    pub fn active_mtu(&self) -> u32 {
+        self.port.active_mtu.bytes().unwrap_or(1024)
+    }
+}
+
+/// What perftest decides from the device before connecting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setup {
+    /// Inline size in use.
+    pub inline_size: u32,
+    /// Outstanding reads/atomics (1 for send and write).
+    pub out_reads: u32,
+    /// This side's MTU in bytes (before the exchange with the peer).
+    pub mtu: u32,
+    /// Whether GIDs are used (RoCE, or `-x`): records then carry them.
+    pub use_gid: bool,
+    /// What perftest prints on stdout meanwhile.
+    pub stdout: String,
+    /// What perftest prints on stderr meanwhile.
+    pub stderr: String,
+}
+
+impl Setup {
+    /// perftest's `check_link` and `set_mtu`: inline size, outstanding reads and MTU.
+    pub fn new(dev: &Device, p: &Params) -> Result<Setup> {
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        let verb = p.test.verb();
+        let rdma_read = matches!(verb, Verb::Read | Verb::Atomic);
+        // Read and atomic tests set the inline size to 0 before the device check, which
+        // then counts as asked for.
+        let asked_inline = if rdma_read { Some(0) } else { p.inline_size };
+        let inline_size = if SOFTWARE_VENDORS.contains(&dev.vendor_id) {
+            if asked_inline.is_some() {
+                stdout.push_str(RESULT_LINE);
+                stderr
+                    .push_str("Device not recognized to implement inline feature. Disabling it\n");
+            }
+            0
+        } else {
+            asked_inline.unwrap_or(match (p.test, p.conn) {
+                (Test::WriteLat, _) => 220,
+                (Test::SendLat, Conn::Ud) => 188,
+                (Test::SendLat, _) => 236,
+                _ => 0,
+            })
+        };
+        let out_reads = if rdma_read {
+            let max = dev.max_qp_rd_atom;
+            match p.out_reads {
+                Some(n) if n > i64::from(max) => {
+                    stdout.push_str(RESULT_LINE);
+                    let _ = writeln!(stderr, " Number of outstanding reads is above max = {max}");
+                    stderr.push_str(" Changing to that max value\n");
+                    max
+                }
+                Some(n) if n > 0 => n as u32,
+                _ => max,
+            }
+        } else {
+            1
+        };
+        let active = dev.active_mtu();
+        let mtu = match p.mtu {
+            0 => active,
+            m @ (256 | 512 | 1024 | 2048 | 4096) if m > active => {
+                stdout.push_str("Requested mtu is higher than active mtu \n");
+                let _ = writeln!(stdout, "Changing to active mtu - {}", mtu_code(active));
+                active
+            }
+            m @ (256 | 512 | 1024 | 2048 | 4096) => m,
+            m => {
+                let _ = writeln!(stderr, " Invalid MTU - {m} ");
+                stderr.push_str(" Please choose mtu from {256,512,1024,2048,4096}\n");
+                let _ = writeln!(
+                    stderr,
+                    " Will run with the port active mtu - {}",
+                    mtu_code(active)
+                );
+                active
+            }
+        };
+        let max_msg = u64::from(dev.port.max_msg_sz);
+        let largest = p.size;
+        if max_msg > 0 && largest > max_msg && p.conn != Conn::Ud {
+            return Err(Error::new(format!(
+                " Message size {largest} is larger than the largest message of port {} of {} ({max_msg} bytes)",
+                p.ib_port, dev.name
+            )));
+        }
+        Ok(Setup {
+            inline_size,
+            out_reads,
+            mtu,
+            use_gid: dev.ethernet || p.gid_index.is_some(),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// `enum ibv_mtu` of a size in bytes, as perftest prints it in some messages.
+fn mtu_code(bytes: u32) -> u32 {
+    bytes.trailing_zeros().saturating_sub(7)
+}
+
+/// Whether a GID is an IPv4-mapped address (or IPv4-encoded multicast), as perftest tests.
+pub fn v4_mapped(gid: &Ipv6Addr) -> bool {
+    let s = gid.segments();
+    let w = [
+        u32::from(s[0]) << 16 | u32::from(s[1]),
+        u32::from(s[2]) << 16 | u32::from(s[3]),
+        u32::from(s[4]) << 16 | u32::from(s[5]),
+    ];
+    (w[0] | w[1] | (w[2] ^ 0x0000_ffff)) == 0
+        || (w[0] == 0xff0e_0000 && (w[1] | (w[2] ^ 0x0000_ffff)) == 0)
+}
+
+/// perftest's preference among RoCE versions: v2 over v1, the rest unranked.
+fn roce_rank(t: Option<GidType>) -> i32 {
+    match t {
+        Some(GidType::RoceV1) => 1,
+        Some(GidType::RoceV2) => 2,
+        _ => -1,
+    }
+}
+
+/// The GID index perftest (6.06) picks without `-x`: walking the table, an entry replaces the
+/// best so far if it is IPv4-mapped and the best is not (IPv6 with `--ipv6`), or else if both
+/// entries have a type and its RoCE version is higher. `table` holds each index's GID and
+/// type (none for an empty entry).
+pub fn best_gid_index(table: &[(Ipv6Addr, Option<GidType>)], ipv6: bool) -> usize {
+    let mut best = 0;
+    for i in 1..table.len() {
+        let (gid, kind) = table[best];
+        let (rival, rival_kind) = table[i];
+        let (v4, rival_v4) = (v4_mapped(&gid), v4_mapped(&rival));
+        // The preferred family beats the other; in every other case (perftest's walk,
+        // including the other family beating the preferred one) the higher RoCE version.
+        let family_wins = rival_v4 != v4 && rival_v4 != ipv6;
+        let version_wins =
+            kind.is_some() && rival_kind.is_some() && roce_rank(rival_kind) > roce_rank(kind);
+        if family_wins || version_wins {
+            best = i;
+        }
+    }
+    best
+}
+
+/// The GID index of the test: `-x`, else on RoCE perftest's pick, else none (InfiniBand).
+pub fn gid_index(dev: &Device, p: &Params) -> Result<Option<u8>> {
+    if let Some(i) = p.gid_index {
+        return Ok(Some(i));
+    }
+    if !dev.ethernet {
+        return Ok(None);
+    }
+    let len = dev.port.gid_tbl_len as usize;
+    let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
+    for e in dev.ctx.gid_table(p.ib_port).ctx("reading the GID table")? {
+        if let Some(slot) = table.get_mut(e.index as usize) {
+            *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
+        }
+    }
+    let best = best_gid_index(&table, p.ipv6);
+    u8::try_from(best)
+        .map(Some)
+        .map_err(|_| Error::new(format!("GID index {best} is out of range")))
+}
+
+/// Where things are in the test's one memory region: per QP, a send area and then a receive
+/// area (the one the peer reads or writes), each `slot` bytes, as perftest lays them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes of one area: the larger of the message size and the cycle buffer, rounded up
+    /// to the cache line.
+    pub slot: usize,
+    /// Number of QPs.
+    pub num_qps: usize,
+    /// Cache line size (the larger of both sides').
+    pub cache_line: usize,
+    /// Page size (the larger of both sides'): small messages cycle through this much.
+    pub cycle_buffer: usize,
+    /// UD: receives carry a GRH first.
+    pub ud: bool,
+}
+
+impl Layout {
+    /// The layout for messages up to `size` bytes.
+    pub fn new(
+        size: u64,
+        num_qps: u32,
+        cache_line: usize,
+        cycle_buffer: usize,
+        ud: bool,
+    ) -> Layout {
+        let area = (size as usize).max(cycle_buffer);
+        Layout {
+            slot: round_up(area, cache_line),
+            num_qps: num_qps as usize,
+            cache_line,
+            cycle_buffer,
+            ud,
+        }
+    }
+
+    /// Bytes of the region.
+    pub fn total(&self) -> usize {
+        2 * self.num_qps * self.slot + if self.ud { self.cache_line } else { 0 }
+    }
+
+    /// Offset of QP `q`'s send area.
+    pub fn send_offset(&self, q: usize) -> usize {
+        q * self.slot
+    }
+
+    /// Offset of QP `q`'s receive area (what the peer's RDMA targets).
+    pub fn recv_offset(&self, q: usize) -> usize {
+        (self.num_qps + q) * self.slot
+    }
+
+    /// Offset of QP `q`'s receive buffer for send tests (after room for the GRH on UD).
+    pub fn recv_buffer(&self, q: usize) -> usize {
+        self.recv_offset(q) + if self.ud { self.cache_line - GRH } else { 0 }
+    }
+
+    /// Where the `k`-th message of `size` bytes goes within an area: perftest steps
+    /// cache-line-rounded slots through the cycle buffer when two messages fit in it.
+    pub fn cycle(&self, size: u64, k: u64) -> usize {
+        let step = if size as usize > self.cache_line {
+            round_up(size as usize, self.cache_line)
+        } else {
+            self.cache_line
+        };
+        if size as usize <= self.cycle_buffer / 2 {
+            let slots = (self.cycle_buffer / step).max(1) as u64;
+            (k % slots) as usize * step
+        } else {
+            0
+        }
+    }
+}
+
+fn round_up(v: usize, align: usize) -> usize {
+    v.div_ceil(align) * align
+}
+
+/// A completion queue and its event channel (`-e`).
+pub struct Cq {
+    /// The CQ.
+    pub cq: CompletionQueue,
+    /// Its channel, with events.
+    pub channel: Option<CompletionChannel>,
+}
+
+impl Cq {
+    fn new(ctx: &Context, entries: u32, events: bool) -> Result<Cq> {
+        let channel = if events {
+            Some(
+                ctx.create_comp_channel()
+                    .ctx("Couldn't create completion channel")?,
+            )
+        } else {
+            None
+        };
+        let cq = ctx
+            .create_cq(entries.max(1), channel.as_ref())
+            .ctx("Couldn't create CQ")?;
+        Ok(Cq { cq, channel })
+    }
+}
+
+/// The resources before the connection: QPs in INIT.
+pub struct Prepared {
+    pd: ProtectionDomain,
+    mr: MemoryRegion,
+    send_cq: Cq,
+    recv_cq: Option<Cq>,
+    qps: Vec<PreparedQueuePair>,
+    layout: Layout,
+}
+
+/// The resources of a connected test.
+pub struct Resources {
+    /// The one memory region.
+    pub mr: MemoryRegion,
+    /// Completions of sends (and of everything on non-send tests).
+    pub send_cq: Cq,
+    /// Completions of receives (send tests).
+    pub recv_cq: Option<Cq>,
+    /// The QPs.
+    pub qps: Vec<QueuePair>,
+    /// UD: address handles to the peer's QPs.
+    pub ahs: Vec<AddressHandle>,
+    /// Where things are in the region.
+    pub layout: Layout,
+}
+
+impl Prepared {
+    /// Creates the PD, region, CQs and QPs of the test.
+    pub fn new(
+        dev: &Device,
+        p: &Params,
+        setup: &Setup,
+        gid_index: Option<u8>,
+        layout: Layout,
+    ) -> Result<Prepared> {
+        let verb = p.test.verb();
+        let pd = dev.ctx.alloc_pd().ctx("Couldn't allocate PD")?;
+        let mut access = AccessFlags::LOCAL_WRITE;
+        access |= match verb {
+            Verb::Write => AccessFlags::REMOTE_WRITE,
+            Verb::Read => AccessFlags::REMOTE_READ,
+            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
+            Verb::Send => AccessFlags::empty(),
+        };
+        if p.relaxed_ordering {
+            access |= AccessFlags::RELAXED_ORDERING;
+        }
+        let mr = pd.alloc_mr(layout.total(), access).ctx(format_args!(
+            "Couldn't allocate MR of {} bytes",
+            layout.total()
+        ))?;
+        let send_cq = Cq::new(&dev.ctx, p.tx_depth * p.num_qps, p.events)?;
+        let recv_cq = if verb == Verb::Send {
+            Some(Cq::new(&dev.ctx, p.rx_depth * p.num_qps, p.events)?)
+        } else {
+            None
+        };
+        let qp_access = match verb {
+            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
+            Verb::Read => AccessFlags::REMOTE_READ,
+            Verb::Write => AccessFlags::REMOTE_WRITE,
+            Verb::Send => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
+        };
+        let qp_type = match p.conn {
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
+        };
+        let mut qps = Vec::with_capacity(p.num_qps as usize);
+        for i in 0..p.num_qps {
+            let recv = recv_cq.as_ref().unwrap_or(&send_cq);
+            let mut b = pd
+                .create_qp(qp_type, &send_cq.cq, &recv.cq)
+                .max_send_wr(p.tx_depth)
+                .max_recv_wr(p.rx_depth)
+                .max_inline_data(setup.inline_size)
+                .port(p.ib_port)
+                .access(qp_access);
+            if let Some(g) = gid_index {
+                b = b.gid_index(g);
+            }
+            let qp = b.build().map_err(|e| {
+                let mut msg = format!("Couldn't create QP {i}: {e}");
+                if e.raw_os_error() == Some(libc::ENOMEM) {
+                    let _ = write!(
+                        msg,
+                        "\nRequested QP size might be too big. Try reducing TX depth and/or inline size.\nCurrent TX depth is {} and inline size is {} .",
+                        p.tx_depth, setup.inline_size
+                    );
+                }
+                Error::new(msg)
+            })?;
+            qps.push(qp);
+        }
+        Ok(Prepared {
+            pd,
+            mr,
+            send_cq,
+            recv_cq,
+            qps,
+            layout,
+        })
+    }
+
+    /// This side's records, one per QP.
+    pub fn records(&self, dev: &Device, setup: &Setup) -> Vec<Record> {
+        self.qps
+            .iter()
+            .enumerate()
+            .map(|(i, qp)| {
+                let ep = qp.endpoint();
+                Record {
+                    lid: dev.port.lid,
+                    out_reads: setup.out_reads as u16,
+                    qpn: ep.qpn,
+                    psn: ep.psn,
+                    rkey: self.mr.rkey(),
+                    vaddr: self.mr.addr() + self.layout.recv_offset(i) as u64,
+                    gid: setup.use_gid.then_some(ep.gid),
+                    srqn: 0,
+                }
+            })
+            .collect()
+    }
+
+    /// Connects every QP to the peer's (RTR and RTS with perftest's attributes; UD: ready,
+    /// and address handles where this side sends).
+    pub fn connect(
+        self,
+        p: &Params,
+        setup: &Setup,
+        mtu: u32,
+        gid_index: Option<u8>,
+        remote: &[Record],
+    ) -> Result<Resources> {
+        let route = Route {
+            sgid_index: gid_index.unwrap_or(0),
+            hop_limit: 0xff,
+            traffic_class: 0,
+            flow_label: 0,
+            sl: p.sl,
+            force_grh: gid_index.is_some(),
+        };
+        let sends = p.is_client() || p.duplex || !p.test.is_bw();
+        let mut qps = Vec::with_capacity(self.qps.len());
+        let mut ahs = Vec::new();
+        for (i, (qp, r)) in self.qps.into_iter().zip(remote).enumerate() {
+            let ep = Endpoint {
+                qpn: r.qpn,
+                psn: r.psn,
+                lid: r.lid,
+                gid: r.gid.unwrap_or(Ipv6Addr::UNSPECIFIED),
+                port: p.ib_port,
+                mtu,
+            };
+            if p.conn == Conn::Ud {
+                qps.push(
+                    qp.ready()
+                        .ctx(format_args!("Failed to modify QP {i} to RTR/RTS"))?,
+                );
+                if sends {
+                    ahs.push(
+                        self.pd
+                            .create_ah(p.ib_port, &ep, &route)
+                            .ctx("Failed to create AH")?,
+                    );
+                }
+            } else {
+                let opts = ConnectOptions {
+                    path_mtu: Some(mtu),
+                    timeout: p.qp_timeout,
+                    retry_cnt: 7,
+                    rnr_retry: 7,
+                    min_rnr_timer: 12,
+                    max_rd_atomic: u8::try_from(r.out_reads).unwrap_or(u8::MAX),
+                    max_dest_rd_atomic: u8::try_from(setup.out_reads).unwrap_or(u8::MAX),
+                    route,
+                };
+                qps.push(
+                    qp.connect(&ep, &opts)
+                        .ctx(format_args!("Failed to modify QP {i} to RTR/RTS"))?,
+                );
+            }
+        }
+        Ok(Resources {
+            mr: self.mr,
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            qps,
+            ahs,
+            layout: self.layout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gid_choice_like_perftest() {
+        let v2 = Some(GidType::RoceV2);
+        let v1 = Some(GidType::RoceV1);
+        let g = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        // rxe on lo: fe80 (v2), ::ffff:127.0.0.1 (v2), ::1 (v2), an empty entry.
+        let rxe = [
+            (g("fe80::200:ff:fe00:0"), v2),
+            (g("::ffff:127.0.0.1"), v2),
+            (g("::1"), v2),
+            (Ipv6Addr::UNSPECIFIED, None),
+        ];
+        assert_eq!(best_gid_index(&rxe, false), 1);
+        assert_eq!(best_gid_index(&rxe, true), 0);
+        // A NIC with v1 and v2 entries per address: the v2 IPv4 one.
+        let nic = [
+            (g("fe80::1"), v1),
+            (g("fe80::1"), v2),
+            (g("::ffff:10.0.0.1"), v1),
+            (g("::ffff:10.0.0.1"), v2),
+        ];
+        assert_eq!(best_gid_index(&nic, false), 3);
+        // perftest's walk lets a v2 IPv6 entry replace a v1 IPv4 one.
+        let odd = [(g("::ffff:10.0.0.1"), v1), (g("fe80::1"), v2)];
+        assert_eq!(best_gid_index(&odd, false), 1);
+        assert!(v4_mapped(&g("ff0e::ffff:239.1.1.1")));
+        assert!(!v4_mapped(&g("::1")));
+    }
+
+    #[test]
+    fn layout_like_perftest() {
+        let l = Layout::new(65536, 2, 64, 4096, false);
+        assert_eq!(l.slot, 65536);
+        assert_eq!(l.total(), 4 * 65536);
+        assert_eq!(l.recv_offset(1), 3 * 65536);
+        assert_eq!(l.cycle(65536, 7), 0);
+        let l = Layout::new(100, 1, 64, 4096, true);
+        assert_eq!(l.slot, 4096);
+        assert_eq!(l.total(), 2 * 4096 + 64);
+        assert_eq!(l.recv_buffer(0), 4096 + 24);
+        // 100-byte messages step by 128 bytes through 4096: 32 positions.
+        assert_eq!(l.cycle(100, 1), 128);
+        assert_eq!(l.cycle(100, 33), 128);
+        assert_eq!(l.cycle(8, 3), 192);
+        assert_eq!(l.cycle(3000, 5), 0);
+        let l = Layout::new(5000, 1, 64, 4096, false);
+        assert_eq!(l.slot, 5056);
+    }
+}

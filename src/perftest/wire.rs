@@ -1,0 +1,676 @@
+//! The out-of-band exchange over TCP, byte for byte as perftest 6.06 (Debian's
+//! 4.5+0.17) does it without rdma_cm. See the module docs of [`crate::perftest`] for the
+//! sequence; this module has the messages and the connection.
+//!
+//! Every exchange is symmetric: the client writes its message and then reads the server's,
+//! the server reads first and then writes. Each message goes out in one `write`, because
+//! perftest reads each with a single `read` of the message size.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv6Addr, Shutdown, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use super::params::Conn;
+use super::{Error, Result, Test};
+
+/// The version announced to peers. perftest from 6.28 on also swaps a raw C parameter
+/// struct with peers that announce 6.28 or later; announcing 6.06 keeps both sides on the
+/// protocol of Debian's perftest.
+pub const VERSION: &str = "6.06";
+/// Peers older than this use another protocol (perftest refuses them too).
+const OLDEST_PEER: f64 = 5.70;
+/// Size of the version message.
+const VERSION_LEN: usize = 16;
+/// A QP record with a GID: `LID:OUT:QPN:PSN:RKEY:VADDR:` 16 × `GG:` `SRQN:` and a NUL.
+pub const RECORD_LEN_GID: usize = 108;
+/// A QP record without a GID (InfiniBand without `-x`).
+pub const RECORD_LEN: usize = 59;
+/// Marks the parameter summary our side puts after the version's NUL.
+const SUMMARY_MARK: u8 = b'R';
+
+/// What one side tells the other about one QP (perftest's `struct pingpong_dest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Record {
+    /// Port LID (0 on RoCE).
+    pub lid: u16,
+    /// Outstanding reads/atomics this side accepts.
+    pub out_reads: u16,
+    /// QP number (24 bits).
+    pub qpn: u32,
+    /// First packet sequence number (24 bits).
+    pub psn: u32,
+    /// Remote key of the buffer the peer may access.
+    pub rkey: u32,
+    /// Address of that buffer.
+    pub vaddr: u64,
+    /// The GID, when GIDs are in use.
+    pub gid: Option<Ipv6Addr>,
+    /// SRQ number (XRC/DC only; 0 here).
+    pub srqn: u32,
+}
+
+impl Record {
+    /// The NUL-terminated text perftest sends (`KEY_PRINT_FMT[_GID]`), padded to the
+    /// message size.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut s = format!(
+            "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:",
+            self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr
+        );
+        let len = match self.gid {
+            Some(gid) => {
+                for b in gid.octets() {
+                    s.push_str(&format!("{b:02x}:"));
+                }
+                s.push_str(&format!("{:08x}:", self.srqn));
+                RECORD_LEN_GID
+            }
+            None => {
+                s.push_str(&format!("{:08x}", self.srqn));
+                RECORD_LEN
+            }
+        };
+        let mut bytes = s.into_bytes();
+        bytes.resize(len, 0);
+        bytes
+    }
+
+    /// Parses a record of the form [`Record::encode`] writes; `with_gid` says which.
+    pub fn decode(msg: &[u8], with_gid: bool) -> Result<Record> {
+        let malformed = || {
+            Error::new(format!(
+                "malformed QP record from the peer: {:?}",
+                String::from_utf8_lossy(msg)
+            ))
+        };
+        let end = msg.iter().position(|&b| b == 0).ok_or_else(malformed)?;
+        let text = std::str::from_utf8(&msg[..end]).map_err(|_| malformed())?;
+        let mut fields: Vec<&str> = text.split(':').collect();
+        if with_gid {
+            // The text ends with a ':'.
+            if fields.pop() != Some("") {
+                return Err(malformed());
+            }
+        }
+        let expected = if with_gid { 23 } else { 7 };
+        if fields.len() != expected {
+            return Err(malformed());
+        }
+        let hex = |s: &str, max_digits: usize| -> Result<u64> {
+            if s.is_empty() || s.len() > max_digits {
+                return Err(malformed());
+            }
+            u64::from_str_radix(s, 16).map_err(|_| malformed())
+        };
+        let mut gid = None;
+        if with_gid {
+            let mut octets = [0u8; 16];
+            for (o, f) in octets.iter_mut().zip(&fields[6..22]) {
+                *o = hex(f, 2)? as u8;
+            }
+            gid = Some(Ipv6Addr::from(octets));
+        }
+        Ok(Record {
+            lid: hex(fields[0], 4)? as u16,
+            out_reads: hex(fields[1], 4)? as u16,
+            qpn: hex(fields[2], 6)? as u32,
+            psn: hex(fields[3], 6)? as u32,
+            rkey: hex(fields[4], 8)? as u32,
+            vaddr: hex(fields[5], 16)?,
+            gid,
+            srqn: hex(fields[expected - 1], 8)? as u32,
+        })
+    }
+}
+
+/// The parameters both sides must agree on, which our side writes after the NUL of the
+/// version string (perftest reads the version with `atof` and ignores those bytes, and
+/// writes zeros there itself, so only two of our tools compare them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Which test.
+    pub test: Test,
+    /// Transport.
+    pub conn: Conn,
+    /// `-b`.
+    pub duplex: bool,
+    /// `-a`.
+    pub all_sizes: bool,
+    /// `-D`.
+    pub duration_mode: bool,
+    /// Message size.
+    pub size: u32,
+    /// Number of QPs.
+    pub num_qps: u16,
+    /// A hash of the iteration count or duration, for tests where the server takes part
+    /// in the data path (0 where only the client's count matters).
+    pub length_hash: u8,
+}
+
+impl Summary {
+    fn encode(&self) -> [u8; 11] {
+        let mut b = [0u8; 11];
+        b[0] = SUMMARY_MARK;
+        b[1] = self.test as u8;
+        b[2] = match self.conn {
+            Conn::Rc => 0,
+            Conn::Uc => 1,
+            Conn::Ud => 2,
+        };
+        b[3] = u8::from(self.duplex)
+            | u8::from(self.all_sizes) << 1
+            | u8::from(self.duration_mode) << 2;
+        b[4..8].copy_from_slice(&self.size.to_be_bytes());
+        b[8..10].copy_from_slice(&self.num_qps.to_be_bytes());
+        b[10] = self.length_hash;
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Summary> {
+        if b.len() < 11 || b[0] != SUMMARY_MARK {
+            return None;
+        }
+        let test = Test::ALL.get(usize::from(b[1])).copied()?;
+        let conn = match b[2] {
+            0 => Conn::Rc,
+            1 => Conn::Uc,
+            2 => Conn::Ud,
+            _ => return None,
+        };
+        Some(Summary {
+            test,
+            conn,
+            duplex: b[3] & 1 != 0,
+            all_sizes: b[3] & 2 != 0,
+            duration_mode: b[3] & 4 != 0,
+            size: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+            num_qps: u16::from_be_bytes([b[8], b[9]]),
+            length_hash: b[10],
+        })
+    }
+
+    /// What differs between our summary and the peer's, as a message; `None` if nothing.
+    pub fn mismatch(&self, peer: &Summary) -> Option<String> {
+        let mut diffs = Vec::new();
+        if self.test != peer.test {
+            diffs.push(format!(
+                "test: {} here, {} at the peer",
+                self.test.name(),
+                peer.test.name()
+            ));
+        }
+        if self.conn != peer.conn {
+            diffs.push(format!(
+                "connection type: {} here, {} at the peer",
+                self.conn.name(),
+                peer.conn.name()
+            ));
+        }
+        let on = |b: bool| if b { "on" } else { "off" };
+        if self.duplex != peer.duplex {
+            diffs.push(format!(
+                "bidirectional (-b): {} here, {} at the peer",
+                on(self.duplex),
+                on(peer.duplex)
+            ));
+        }
+        if self.all_sizes != peer.all_sizes {
+            diffs.push(format!(
+                "all sizes (-a): {} here, {} at the peer",
+                on(self.all_sizes),
+                on(peer.all_sizes)
+            ));
+        }
+        if self.size != peer.size && !self.all_sizes && !peer.all_sizes {
+            diffs.push(format!(
+                "message size (-s): {} here, {} at the peer",
+                self.size, peer.size
+            ));
+        }
+        if self.num_qps != peer.num_qps {
+            diffs.push(format!(
+                "number of QPs (-q): {} here, {} at the peer",
+                self.num_qps, peer.num_qps
+            ));
+        }
+        if self.duration_mode != peer.duration_mode {
+            diffs.push(format!(
+                "duration mode (-D): {} here, {} at the peer",
+                on(self.duration_mode),
+                on(peer.duration_mode)
+            ));
+        } else if self.length_hash != peer.length_hash {
+            diffs.push("iterations (-n) or duration (-D) differ".to_owned());
+        }
+        (!diffs.is_empty()).then(|| diffs.join("; "))
+    }
+}
+
+/// A hash byte of a run length (iterations or seconds).
+pub fn length_hash(v: u64) -> u8 {
+    // FNV-1a over the bytes, folded to one byte.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in v.to_le_bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h ^ h >> 8 ^ h >> 16 ^ h >> 24) as u8
+}
+
+/// Our version message: the version, its NUL, our parameter summary.
+pub fn version_message(summary: &Summary) -> [u8; VERSION_LEN] {
+    let mut b = [0u8; VERSION_LEN];
+    b[..VERSION.len()].copy_from_slice(VERSION.as_bytes());
+    b[VERSION.len() + 1..].copy_from_slice(&summary.encode());
+    b
+}
+
+/// The peer's version message: its version as C's `atof` reads it, its text and the
+/// summary if the peer is one of our tools.
+pub fn parse_version(b: &[u8]) -> (f64, String, Option<Summary>) {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    let text = String::from_utf8_lossy(&b[..end]).into_owned();
+    let summary = b.get(end + 1..).and_then(Summary::decode);
+    (atof(&text), text, summary)
+}
+
+/// C's `atof` for what a version can be: the longest leading `[+-]digits[.digits]`.
+fn atof(s: &str) -> f64 {
+    let t = s.trim_start();
+    let mut end = 0;
+    let bytes = t.as_bytes();
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        end = 1;
+    }
+    let mut seen_dot = false;
+    while end < bytes.len() {
+        match bytes[end] {
+            b'0'..=b'9' => {}
+            b'.' if !seen_dot => seen_dot = true,
+            _ => break,
+        }
+        end += 1;
+    }
+    t[..end].parse().unwrap_or(0.0)
+}
+
+/// Checks the peer's version message.
+pub fn check_version(b: &[u8]) -> Result<Option<Summary>> {
+    let (version, text, summary) = parse_version(b);
+    if version < OLDEST_PEER {
+        return Err(Error::new(format!(
+            "the peer announces version {text:?}: not compatible with versions older than 5.70"
+        )));
+    }
+    Ok(summary)
+}
+
+/// The MTU message: the `enum ibv_mtu` value as ASCII decimal in 2 bytes.
+pub fn mtu_message(mtu_bytes: u32) -> [u8; 2] {
+    let code = mtu_code(mtu_bytes);
+    [b'0' + code, 0]
+}
+
+/// `enum ibv_mtu` of a size (1 = 256 .. 5 = 4096).
+fn mtu_code(bytes: u32) -> u8 {
+    (bytes.max(256).trailing_zeros() - 7).min(5) as u8
+}
+
+/// The MTU of the peer's message, in bytes.
+pub fn parse_mtu(b: [u8; 2]) -> Result<u32> {
+    match b {
+        [c @ b'1'..=b'5', 0] => Ok(128 << (c - b'0')),
+        _ => Err(Error::new(format!(
+            "malformed MTU message from the peer: {:?}",
+            String::from_utf8_lossy(&b)
+        ))),
+    }
+}
+
+/// The `strerror` text of an I/O error (its description if it has no errno).
+fn io_text(e: &std::io::Error) -> String {
+    e.raw_os_error()
+        .map_or_else(|| e.to_string(), crate::cli::strerror)
+}
+
+/// The size, iterations and rates perftest exchanges at the end of a BW test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReportMsg {
+    /// Message size.
+    pub size: u64,
+    /// Messages.
+    pub iters: u64,
+    /// Peak bandwidth.
+    pub bw_peak: f64,
+    /// Average bandwidth.
+    pub bw_avg: f64,
+    /// Message rate.
+    pub msg_rate: f64,
+}
+
+/// The TCP connection to the peer.
+pub struct Peer {
+    stream: TcpStream,
+    client: bool,
+}
+
+impl Peer {
+    /// Connects to `host:port` over IPv4 (as perftest), within `timeout`.
+    pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Peer> {
+        let fail = |why: String| Error::new(format!("Couldn't connect to {host}:{port}: {why}"));
+        let addrs: Vec<_> = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| fail(e.to_string()))?
+            .filter(|a| a.is_ipv4())
+            .collect();
+        if addrs.is_empty() {
+            return Err(fail("no IPv4 address".into()));
+        }
+        let mut last = String::new();
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => return Peer::new(stream, true),
+                Err(e) => last = io_text(&e),
+            }
+        }
+        Err(fail(last))
+    }
+
+    /// Listens on `port` on every IPv4 address and takes the first client (waiting as
+    /// long as it takes).
+    pub fn accept(port: u16) -> Result<Peer> {
+        let listener = TcpListener::bind(("0.0.0.0", port))
+            .map_err(|e| Error::new(format!("Couldn't listen to port {port}: {}", io_text(&e))))?;
+        let (stream, _) = listener
+            .accept()
+            .map_err(|e| Error::new(format!("accept() failed: {}", io_text(&e))))?;
+        Peer::new(stream, false)
+    }
+
+    fn new(stream: TcpStream, client: bool) -> Result<Peer> {
+        stream
+            .set_nodelay(true)
+            .map_err(|e| Error::new(format!("setting TCP_NODELAY: {e}")))?;
+        Ok(Peer { stream, client })
+    }
+
+    /// Bounds every following read by `timeout`.
+    pub fn set_timeout(&self, timeout: Duration) -> Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| Error::new(format!("setting the socket timeout: {e}")))
+    }
+
+    /// Swaps `mine` for the peer's message of `theirs.len()` bytes.
+    pub fn exchange(&mut self, mine: &[u8], theirs: &mut [u8], what: &str) -> Result<()> {
+        if self.client {
+            self.send(mine, what)?;
+            self.recv(theirs, what)
+        } else {
+            self.recv(theirs, what)?;
+            self.send(mine, what)
+        }
+    }
+
+    fn send(&mut self, msg: &[u8], what: &str) -> Result<()> {
+        self.stream
+            .write_all(msg)
+            .map_err(|e| Error::new(format!("Couldn't send {what} to the peer: {}", io_text(&e))))
+    }
+
+    fn recv(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
+        let timeout = self.stream.read_timeout().ok().flatten();
+        self.stream.read_exact(buf).map_err(|e| match e.kind() {
+            ErrorKind::UnexpectedEof => Error::new(format!(
+                "the peer closed the connection while sending {what}"
+            )),
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::new(format!(
+                "timed out after {}s waiting for {what} from the peer",
+                timeout.map_or(0, |t| t.as_secs())
+            )),
+            _ => Error::new(format!(
+                "Couldn't read {what} from the peer: {}",
+                io_text(&e)
+            )),
+        })
+    }
+
+    /// Swaps QP records; `with_gid` is this side's format, which perftest assumes for both.
+    pub fn hand_shake(&mut self, mine: &Record, with_gid: bool) -> Result<Record> {
+        let msg = mine.encode();
+        let mut theirs = vec![0u8; msg.len()];
+        debug_assert_eq!(with_gid, msg.len() == RECORD_LEN_GID);
+        self.exchange(&msg, &mut theirs, "the QP record")?;
+        Record::decode(&theirs, with_gid)
+    }
+
+    /// Swaps bandwidth results as perftest's `xchg_bw_reports` for peers from 5.33: size and
+    /// iterations as big-endian 64-bit integers, then peak, average and message rate as
+    /// byte-swapped doubles, each in its own exchange.
+    pub fn exchange_reports(&mut self, mine: &ReportMsg) -> Result<ReportMsg> {
+        let mut words = [0u64; 5];
+        let ours = [
+            mine.size,
+            mine.iters,
+            mine.bw_peak.to_bits(),
+            mine.bw_avg.to_bits(),
+            mine.msg_rate.to_bits(),
+        ];
+        for (w, o) in words.iter_mut().zip(ours) {
+            let mut b = [0u8; 8];
+            self.exchange(&o.to_be_bytes(), &mut b, "the bandwidth results")?;
+            *w = u64::from_be_bytes(b);
+        }
+        Ok(ReportMsg {
+            size: words[0],
+            iters: words[1],
+            bw_peak: f64::from_bits(words[2]),
+            bw_avg: f64::from_bits(words[3]),
+            msg_rate: f64::from_bits(words[4]),
+        })
+    }
+
+    /// perftest's `ctx_close_connection`: one more record exchange, then `done` and close.
+    pub fn close(&mut self, mine: &Record, with_gid: bool) -> Result<()> {
+        self.hand_shake(mine, with_gid)?;
+        self.send(b"done\0", "the final message")?;
+        let _ = self.stream.shutdown(Shutdown::Write);
+        Ok(())
+    }
+
+    /// Whether the peer has closed the connection (without waiting): for telling a dead
+    /// peer from a slow one while waiting for the RDMA traffic.
+    pub fn closed(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut b = [0u8; 1];
+        let gone = match self.stream.peek(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != ErrorKind::WouldBlock,
+        };
+        let _ = self.stream.set_nonblocking(false);
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What ib_send_lat (Debian's perftest) sent in a run on rxe, taken with strace.
+    const C_RECORD: &[u8] = b"0000:0001:000018:fe4d86:00000000:00005557a0aeb000:00:00:00:00:00:00:00:00:00:00:ff:ff:7f:00:00:01:00000000:\0";
+
+    #[test]
+    fn record_round_trip_matches_perftest_bytes() {
+        assert_eq!(C_RECORD.len(), RECORD_LEN_GID);
+        let r = Record::decode(C_RECORD, true).unwrap();
+        assert_eq!(r.qpn, 0x18);
+        assert_eq!(r.psn, 0xfe4d86);
+        assert_eq!(r.out_reads, 1);
+        assert_eq!(r.vaddr, 0x5557a0aeb000);
+        assert_eq!(r.gid, Some("::ffff:127.0.0.1".parse().unwrap()));
+        assert_eq!(r.encode(), C_RECORD);
+        let no_gid = Record { gid: None, ..r };
+        let bytes = no_gid.encode();
+        assert_eq!(bytes.len(), RECORD_LEN);
+        assert_eq!(
+            &bytes[..58],
+            b"0000:0001:000018:fe4d86:00000000:00005557a0aeb000:00000000"
+        );
+        assert_eq!(Record::decode(&bytes, false).unwrap(), no_gid);
+    }
+
+    #[test]
+    fn malformed_records_are_errors() {
+        let mut bad = C_RECORD.to_vec();
+        bad[3] = b'x';
+        assert!(Record::decode(&bad, true).is_err());
+        let mut no_nul = C_RECORD.to_vec();
+        no_nul[107] = b':';
+        assert!(Record::decode(&no_nul, true).is_err());
+        assert!(Record::decode(&[0u8; RECORD_LEN_GID], true).is_err());
+        assert!(Record::decode(b"garbage\0", false).is_err());
+        // A record without GID where one with GID is expected.
+        let short = Record::default().encode();
+        let mut padded = short.clone();
+        padded.resize(RECORD_LEN_GID, 0);
+        assert!(Record::decode(&padded, true).is_err());
+    }
+
+    fn summary() -> Summary {
+        Summary {
+            test: Test::WriteBw,
+            conn: Conn::Rc,
+            duplex: false,
+            all_sizes: false,
+            duration_mode: false,
+            size: 65536,
+            num_qps: 1,
+            length_hash: 0,
+        }
+    }
+
+    #[test]
+    fn version_message_reads_as_perftest_version() {
+        let msg = version_message(&summary());
+        assert_eq!(&msg[..5], b"6.06\0");
+        let (v, text, s) = parse_version(&msg);
+        assert_eq!((v, text.as_str()), (6.06, "6.06"));
+        assert_eq!(s, Some(summary()));
+        // perftest's own message: zero padded, no summary.
+        let mut c = [0u8; 16];
+        c[..4].copy_from_slice(b"6.06");
+        assert_eq!(check_version(&c).unwrap(), None);
+        c[..4].copy_from_slice(b"5.60");
+        assert!(check_version(&c).is_err());
+        assert!(check_version(b"garbage garbage!").is_err());
+    }
+
+    #[test]
+    fn summaries_name_what_differs() {
+        let a = summary();
+        assert_eq!(a.mismatch(&a), None);
+        let b = Summary {
+            size: 4096,
+            num_qps: 2,
+            ..a
+        };
+        let m = a.mismatch(&b).unwrap();
+        assert!(
+            m.contains("message size (-s): 65536 here, 4096 at the peer"),
+            "{m}"
+        );
+        assert!(m.contains("number of QPs"), "{m}");
+        let c = Summary {
+            test: Test::SendBw,
+            ..a
+        };
+        assert!(a
+            .mismatch(&c)
+            .unwrap()
+            .contains("ib_write_bw here, ib_send_bw at the peer"));
+        assert_ne!(length_hash(1000), length_hash(1001));
+    }
+
+    #[test]
+    fn mtu_messages() {
+        assert_eq!(mtu_message(4096), *b"5\0");
+        assert_eq!(mtu_message(1024), *b"3\0");
+        assert_eq!(parse_mtu(*b"5\0").unwrap(), 4096);
+        assert_eq!(parse_mtu(*b"1\0").unwrap(), 256);
+        assert!(parse_mtu(*b"9\0").is_err());
+        assert!(parse_mtu(*b"55").is_err());
+    }
+
+    #[test]
+    fn reports_cross_a_socket_in_perftest_byte_order() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            for w in [
+                7u64,
+                1000,
+                2.5f64.to_bits(),
+                1.25f64.to_bits(),
+                0.5f64.to_bits(),
+            ] {
+                let mut b = [0u8; 8];
+                s.read_exact(&mut b).unwrap();
+                got.push(b);
+                s.write_all(&w.to_be_bytes()).unwrap();
+            }
+            got
+        });
+        let mut peer = Peer::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        peer.set_timeout(Duration::from_secs(5)).unwrap();
+        let mine = ReportMsg {
+            size: 65536,
+            iters: 5000,
+            bw_peak: 1.0,
+            bw_avg: 2.0,
+            msg_rate: 3.0,
+        };
+        let theirs = peer.exchange_reports(&mine).unwrap();
+        assert_eq!(
+            theirs,
+            ReportMsg {
+                size: 7,
+                iters: 1000,
+                bw_peak: 2.5,
+                bw_avg: 1.25,
+                msg_rate: 0.5
+            }
+        );
+        let got = server.join().unwrap();
+        assert_eq!(got[0], [0, 0, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(got[1], 5000u64.to_be_bytes());
+        // A double, byte-swapped: the big-endian bytes of its bits.
+        assert_eq!(got[3], 2.0f64.to_bits().to_be_bytes());
+        assert!(peer.closed());
+    }
+
+    #[test]
+    fn eof_and_timeouts_are_clear_errors() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            // Both messages are read, so closing sends a FIN and no reset.
+            let mut b = [0u8; 32];
+            s.read_exact(&mut b).unwrap();
+        });
+        let mut peer = Peer::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        peer.set_timeout(Duration::from_millis(100)).unwrap();
+        let mut b = [0u8; 16];
+        let e = peer.exchange(&[0; 16], &mut b, "the version").unwrap_err();
+        assert!(e.to_string().contains("timed out"), "{e}");
+        peer.set_timeout(Duration::from_secs(5)).unwrap();
+        let e = peer.exchange(&[0; 16], &mut b, "the version").unwrap_err();
+        assert!(e.to_string().contains("closed"), "{e}");
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,582 @@
+//! The perftest examples (`ib_send_bw` ... `ib_atomic_lat`) against each other and against
+//! Debian's perftest, on the device (run through `scripts/with-rdma`; rxe0 on `lo` in CI):
+//! every test in every direction (ours to ours, our client to a C server, a C client to our
+//! server) must finish with a result line on both sides, and bad input must fail with a
+//! message and a nonzero status instead of hanging or panicking.
+//!
+//! The C tools must be on `PATH`. The examples are the ones `cargo test` builds beside this
+//! test (`target/<profile>/examples/`); `cargo test --test perftest` alone does not build
+//! them, so run `cargo test` for the package (or `cargo build --examples` first).
+//! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`). Both sides run here and talk over
+//! TCP on 127.0.0.1, each pair on a port of its own.
+//!
+//! Debian's perftest measures the CPU frequency when it reports, and in a loaded virtual
+//! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
+//! a report" or `inf`): a run where the C tool fails that way is repeated.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// How long one program may run before it counts as hanging.
+const HANG: Duration = Duration::from_secs(120);
+/// Runs of a pair whose C side failed to measure its clock.
+const ATTEMPTS: usize = 8;
+/// One pair at a time: the data paths busy-poll and the VM has few CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn device() -> String {
+    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
+}
+
+/// `target/<profile>/examples/`: this test is `target/<profile>/deps/perftest-<hash>`.
+fn examples_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the path of the test executable");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples"))
+        .expect("the test executable is in target/<profile>/deps")
+}
+
+/// Which implementation runs a side.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Side {
+    Rust,
+    C,
+}
+
+fn program(side: Side, tool: &str) -> PathBuf {
+    match side {
+        Side::C => PathBuf::from(tool),
+        Side::Rust => {
+            let p = examples_dir().join(tool);
+            assert!(
+                p.is_file(),
+                "{} is missing: run `cargo test` for the package, which builds the examples",
+                p.display()
+            );
+            p
+        }
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free TCP port")
+}
+
+/// A started program whose output is being collected.
+struct Running {
+    what: String,
+    child: Child,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+}
+
+/// How a program ended.
+#[derive(Debug)]
+struct Finished {
+    what: String,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Finished {
+    fn ok(&self) -> bool {
+        self.status.success()
+    }
+
+    /// Lines of a perftest result table: size and iteration count, then a number.
+    fn result_lines(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| {
+                let mut f = l.split_whitespace();
+                l.starts_with(' ')
+                    && f.next().is_some_and(|s| s.parse::<u64>().is_ok())
+                    && f.next().is_some_and(|s| s.parse::<u64>().is_ok())
+                    && f.next()
+                        .is_some_and(|s| s.parse::<f64>().is_ok_and(f64::is_finite))
+            })
+            .collect()
+    }
+
+    /// Whether Debian's perftest failed to measure its clock (see the module docs).
+    fn c_clock_failure(&self) -> bool {
+        self.stderr.contains("Can't produce a report")
+            || self.stderr.contains("Correlation coefficient")
+            || self.stdout.contains(" inf ")
+            || self.stdout.contains("-nan")
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "--- {} ({})\n{}--- stderr\n{}",
+            self.what, self.status, self.stdout, self.stderr
+        )
+    }
+
+    fn assert_failed_cleanly(&self, message: &str) {
+        assert!(
+            !self.ok(),
+            "{} should fail:\n{}",
+            self.what,
+            self.describe()
+        );
+        assert!(
+            self.stderr.contains(message),
+            "{}: expected {message:?} on stderr:\n{}",
+            self.what,
+            self.describe()
+        );
+        assert!(!self.stderr.contains("panicked"), "{}", self.describe());
+    }
+}
+
+fn spawn(path: &PathBuf, args: &[String]) -> Running {
+    let what = format!("{} {}", path.display(), args.join(" "));
+    let mut child = Command::new(path)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| match e.kind() {
+            ErrorKind::NotFound => panic!("{} is missing (install perftest): {e}", path.display()),
+            _ => panic!("cannot run {what}: {e}"),
+        });
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    Running {
+        what,
+        child,
+        stdout: thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        }),
+        stderr: thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            v
+        }),
+    }
+}
+
+impl Running {
+    /// Waits for the exit; a program still running after [`HANG`] is killed and fails the
+    /// test.
+    fn finish(mut self) -> Finished {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
+                break status;
+            }
+            if start.elapsed() > HANG {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let out = self.stdout.join().unwrap_or_default();
+                let err = self.stderr.join().unwrap_or_default();
+                panic!(
+                    "{} hung: still running after {} s\n{}\n{}",
+                    self.what,
+                    HANG.as_secs(),
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&err)
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        Finished {
+            what: self.what,
+            status,
+            stdout: String::from_utf8_lossy(&self.stdout.join().unwrap_or_default()).into_owned(),
+            stderr: String::from_utf8_lossy(&self.stderr.join().unwrap_or_default()).into_owned(),
+        }
+    }
+
+    /// Waits until something listens on `port` (the server is up), or the program exits.
+    fn wait_listening(&mut self, port: u16) {
+        let start = Instant::now();
+        while !listening(port) {
+            if self
+                .child
+                .try_wait()
+                .expect("waiting for a child")
+                .is_some()
+            {
+                return;
+            }
+            assert!(
+                start.elapsed() < HANG,
+                "{} never listened on {port}",
+                self.what
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Whether a socket listens on TCP `port` (`/proc/net/tcp`, state 0A).
+fn listening(port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&hex) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+fn args(port: u16, extra: &[&str], server: Option<&str>) -> Vec<String> {
+    let mut a = vec!["-d".to_owned(), device(), "-p".to_owned(), port.to_string()];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(server.map(str::to_owned));
+    a
+}
+
+/// Runs `tool` with `extra` as a server and a client, of the given implementations.
+fn pair(
+    tool: &str,
+    server: Side,
+    client: Side,
+    extra: &[&str],
+    client_extra: &[&str],
+) -> (Finished, Finished) {
+    let port = free_port();
+    let mut srv = spawn(&program(server, tool), &args(port, extra, None));
+    srv.wait_listening(port);
+    let mut cli_args = extra.to_vec();
+    cli_args.extend_from_slice(client_extra);
+    let cli = spawn(
+        &program(client, tool),
+        &args(port, &cli_args, Some("127.0.0.1")),
+    );
+    let cli = cli.finish();
+    let srv = srv.finish();
+    (srv, cli)
+}
+
+/// Runs `tool` in one direction until the C side measured its clock, and checks that both
+/// sides succeed and print their result lines.
+fn interop(tool: &str, server: Side, client: Side, extra: &[&str]) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for attempt in 1..=ATTEMPTS {
+        let (srv, cli) = pair(tool, server, client, extra, &[]);
+        let c_failed = (server == Side::C && srv.c_clock_failure())
+            || (client == Side::C && cli.c_clock_failure());
+        if c_failed && attempt < ATTEMPTS {
+            eprintln!("{tool} {server:?} server, {client:?} client: the C tool failed to measure its clock, again");
+            continue;
+        }
+        let both = format!("{}\n{}", srv.describe(), cli.describe());
+        assert!(srv.ok() && cli.ok(), "{tool}: a side failed\n{both}");
+        for f in [&srv, &cli] {
+            assert!(!f.stderr.contains("panicked"), "{both}");
+        }
+        assert_eq!(
+            cli.result_lines().len(),
+            1,
+            "{tool}: client result line\n{both}"
+        );
+        // perftest's read and atomic latency servers only wait; they print no result.
+        let server_lines = if matches!(tool, "ib_read_lat" | "ib_atomic_lat") {
+            0
+        } else {
+            1
+        };
+        assert_eq!(
+            srv.result_lines().len(),
+            server_lines,
+            "{tool}: server result line\n{both}"
+        );
+        if server_lines == 1 && !extra.contains(&"-D") {
+            // A BW server reports the client's numbers (or, for send, its own of the same
+            // size and count); latency servers their own, of the same size and count.
+            let key = |l: &str| l.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            assert_eq!(
+                key(srv.result_lines()[0]),
+                key(cli.result_lines()[0]),
+                "{both}"
+            );
+        }
+        return;
+    }
+}
+
+fn all_directions(tool: &str, extra: &[&str]) {
+    interop(tool, Side::Rust, Side::Rust, extra);
+    interop(tool, Side::C, Side::Rust, extra);
+    interop(tool, Side::Rust, Side::C, extra);
+}
+
+#[test]
+fn send_bw() {
+    all_directions("ib_send_bw", &["-n", "20", "-s", "1024"]);
+}
+
+#[test]
+fn write_bw() {
+    all_directions("ib_write_bw", &["-n", "20", "-s", "1024"]);
+}
+
+#[test]
+fn read_bw() {
+    all_directions("ib_read_bw", &["-n", "20", "-s", "1024"]);
+}
+
+#[test]
+fn atomic_bw() {
+    all_directions("ib_atomic_bw", &["-n", "20"]);
+}
+
+#[test]
+fn send_lat() {
+    all_directions("ib_send_lat", &["-n", "20"]);
+}
+
+#[test]
+fn write_lat() {
+    all_directions("ib_write_lat", &["-n", "20"]);
+}
+
+#[test]
+fn read_lat() {
+    all_directions("ib_read_lat", &["-n", "20"]);
+}
+
+#[test]
+fn atomic_lat() {
+    all_directions("ib_atomic_lat", &["-n", "20"]);
+}
+
+/// A few option combinations, ours against the C tool.
+#[test]
+fn options_against_c() {
+    for (tool, extra) in [
+        ("ib_write_bw", &["-n", "20", "-b", "-q", "2"][..]),
+        ("ib_send_bw", &["-n", "20", "-c", "UD", "-s", "512", "-e"]),
+        (
+            "ib_send_bw",
+            &["-n", "20", "-c", "UC", "-l", "5", "--report_gbits"],
+        ),
+        ("ib_send_lat", &["-n", "20", "-c", "UD"]),
+        ("ib_atomic_bw", &["-n", "20", "-A", "CMP_AND_SWAP"]),
+        ("ib_read_lat", &["-n", "20", "-s", "4096", "-H"]),
+    ] {
+        interop(tool, Side::Rust, Side::C, extra);
+        interop(tool, Side::C, Side::Rust, extra);
+    }
+}
+
+/// A duration run: the iteration count is measured, peak off.
+#[test]
+fn duration_mode() {
+    interop(
+        "ib_write_bw",
+        Side::Rust,
+        Side::Rust,
+        &["-D", "2", "-s", "4096"],
+    );
+    interop("ib_send_lat", Side::C, Side::Rust, &["-D", "2"]);
+}
+
+fn run_alone(tool: &str, extra: &[&str], server: Option<&str>, port: u16) -> Finished {
+    spawn(&program(Side::Rust, tool), &args(port, extra, server)).finish()
+}
+
+#[test]
+fn unreachable_server() {
+    let f = run_alone("ib_write_bw", &[], Some("127.0.0.1"), free_port());
+    f.assert_failed_cleanly("Couldn't connect to 127.0.0.1");
+}
+
+#[test]
+fn bad_options() {
+    let port = free_port();
+    run_alone("ib_write_bw", &["-n", "1"], None, port)
+        .assert_failed_cleanly("Iteration num should be between 5");
+    run_alone("ib_write_bw", &["--bogus"], None, port)
+        .assert_failed_cleanly("unrecognized option '--bogus'");
+    run_alone("ib_read_bw", &["-c", "UD"], None, port)
+        .assert_failed_cleanly("UD connection only possible in SEND verb");
+    run_alone("ib_write_bw", &["-d", "no-such-device"], None, port)
+        .assert_failed_cleanly("IB device no-such-device not found");
+}
+
+/// A TCP peer played by the test: accepts one client and runs `script` on it.
+fn fake_server(script: impl FnOnce(TcpStream) + Send + 'static) -> (u16, JoinHandle<()>) {
+    let listener = TcpListener::bind("0.0.0.0:0").expect("a listening socket");
+    let port = listener.local_addr().expect("its address").port();
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    let handle = thread::spawn(move || {
+        // The client may fail before it connects: give up with it.
+        let start = Instant::now();
+        while start.elapsed() < HANG {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    stream.set_nonblocking(false).expect("a blocking socket");
+                    stream.set_read_timeout(Some(HANG)).expect("a read timeout");
+                    script(stream);
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    (port, handle)
+}
+
+/// Plays perftest's side of the exchange up to (not including) the QP records.
+fn fake_setup(s: &mut TcpStream) {
+    let mut buf = [0u8; 16];
+    s.read_exact(&mut buf).expect("the client's version");
+    let mut version = [0u8; 16];
+    version[..4].copy_from_slice(b"6.06");
+    s.write_all(&version).expect("our version");
+    for value in [4096u32, 64] {
+        s.read_exact(&mut buf[..4])
+            .expect("the client's system data");
+        s.write_all(&value.to_be_bytes()).expect("our system data");
+    }
+    s.read_exact(&mut buf[..2]).expect("the client's MTU");
+    s.write_all(b"5\0").expect("our MTU");
+}
+
+#[test]
+fn server_closes_mid_exchange() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (port, server) = fake_server(|mut s| {
+        let mut buf = [0u8; 16];
+        s.read_exact(&mut buf).expect("the client's version");
+        let mut version = [0u8; 16];
+        version[..4].copy_from_slice(b"6.06");
+        s.write_all(&version).expect("our version");
+        s.read_exact(&mut buf[..4]).expect("the client's page size");
+        // ...and hang up instead of answering.
+    });
+    let f = run_alone("ib_write_bw", &[], Some("127.0.0.1"), port);
+    server.join().expect("the fake server");
+    f.assert_failed_cleanly("the peer closed the connection");
+}
+
+#[test]
+fn malformed_qp_record() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (port, server) = fake_server(|mut s| {
+        fake_setup(&mut s);
+        let mut record = [0u8; 108];
+        s.read_exact(&mut record).expect("the client's QP record");
+        let mut garbage = [b'z'; 108];
+        garbage[107] = 0;
+        s.write_all(&garbage).expect("a malformed record");
+        let _ = s.read(&mut record);
+    });
+    let f = run_alone("ib_send_lat", &[], Some("127.0.0.1"), port);
+    server.join().expect("the fake server");
+    f.assert_failed_cleanly("malformed QP record");
+}
+
+#[test]
+fn malformed_version_from_a_client() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let port = free_port();
+    let mut srv = spawn(&program(Side::Rust, "ib_write_bw"), &args(port, &[], None));
+    srv.wait_listening(port);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to our server");
+    s.write_all(b"hello, perftest!").expect("a bad version");
+    let f = srv.finish();
+    f.assert_failed_cleanly("not compatible with versions older than 5.70");
+}
+
+#[test]
+fn mismatched_parameters_between_our_tools() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (srv, cli) = pair(
+        "ib_send_bw",
+        Side::Rust,
+        Side::Rust,
+        &["-n", "20"],
+        &["-s", "4096", "-q", "2"],
+    );
+    srv.assert_failed_cleanly("the peer runs with different parameters");
+    cli.assert_failed_cleanly("message size (-s): 4096 here, 65536 at the peer");
+    cli.assert_failed_cleanly("number of QPs (-q): 2 here, 1 at the peer");
+    let (srv, cli) = pair(
+        "ib_write_lat",
+        Side::Rust,
+        Side::Rust,
+        &["-n", "20"],
+        &["-n", "30"],
+    );
+    srv.assert_failed_cleanly("iterations (-n) or duration (-D) differ");
+    cli.assert_failed_cleanly("iterations (-n) or duration (-D) differ");
+}
+
+#[test]
+fn mismatched_sizes_against_c() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Our client writes past the C server's buffer: the HCA refuses, both sides stop.
+    let (srv, cli) = pair(
+        "ib_write_bw",
+        Side::C,
+        Side::Rust,
+        &["-n", "20", "-s", "1024"],
+        &["-s", "65536"],
+    );
+    cli.assert_failed_cleanly("remote access error");
+    assert!(!srv.ok(), "{}", srv.describe());
+    // The C client does that to our server: it notices the client is gone.
+    let (srv, cli) = pair(
+        "ib_write_bw",
+        Side::Rust,
+        Side::C,
+        &["-n", "20", "-s", "1024"],
+        &["-s", "65536"],
+    );
+    srv.assert_failed_cleanly("the peer closed the connection");
+    assert!(!cli.ok(), "{}", cli.describe());
+}
+
+#[test]
+fn sizes_beyond_the_device() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ctx = ibverbs::Context::open(&device()).expect("the test device");
+    let port_attr = ctx.query_port(1).expect("port 1");
+    let max = u64::from(port_attr.max_msg_sz);
+    if max < u64::from(u32::MAX / 2) {
+        let size = (max + 1).to_string();
+        let f = run_alone(
+            "ib_write_bw",
+            &["-s", &size],
+            Some("127.0.0.1"),
+            free_port(),
+        );
+        f.assert_failed_cleanly("is larger than the largest message");
+    }
+    // UD messages cannot exceed the path MTU: asked for explicitly, both sides refuse.
+    let (srv, cli) = pair(
+        "ib_send_bw",
+        Side::Rust,
+        Side::Rust,
+        &["-c", "UD", "-s", "8192", "-n", "20"],
+        &[],
+    );
+    srv.assert_failed_cleanly("Max message size in UD cannot be greater than MTU");
+    cli.assert_failed_cleanly("Max message size in UD cannot be greater than MTU");
+}
