@@ -373,6 +373,7 @@ impl<'a> QueuePairBuilder<'a> {
             gid,
             lid: port.lid,
             active_mtu: port.active_mtu,
+            roce: port.link_layer == LinkLayer::Ethernet,
             psn: random_psn(),
             pd: self.pd.clone(),
             _send_cq: Arc::clone(self.send_cq.inner()),
@@ -447,7 +448,9 @@ impl PreparedQueuePair {
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
         let mut route = opts.route;
         route.sgid_index = qp.gid_index;
-        if !qp.gid.is_unspecified() {
+        // RoCE packets always carry a GRH; on InfiniBand only when the peer gave a GID
+        // (or the caller forces it), as peers that send no GID expect.
+        if qp.roce {
             route.force_grh = true;
         }
 
@@ -536,6 +539,8 @@ pub struct QueuePair {
     gid: Ipv6Addr,
     lid: u16,
     active_mtu: Mtu,
+    /// Whether the port's link layer is Ethernet (RoCE), where every packet has a GRH.
+    roce: bool,
     psn: u32,
     pd: ProtectionDomain,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
