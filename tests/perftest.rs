@@ -14,6 +14,9 @@
 //! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
 
+mod common;
+
+use common::{device, example};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -29,19 +32,6 @@ const ATTEMPTS: usize = 8;
 /// One pair at a time: the data paths busy-poll and the VM has few CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-/// `target/<profile>/examples/`: this test is `target/<profile>/deps/perftest-<hash>`.
-fn examples_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the path of the test executable");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("examples"))
-        .expect("the test executable is in target/<profile>/deps")
-}
-
 /// Which implementation runs a side.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Side {
@@ -52,15 +42,7 @@ enum Side {
 fn program(side: Side, tool: &str) -> PathBuf {
     match side {
         Side::C => PathBuf::from(tool),
-        Side::Rust => {
-            let p = examples_dir().join(tool);
-            assert!(
-                p.is_file(),
-                "{} is missing: run `cargo test` for the package, which builds the examples",
-                p.display()
-            );
-            p
-        }
+        Side::Rust => example(tool),
     }
 }
 

@@ -8,22 +8,12 @@
 //! run `cargo test` for the package (or `cargo build --examples` first).
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`).
 
+mod common;
+
+use common::{device, example};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-/// `target/<profile>/examples/`: this test is `target/<profile>/deps/tools-<hash>`.
-fn examples_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the path of the test executable");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("examples"))
-        .expect("the test executable is in target/<profile>/deps")
-}
 
 /// The C tool `tool`: on `PATH`, or in the sbin directories a user's `PATH` may lack.
 fn c_tool(tool: &str) -> PathBuf {
@@ -59,12 +49,7 @@ fn require_device() {
 /// `argv[0]`, as it appears in usage texts) and compares them, on the test device.
 fn compare(tool: &str, args: &[&str]) {
     require_device();
-    let example = examples_dir().join(tool);
-    assert!(
-        example.is_file(),
-        "{} is missing: run `cargo test` for the package, which builds the examples",
-        example.display()
-    );
+    let example = example(tool);
     let mut c_cmd = Command::new(c_tool(tool));
     c_cmd.arg0(tool).args(args);
     let c = run(c_cmd, &format!("the C tool {tool}"));
