@@ -21,7 +21,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -58,8 +58,43 @@ fn free_port() -> u16 {
 struct Running {
     what: String,
     child: Child,
-    stdout: JoinHandle<Vec<u8>>,
-    stderr: JoinHandle<Vec<u8>>,
+    stdout: Collector,
+    stderr: Collector,
+}
+
+/// The output of a pipe, read by a thread and readable while it runs.
+struct Collector {
+    text: Arc<Mutex<Vec<u8>>>,
+    reader: JoinHandle<()>,
+}
+
+impl Collector {
+    fn new(mut pipe: impl Read + Send + 'static) -> Collector {
+        let text = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&text);
+        let reader = thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&buf[..n]);
+            }
+        });
+        Collector { text, reader }
+    }
+
+    /// What has arrived so far.
+    fn so_far(&self) -> String {
+        String::from_utf8_lossy(&self.text.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+
+    /// Everything, once the pipe is closed.
+    fn finish(self) -> String {
+        let Collector { text, reader } = self;
+        let _ = reader.join();
+        let text = text.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&text).into_owned()
+    }
 }
 
 /// How a program ended.
@@ -135,21 +170,11 @@ fn spawn(path: &PathBuf, args: &[String]) -> Running {
             ErrorKind::NotFound => panic!("{} is missing (install perftest): {e}", path.display()),
             _ => panic!("cannot run {what}: {e}"),
         });
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
     Running {
         what,
+        stdout: Collector::new(child.stdout.take().expect("piped stdout")),
+        stderr: Collector::new(child.stderr.take().expect("piped stderr")),
         child,
-        stdout: thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = out.read_to_end(&mut v);
-            v
-        }),
-        stderr: thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = err.read_to_end(&mut v);
-            v
-        }),
     }
 }
 
@@ -165,14 +190,12 @@ impl Running {
             if start.elapsed() > HANG {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                let out = self.stdout.join().unwrap_or_default();
-                let err = self.stderr.join().unwrap_or_default();
                 panic!(
                     "{} hung: still running after {} s\n{}\n{}",
                     self.what,
                     HANG.as_secs(),
-                    String::from_utf8_lossy(&out),
-                    String::from_utf8_lossy(&err)
+                    self.stdout.finish(),
+                    self.stderr.finish()
                 );
             }
             thread::sleep(Duration::from_millis(20));
@@ -180,8 +203,30 @@ impl Running {
         Finished {
             what: self.what,
             status,
-            stdout: String::from_utf8_lossy(&self.stdout.join().unwrap_or_default()).into_owned(),
-            stderr: String::from_utf8_lossy(&self.stderr.join().unwrap_or_default()).into_owned(),
+            stdout: self.stdout.finish(),
+            stderr: self.stderr.finish(),
+        }
+    }
+
+    /// Waits until the program has printed its result table's header (the measurement
+    /// starts right after it); fails if it exits first.
+    fn wait_measuring(&mut self) {
+        let start = Instant::now();
+        while !self.stdout.so_far().contains("#bytes") {
+            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
+                panic!(
+                    "{} ended ({status}) before measuring\n{}\n{}",
+                    self.what,
+                    self.stdout.so_far(),
+                    self.stderr.so_far()
+                );
+            }
+            assert!(
+                start.elapsed() < HANG,
+                "{} never started measuring",
+                self.what
+            );
+            thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -561,4 +606,88 @@ fn sizes_beyond_the_device() {
     );
     srv.assert_failed_cleanly("Max message size in UD cannot be greater than MTU");
     cli.assert_failed_cleanly("Max message size in UD cannot be greater than MTU");
+}
+
+/// How long a tool whose peer died may take to notice and exit once the peer is gone: well
+/// under the data path's 20 s stall limit, which it must not need (a dead peer shows as a
+/// closed connection or as error completions).
+const PEER_DEATH: Duration = Duration::from_secs(10);
+
+/// Runs `tool` (ours on both sides, or `victim_side` for the one killed) in duration mode,
+/// SIGKILLs one side once both measure, and checks that the other exits with a message
+/// and a nonzero status within [`PEER_DEATH`].
+fn survives_peer_death(tool: &str, kill_server: bool, victim_side: Side) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let extra = ["-D", "60"];
+    let port = free_port();
+    let (server_side, client_side) = if kill_server {
+        (victim_side, Side::Rust)
+    } else {
+        (Side::Rust, victim_side)
+    };
+    let mut srv = spawn(&program(server_side, tool), &args(port, &extra, None));
+    srv.wait_listening(port);
+    let mut cli = spawn(
+        &program(client_side, tool),
+        &args(port, &extra, Some("127.0.0.1")),
+    );
+    // Wait for the survivor's header (C tools' stdout is block-buffered in a pipe), or the
+    // client's where the server prints none (perftest's read and atomic latency servers).
+    let quiet_server = matches!(tool, "ib_read_lat" | "ib_atomic_lat");
+    if kill_server || quiet_server {
+        assert!(client_side == Side::Rust || !quiet_server);
+        cli.wait_measuring();
+    } else {
+        srv.wait_measuring();
+    }
+    // Into the data path.
+    thread::sleep(Duration::from_millis(500));
+    let (mut victim, survivor) = if kill_server { (srv, cli) } else { (cli, srv) };
+    victim.child.kill().expect("SIGKILL for the peer");
+    let killed = Instant::now();
+    let _ = victim.child.wait();
+    let died = killed.elapsed();
+    let f = survivor.finish();
+    let took = killed.elapsed();
+    let side = if kill_server { "client" } else { "server" };
+    eprintln!(
+        "{tool}: peer dead after {:.2} s; {side} exited {:.2} s after the kill: {}",
+        died.as_secs_f64(),
+        took.as_secs_f64(),
+        f.stderr.trim().replace('\n', " | ")
+    );
+    // From the end of the killed process (its socket closes only when it is gone).
+    assert!(
+        took.saturating_sub(died) < PEER_DEATH,
+        "{tool} {side} took {took:?} to notice its peer's death\n{}",
+        f.describe()
+    );
+    assert!(!f.ok(), "{tool} {side} should fail:\n{}", f.describe());
+    assert!(
+        f.stderr.contains("the peer") || f.stderr.contains("completion"),
+        "{tool} {side}: no clear message\n{}",
+        f.describe()
+    );
+    assert!(!f.stderr.contains("panicked"), "{}", f.describe());
+}
+
+/// Each tool's server and client, ours, outlive a killed peer (ours, or the C tool for the
+/// send tests).
+#[test]
+fn peer_killed_mid_transfer() {
+    for tool in [
+        "ib_send_bw",
+        "ib_write_bw",
+        "ib_read_bw",
+        "ib_atomic_bw",
+        "ib_send_lat",
+        "ib_write_lat",
+        "ib_read_lat",
+        "ib_atomic_lat",
+    ] {
+        survives_peer_death(tool, true, Side::Rust);
+        survives_peer_death(tool, false, Side::Rust);
+    }
+    survives_peer_death("ib_send_bw", true, Side::C);
+    survives_peer_death("ib_send_lat", false, Side::C);
 }

@@ -276,7 +276,7 @@ impl Session<'_> {
     }
 
     fn hs0(&mut self) -> Result<()> {
-        self.peer.hand_shake(&self.mine[0], self.with_gid).map(drop)
+        self.peer.sync(&self.mine[0], self.with_gid)
     }
 
     /// Waits for the peer's end of a measured part, however long the run may take.

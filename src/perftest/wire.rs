@@ -436,10 +436,21 @@ impl Peer {
 
     /// Swaps QP records; `with_gid` is this side's format, which perftest assumes for both.
     pub fn hand_shake(&mut self, mine: &Record, with_gid: bool) -> Result<Record> {
+        self.swap_records(mine, with_gid, "the QP record")
+    }
+
+    /// perftest's barrier between the phases of a test: the QP record swapped once more,
+    /// its content unused.
+    pub fn sync(&mut self, mine: &Record, with_gid: bool) -> Result<()> {
+        self.swap_records(mine, with_gid, "its end-of-run sync message")
+            .map(drop)
+    }
+
+    fn swap_records(&mut self, mine: &Record, with_gid: bool, what: &str) -> Result<Record> {
         let msg = mine.encode();
         let mut theirs = vec![0u8; msg.len()];
         debug_assert_eq!(with_gid, msg.len() == RECORD_LEN_GID);
-        self.exchange(&msg, &mut theirs, "the QP record")?;
+        self.exchange(&msg, &mut theirs, what)?;
         Record::decode(&theirs, with_gid)
     }
 
@@ -471,7 +482,7 @@ impl Peer {
 
     /// perftest's `ctx_close_connection`: one more record exchange, then `done` and close.
     pub fn close(&mut self, mine: &Record, with_gid: bool) -> Result<()> {
-        self.hand_shake(mine, with_gid)?;
+        self.sync(mine, with_gid)?;
         self.send(b"done\0", "the final message")?;
         let _ = self.stream.shutdown(Shutdown::Write);
         Ok(())
