@@ -1,0 +1,8 @@
+//! The link-fault tests of the `ibverbs` crate, in `tests/link_faults.rs`: RC queue pairs
+//! between a process on this host and one on a peer host while the link between the two
+//! loses packets or goes down. This library is empty; the package exists so that the
+//! tests, which need two hosts, can be run (and left out) on their own.
+//!
+//! Run them with `WITH_RDMA_TOPOLOGY=pair cargo test -p link-faults`: `scripts/with-rdma`
+//! then runs the test binary in the first of two VMs joined by a virtual link (see the
+//! README, "Link faults").
