@@ -162,6 +162,9 @@ pub struct ConnectOptions {
     /// Local ACK timeout exponent: 4.096 µs × 2^timeout (0 waits forever).
     pub timeout: u8,
     /// Transport retries before `RETRY_EXC_ERR` (0..=7).
+    ///
+    /// rxe (Linux 6.1) never counts down a retry count of 7, so such a QP retries forever
+    /// on a dead link: where a lost peer must end in `RETRY_EXC_ERR` on rxe, use 6 or less.
     pub retry_cnt: u8,
     /// Receiver-not-ready retries before `RNR_RETRY_EXC_ERR` (7 is infinite).
     pub rnr_retry: u8,
