@@ -57,6 +57,7 @@ fn free_port() -> u16 {
 /// A started program whose output is being collected.
 struct Running {
     what: String,
+    started: Instant,
     child: Child,
     stdout: Collector,
     stderr: Collector,
@@ -102,6 +103,8 @@ impl Collector {
 struct Finished {
     what: String,
     status: ExitStatus,
+    /// Killed after running for [`HANG`].
+    hung: bool,
     stdout: String,
     stderr: String,
 }
@@ -135,13 +138,15 @@ impl Finished {
     }
 
     fn describe(&self) -> String {
+        let hung = if self.hung { ", HUNG: killed" } else { "" };
         format!(
-            "--- {} ({})\n{}--- stderr\n{}",
+            "--- {} ({}{hung})\n{}--- stderr\n{}",
             self.what, self.status, self.stdout, self.stderr
         )
     }
 
     fn assert_failed_cleanly(&self, message: &str) {
+        assert!(!self.hung, "{} hung:\n{}", self.what, self.describe());
         assert!(
             !self.ok(),
             "{} should fail:\n{}",
@@ -172,6 +177,7 @@ fn spawn(path: &PathBuf, args: &[String]) -> Running {
         });
     Running {
         what,
+        started: Instant::now(),
         stdout: Collector::new(child.stdout.take().expect("piped stdout")),
         stderr: Collector::new(child.stderr.take().expect("piped stderr")),
         child,
@@ -179,30 +185,25 @@ fn spawn(path: &PathBuf, args: &[String]) -> Running {
 }
 
 impl Running {
-    /// Waits for the exit; a program still running after [`HANG`] is killed and fails the
-    /// test.
+    /// Waits for the exit; a program still running [`HANG`] after its start is killed and
+    /// marked as hung (which fails every check but a retry of a UD run).
     fn finish(mut self) -> Finished {
-        let start = Instant::now();
+        let mut hung = false;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("waiting for a child") {
                 break status;
             }
-            if start.elapsed() > HANG {
+            if self.started.elapsed() > HANG {
+                hung = true;
                 let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "{} hung: still running after {} s\n{}\n{}",
-                    self.what,
-                    HANG.as_secs(),
-                    self.stdout.finish(),
-                    self.stderr.finish()
-                );
+                break self.child.wait().expect("waiting for a killed child");
             }
             thread::sleep(Duration::from_millis(20));
         };
         Finished {
             what: self.what,
             status,
+            hung,
             stdout: self.stdout.finish(),
             stderr: self.stderr.finish(),
         }
@@ -307,6 +308,13 @@ fn interop(tool: &str, server: Side, client: Side, extra: &[&str]) {
             continue;
         }
         let both = format!("{}\n{}", srv.describe(), cli.describe());
+        // UD may drop a datagram, and perftest's UD ping-pong then waits forever (ours
+        // stops after 20 s without progress): a lost datagram is not the tools' fault.
+        if (srv.hung || cli.hung) && extra.contains(&"UD") && attempt < ATTEMPTS {
+            eprintln!("{tool} {server:?} server, {client:?} client: a UD run hung, again\n{both}");
+            continue;
+        }
+        assert!(!srv.hung && !cli.hung, "{tool}: a side hung\n{both}");
         assert!(srv.ok() && cli.ok(), "{tool}: a side failed\n{both}");
         for f in [&srv, &cli] {
             assert!(!f.stderr.contains("panicked"), "{both}");
