@@ -10,6 +10,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv6Addr, Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use ibverbs::RemoteMemory;
+
 use super::params::Conn;
 use super::{Error, Result, Test};
 
@@ -73,6 +75,16 @@ impl Record {
         let mut bytes = s.into_bytes();
         bytes.resize(len, 0);
         bytes
+    }
+
+    /// The `len` bytes at `offset` into the buffer the record announces, as the target of
+    /// RDMA requests.
+    pub fn remote(&self, offset: u64, len: u64) -> RemoteMemory {
+        RemoteMemory {
+            addr: self.vaddr + offset,
+            len,
+            rkey: self.rkey,
+        }
     }
 
     /// Parses a record of the form [`Record::encode`] writes; `with_gid` says which.
@@ -304,6 +316,22 @@ pub fn check_version(b: &[u8]) -> Result<Option<Summary>> {
     Ok(summary)
 }
 
+/// Largest page size or cache line size a peer may announce.
+pub const MAX_SYSTEM_SIZE: u32 = 1 << 30;
+
+/// The peer's page size and cache line size messages (each a 4-byte big-endian int, as
+/// ours: `u32::to_be_bytes`), each checked to be in `1..=MAX_SYSTEM_SIZE`.
+pub fn parse_system_data(page: [u8; 4], line: [u8; 4]) -> Result<(u32, u32)> {
+    let (page, line) = (u32::from_be_bytes(page), u32::from_be_bytes(line));
+    let valid = 1..=MAX_SYSTEM_SIZE;
+    if !valid.contains(&page) || !valid.contains(&line) {
+        return Err(Error::new(format!(
+            "malformed system data from the peer: page size {page}, cache line {line}"
+        )));
+    }
+    Ok((page, line))
+}
+
 /// The MTU message: the `enum ibv_mtu` value as ASCII decimal in 2 bytes.
 pub fn mtu_message(mtu_bytes: u32) -> [u8; 2] {
     let code = mtu_code(mtu_bytes);
@@ -345,6 +373,34 @@ pub struct ReportMsg {
     pub bw_avg: f64,
     /// Message rate.
     pub msg_rate: f64,
+}
+
+impl ReportMsg {
+    /// The five 8-byte messages of perftest's `xchg_bw_reports` (peers from 5.33): size and
+    /// iterations as big-endian 64-bit integers, then peak, average and message rate as
+    /// byte-swapped doubles (the big-endian bytes of their bits).
+    pub fn encode(&self) -> [[u8; 8]; 5] {
+        [
+            self.size,
+            self.iters,
+            self.bw_peak.to_bits(),
+            self.bw_avg.to_bits(),
+            self.msg_rate.to_bits(),
+        ]
+        .map(u64::to_be_bytes)
+    }
+
+    /// The report of the peer's five messages (any bytes are one).
+    pub fn decode(msgs: &[[u8; 8]; 5]) -> ReportMsg {
+        let [size, iters, peak, avg, rate] = msgs.map(u64::from_be_bytes);
+        ReportMsg {
+            size,
+            iters,
+            bw_peak: f64::from_bits(peak),
+            bw_avg: f64::from_bits(avg),
+            msg_rate: f64::from_bits(rate),
+        }
+    }
 }
 
 /// The TCP connection to the peer.
@@ -454,30 +510,14 @@ impl Peer {
         Record::decode(&theirs, with_gid)
     }
 
-    /// Swaps bandwidth results as perftest's `xchg_bw_reports` for peers from 5.33: size and
-    /// iterations as big-endian 64-bit integers, then peak, average and message rate as
-    /// byte-swapped doubles, each in its own exchange.
+    /// Swaps bandwidth results as perftest's `xchg_bw_reports` for peers from 5.33, each of
+    /// the [`ReportMsg::encode`] messages in its own exchange.
     pub fn exchange_reports(&mut self, mine: &ReportMsg) -> Result<ReportMsg> {
-        let mut words = [0u64; 5];
-        let ours = [
-            mine.size,
-            mine.iters,
-            mine.bw_peak.to_bits(),
-            mine.bw_avg.to_bits(),
-            mine.msg_rate.to_bits(),
-        ];
-        for (w, o) in words.iter_mut().zip(ours) {
-            let mut b = [0u8; 8];
-            self.exchange(&o.to_be_bytes(), &mut b, "the bandwidth results")?;
-            *w = u64::from_be_bytes(b);
+        let mut theirs = [[0u8; 8]; 5];
+        for (t, m) in theirs.iter_mut().zip(mine.encode()) {
+            self.exchange(&m, t, "the bandwidth results")?;
         }
-        Ok(ReportMsg {
-            size: words[0],
-            iters: words[1],
-            bw_peak: f64::from_bits(words[2]),
-            bw_avg: f64::from_bits(words[3]),
-            msg_rate: f64::from_bits(words[4]),
-        })
+        Ok(ReportMsg::decode(&theirs))
     }
 
     /// perftest's `ctx_close_connection`: one more record exchange, then `done` and close.
