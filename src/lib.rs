@@ -2,5 +2,7 @@
 
 pub mod cli;
 pub mod devinfo;
+#[cfg(test)]
+mod fuzz;
 pub mod ibstat;
 pub mod perftest;

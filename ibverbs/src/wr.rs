@@ -83,14 +83,27 @@ pub struct RemoteMemory {
 }
 
 impl RemoteMemory {
-    /// The sub-range `offset..offset + len`, checked against this range.
+    /// The sub-range `offset..offset + len`, checked against this range and, as the
+    /// numbers come from a peer, against the end of the address space.
     pub fn slice(&self, offset: u64, len: u64) -> Result<RemoteMemory> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(RemoteMemory {
-                addr: self.addr + offset,
-                len,
-                rkey: self.rkey,
-            }),
+            Some(end) if end <= self.len => {
+                let addr = self
+                    .addr
+                    .checked_add(offset)
+                    .ok_or_else(|| Error::InvalidArgument {
+                        what: "remote range",
+                        reason: format!(
+                            "{:#x} + {offset} is past the end of the address space",
+                            self.addr
+                        ),
+                    })?;
+                Ok(RemoteMemory {
+                    addr,
+                    len,
+                    rkey: self.rkey,
+                })
+            }
             _ => Err(Error::OutOfRange {
                 what: "remote range end",
                 value: offset.saturating_add(len),
@@ -392,5 +405,37 @@ fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc
         verb,
         index,
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_are_checked() {
+        let m = RemoteMemory {
+            addr: 0x1000,
+            len: 64,
+            rkey: 5,
+        };
+        let s = m.slice(16, 48).unwrap();
+        assert_eq!((s.addr, s.len, s.rkey), (0x1010, 48, 5));
+        assert!(matches!(m.slice(16, 49), Err(Error::OutOfRange { .. })));
+        assert!(matches!(
+            m.slice(u64::MAX, 2),
+            Err(Error::OutOfRange { .. })
+        ));
+        // A range a peer made up, past the end of the address space (this overflowed).
+        let bogus = RemoteMemory {
+            addr: u64::MAX - 8,
+            len: 64,
+            rkey: 5,
+        };
+        assert!(bogus.slice(8, 1).is_ok());
+        assert!(matches!(
+            bogus.slice(16, 1),
+            Err(Error::InvalidArgument { .. })
+        ));
     }
 }

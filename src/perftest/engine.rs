@@ -5,8 +5,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use ibverbs::{
-    MemoryRegion, QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
-    DEFAULT_QKEY,
+    MemoryRegion, QueuePair, RecvRequest, SendRequest, Sge, WorkCompletion, DEFAULT_QKEY,
 };
 
 use super::clock::Clock;
@@ -268,11 +267,7 @@ fn request<'a>(
     ah: Option<&'a ibverbs::AddressHandle>,
     signaled: bool,
 ) -> SendRequest<'a> {
-    let target = RemoteMemory {
-        addr: remote.vaddr + remote_off as u64,
-        len: plan.size,
-        rkey: remote.rkey,
-    };
+    let target = remote.remote(remote_off as u64, plan.size);
     let id = q as u64;
     let mut wr = match plan.verb {
         Verb::Send => SendRequest::send(id, sge),

@@ -19,8 +19,6 @@ use super::{Error, Result, Test, Verb};
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
-/// Largest page size / cache line a peer may announce.
-const MAX_PAGE: u32 = 1 << 30;
 
 fn page_size() -> u32 {
     // SAFETY: sysconf has no preconditions.
@@ -121,18 +119,12 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
             )));
         }
     }
-    let mut word = [0u8; 4];
+    let (mut page_msg, mut line_msg) = ([0u8; 4], [0u8; 4]);
     let page = page_size();
-    peer.exchange(&page.to_be_bytes(), &mut word, "the page size")?;
-    let peer_page = u32::from_be_bytes(word);
+    peer.exchange(&page.to_be_bytes(), &mut page_msg, "the page size")?;
     let line = cache_line();
-    peer.exchange(&line.to_be_bytes(), &mut word, "the cache line size")?;
-    let peer_line = u32::from_be_bytes(word);
-    if !(1..=MAX_PAGE).contains(&peer_page) || !(1..=MAX_PAGE).contains(&peer_line) {
-        return Err(Error::new(format!(
-            "malformed system data from the peer: page size {peer_page}, cache line {peer_line}"
-        )));
-    }
+    peer.exchange(&line.to_be_bytes(), &mut line_msg, "the cache line size")?;
+    let (peer_page, peer_line) = wire::parse_system_data(page_msg, line_msg)?;
     let cycle_buffer = page.max(peer_page) as usize;
     let cache_line = line.max(peer_line) as usize;
     let mut mtu_msg = [0u8; 2];

@@ -111,6 +111,8 @@
 mod clock;
 mod engine;
 mod flow;
+#[cfg(test)]
+mod fuzz;
 mod params;
 mod rdma;
 mod report;

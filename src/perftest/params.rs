@@ -284,7 +284,7 @@ pub enum Command {
 
 /// Parses C integer text as `strtol(s, &end, 0)` with `*end == '\0'` required.
 fn c_int(s: &str) -> Option<i64> {
-    let t = s.trim_start();
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
@@ -297,11 +297,12 @@ fn c_int(s: &str) -> Option<i64> {
     } else {
         (10, t)
     };
-    if digits.is_empty() {
+    // Digits only: strtol reads no number in "--5", "+-5" or "0x-5".
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
-    let v = i64::from_str_radix(digits, radix).ok()?;
-    Some(if neg { -v } else { v })
+    let v = i128::from(u64::from_str_radix(digits, radix).ok()?);
+    i64::try_from(if neg { -v } else { v }).ok()
 }
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -562,6 +563,13 @@ impl Params {
             } else if p.post_list % p.cq_mod != 0 {
                 return Err(bad("Post list size must be a multiple of CQ moderation"));
             }
+            // perftest waits for room for a whole list in the send queue, forever.
+            if p.post_list > p.tx_depth {
+                return Err(bad(format!(
+                    "Post list size ({}) must not exceed the TX depth ({})",
+                    p.post_list, p.tx_depth
+                )));
+            }
         }
         if let Some(d) = p.duration {
             p.iters = 0;
@@ -700,6 +708,21 @@ mod tests {
         assert_eq!(c_int("010"), Some(8));
         assert_eq!(c_int("12a"), None);
         assert_eq!(c_int(""), None);
+        assert_eq!(c_int(" -0x10"), Some(-16));
+        assert_eq!(c_int("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(c_int("9223372036854775808"), None);
+        // A second sign is no number (this one overflowed when negated).
+        for text in [
+            "--9223372036854775808",
+            "--5",
+            "+-5",
+            "-+5",
+            "0x-5",
+            "0x+5",
+            "0-5",
+        ] {
+            assert_eq!(c_int(text), None, "{text}");
+        }
         assert_eq!(params(Test::WriteBw, &["-s", "4K"]).unwrap().size, 4096);
         assert_eq!(params(Test::WriteBw, &["-s2M"]).unwrap().size, 2 << 20);
         assert_eq!(params(Test::WriteBw, &["--size=0x100"]).unwrap().size, 256);
@@ -729,6 +752,12 @@ mod tests {
             (Test::SendLat, &["-l", "2"]),
             (Test::SendBw, &["-D", "5", "-e"]),
             (Test::SendBw, &["-I", "1000"]),
+            (Test::WriteBw, &["--iters=--5"]),
+            (Test::WriteBw, &["--iters=--9223372036854775808"]),
+            // Lists longer than the send queue (the default 128, or -t) could never be posted.
+            (Test::SendBw, &["-l", "1000"]),
+            (Test::WriteBw, &["-l", "256", "-D", "1"]),
+            (Test::WriteBw, &["-l", "10", "-t", "5", "-n", "100"]),
         ] {
             assert!(params(test, args).is_err(), "{} {args:?}", test.name());
         }

@@ -10,6 +10,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv6Addr, Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use ibverbs::RemoteMemory;
+
 use super::params::Conn;
 use super::{Error, Result, Test};
 
@@ -51,11 +53,17 @@ pub struct Record {
 
 impl Record {
     /// The NUL-terminated text perftest sends (`KEY_PRINT_FMT[_GID]`), padded to the
-    /// message size.
+    /// message size. QPN and PSN are sent as the 24-bit numbers they are (higher bits would
+    /// push the NUL out of the message).
     pub fn encode(&self) -> Vec<u8> {
         let mut s = format!(
             "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:",
-            self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr
+            self.lid,
+            self.out_reads,
+            self.qpn & 0xff_ffff,
+            self.psn & 0xff_ffff,
+            self.rkey,
+            self.vaddr
         );
         let len = match self.gid {
             Some(gid) => {
@@ -73,6 +81,17 @@ impl Record {
         let mut bytes = s.into_bytes();
         bytes.resize(len, 0);
         bytes
+    }
+
+    /// The `len` bytes at `offset` into the buffer the record announces, as the target of
+    /// RDMA requests. The address wraps around, as perftest's pointer arithmetic: whatever
+    /// address the peer sent, it is the peer's device that rejects a bad one.
+    pub fn remote(&self, offset: u64, len: u64) -> RemoteMemory {
+        RemoteMemory {
+            addr: self.vaddr.wrapping_add(offset),
+            len,
+            rkey: self.rkey,
+        }
     }
 
     /// Parses a record of the form [`Record::encode`] writes; `with_gid` says which.
@@ -97,7 +116,8 @@ impl Record {
             return Err(malformed());
         }
         let hex = |s: &str, max_digits: usize| -> Result<u64> {
-            if s.is_empty() || s.len() > max_digits {
+            // Hex digits only (from_str_radix alone would take a sign).
+            if s.is_empty() || s.len() > max_digits || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(malformed());
             }
             u64::from_str_radix(s, 16).map_err(|_| malformed())
@@ -304,15 +324,33 @@ pub fn check_version(b: &[u8]) -> Result<Option<Summary>> {
     Ok(summary)
 }
 
+/// Largest page size or cache line size a peer may announce. Each QP gets buffers of the
+/// larger of both sides' page sizes, so this bounds what a peer makes us allocate and
+/// register (Linux pages are 4 to 64 KiB).
+pub const MAX_SYSTEM_SIZE: u32 = 1 << 20;
+
+/// The peer's page size and cache line size messages (each a 4-byte big-endian int, as
+/// ours: `u32::to_be_bytes`), each checked to be in `1..=MAX_SYSTEM_SIZE`.
+pub fn parse_system_data(page: [u8; 4], line: [u8; 4]) -> Result<(u32, u32)> {
+    let (page, line) = (u32::from_be_bytes(page), u32::from_be_bytes(line));
+    let valid = 1..=MAX_SYSTEM_SIZE;
+    if !valid.contains(&page) || !valid.contains(&line) {
+        return Err(Error::new(format!(
+            "malformed system data from the peer: page size {page}, cache line {line}"
+        )));
+    }
+    Ok((page, line))
+}
+
 /// The MTU message: the `enum ibv_mtu` value as ASCII decimal in 2 bytes.
 pub fn mtu_message(mtu_bytes: u32) -> [u8; 2] {
     let code = mtu_code(mtu_bytes);
     [b'0' + code, 0]
 }
 
-/// `enum ibv_mtu` of a size (1 = 256 .. 5 = 4096).
+/// `enum ibv_mtu` of the largest IB MTU in a size (1 = 256 .. 5 = 4096; 1 below 256).
 fn mtu_code(bytes: u32) -> u8 {
-    (bytes.max(256).trailing_zeros() - 7).min(5) as u8
+    (bytes.max(256).ilog2() - 7).min(5) as u8
 }
 
 /// The MTU of the peer's message, in bytes.
@@ -345,6 +383,34 @@ pub struct ReportMsg {
     pub bw_avg: f64,
     /// Message rate.
     pub msg_rate: f64,
+}
+
+impl ReportMsg {
+    /// The five 8-byte messages of perftest's `xchg_bw_reports` (peers from 5.33): size and
+    /// iterations as big-endian 64-bit integers, then peak, average and message rate as
+    /// byte-swapped doubles (the big-endian bytes of their bits).
+    pub fn encode(&self) -> [[u8; 8]; 5] {
+        [
+            self.size,
+            self.iters,
+            self.bw_peak.to_bits(),
+            self.bw_avg.to_bits(),
+            self.msg_rate.to_bits(),
+        ]
+        .map(u64::to_be_bytes)
+    }
+
+    /// The report of the peer's five messages (any bytes are one).
+    pub fn decode(msgs: &[[u8; 8]; 5]) -> ReportMsg {
+        let [size, iters, peak, avg, rate] = msgs.map(u64::from_be_bytes);
+        ReportMsg {
+            size,
+            iters,
+            bw_peak: f64::from_bits(peak),
+            bw_avg: f64::from_bits(avg),
+            msg_rate: f64::from_bits(rate),
+        }
+    }
 }
 
 /// The TCP connection to the peer.
@@ -454,30 +520,14 @@ impl Peer {
         Record::decode(&theirs, with_gid)
     }
 
-    /// Swaps bandwidth results as perftest's `xchg_bw_reports` for peers from 5.33: size and
-    /// iterations as big-endian 64-bit integers, then peak, average and message rate as
-    /// byte-swapped doubles, each in its own exchange.
+    /// Swaps bandwidth results as perftest's `xchg_bw_reports` for peers from 5.33, each of
+    /// the [`ReportMsg::encode`] messages in its own exchange.
     pub fn exchange_reports(&mut self, mine: &ReportMsg) -> Result<ReportMsg> {
-        let mut words = [0u64; 5];
-        let ours = [
-            mine.size,
-            mine.iters,
-            mine.bw_peak.to_bits(),
-            mine.bw_avg.to_bits(),
-            mine.msg_rate.to_bits(),
-        ];
-        for (w, o) in words.iter_mut().zip(ours) {
-            let mut b = [0u8; 8];
-            self.exchange(&o.to_be_bytes(), &mut b, "the bandwidth results")?;
-            *w = u64::from_be_bytes(b);
+        let mut theirs = [[0u8; 8]; 5];
+        for (t, m) in theirs.iter_mut().zip(mine.encode()) {
+            self.exchange(&m, t, "the bandwidth results")?;
         }
-        Ok(ReportMsg {
-            size: words[0],
-            iters: words[1],
-            bw_peak: f64::from_bits(words[2]),
-            bw_avg: f64::from_bits(words[3]),
-            msg_rate: f64::from_bits(words[4]),
-        })
+        Ok(ReportMsg::decode(&theirs))
     }
 
     /// perftest's `ctx_close_connection`: one more record exchange, then `done` and close.
@@ -542,6 +592,18 @@ mod tests {
         assert!(Record::decode(&no_nul, true).is_err());
         assert!(Record::decode(&[0u8; RECORD_LEN_GID], true).is_err());
         assert!(Record::decode(b"garbage\0", false).is_err());
+        // Signs are no hex digits (from_str_radix took "+0").
+        let mut signed = C_RECORD.to_vec();
+        signed[..4].copy_from_slice(b"+000");
+        assert!(Record::decode(&signed, true).is_err());
+        // QPN and PSN beyond 24 bits (which pushed the NUL out of the message) are cut.
+        let wide = Record {
+            qpn: 0x0100_0018,
+            psn: u32::MAX,
+            ..Record::decode(C_RECORD, true).unwrap()
+        };
+        let r = Record::decode(&wide.encode(), true).unwrap();
+        assert_eq!((r.qpn, r.psn), (0x18, 0xff_ffff));
         // A record without GID where one with GID is expected.
         let short = Record::default().encode();
         let mut padded = short.clone();
@@ -612,6 +674,54 @@ mod tests {
         assert_eq!(parse_mtu(*b"1\0").unwrap(), 256);
         assert!(parse_mtu(*b"9\0").is_err());
         assert!(parse_mtu(*b"55").is_err());
+        // Sizes that are no IB MTU (this underflowed on 257) round down.
+        assert_eq!(mtu_message(257), *b"1\0");
+        assert_eq!(mtu_message(1500), *b"3\0");
+        assert_eq!(mtu_message(9000), *b"5\0");
+        assert_eq!(mtu_message(0), *b"1\0");
+    }
+
+    #[test]
+    fn system_data_is_bounded() {
+        let msg = |v: u32| v.to_be_bytes();
+        assert_eq!(parse_system_data(msg(4096), msg(64)).unwrap(), (4096, 64));
+        assert_eq!(
+            parse_system_data(msg(1 << 20), msg(1)).unwrap(),
+            (1 << 20, 1)
+        );
+        for (page, line) in [(0, 64), (4096, 0), ((1 << 20) + 1, 64), (1 << 30, 64)] {
+            let e = parse_system_data(msg(page), msg(line)).unwrap_err();
+            assert!(e.to_string().starts_with("malformed system data"), "{e}");
+        }
+    }
+
+    #[test]
+    fn remote_targets_wrap() {
+        let r = Record {
+            vaddr: u64::MAX,
+            rkey: 7,
+            ..Record::default()
+        };
+        // This overflowed: a peer decides the address.
+        let t = r.remote(64, 8);
+        assert_eq!((t.addr, t.len, t.rkey), (63, 8, 7));
+    }
+
+    #[test]
+    fn reports_encode_as_perftest() {
+        let m = ReportMsg {
+            size: 65536,
+            iters: 5000,
+            bw_peak: 2.0,
+            bw_avg: f64::NAN,
+            msg_rate: -0.0,
+        };
+        let msgs = m.encode();
+        assert_eq!(msgs[0], [0, 0, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(msgs[2], 2.0f64.to_bits().to_be_bytes());
+        let back = ReportMsg::decode(&msgs);
+        assert_eq!((back.size, back.iters, back.bw_peak), (65536, 5000, 2.0));
+        assert!(back.bw_avg.is_nan() && back.msg_rate.to_bits() == (-0.0f64).to_bits());
     }
 
     #[test]
