@@ -1,0 +1,156 @@
+# shellcheck shell=bash
+# with-rdma, both sides (sourced by scripts/with-rdma on the host and by with-rdma.d/guest
+# in a VM): constants, messages, fork-free sleeping, process checks, the RDMA port
+# set-up and the job files.
+#
+# A job is a generated bash script that recreates the submitter's exported environment
+# and working directory, then execs the command. It is written to a tmp name and renamed
+# to <id>.job in a queue directory the guest's agent scans; the guest writes
+# <id>.started (the job's pgid), appends to <id>.out and <id>.err, and writes <id>.rc
+# last. The submitter polls those files (no streaming pipe: output shows up with up to
+# ~0.2 s delay) and may create <id>.cancel, on which the agent kills the job.
+
+ME=with-rdma
+EXIT_INFRA=125 # VM could not boot / set up, or died under CMD
+EXIT_USAGE=2
+
+# The link of the VM pair (pair.sh boots it, guest sets it up).
+PAIR_NET=198.18.0         # a is .1, b is .2 (RFC 2544 benchmarking space)
+PAIR_MAC=52:54:00:12:34:0 # a ...:01, b ...:02
+LINK_DEV=rxe1
+
+msg() { printf '%s: %s\n' "$ME" "$*" >&2; }
+err() { printf '%s: error: %s\n' "$ME" "$*" >&2; }
+
+# ---------------------------------------------------------------- small helpers
+
+# nap SECONDS: fork-free sleep (read with timeout on a pipe nobody writes to).
+NAP_FD=
+nap() {
+	if [[ -z $NAP_FD ]] && ! exec {NAP_FD}<> <(:); then
+		NAP_FD=
+		sleep "$1"
+		return
+	fi
+	read -r -t "$1" -u "$NAP_FD" _ || :
+}
+close_nap() {
+	if [[ -n $NAP_FD ]]; then
+		exec {NAP_FD}<&-
+		NAP_FD=
+	fi
+}
+
+# pid_alive PID: process exists and is not a zombie (a dead vng we did not start may
+# linger as a zombie if nobody reaps it, and `kill -0` would still succeed on it).
+pid_alive() {
+	local stat
+	[[ $1 =~ ^[0-9]+$ ]] && [[ -r /proc/$1/stat ]] || return 1
+	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	stat=${stat##*) }
+	[[ ${stat%% *} != Z ]]
+}
+
+# POSIX-sh single quoting (vng runs --exec through a shell that may not be bash).
+shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# find_active_port: sets ACTIVE_DEV / ACTIVE_PORT to the first ACTIVE port.
+find_active_port() {
+	local f state rest
+	for f in /sys/class/infiniband/*/ports/*/state; do
+		[[ -r $f ]] || continue
+		read -r state <"$f" 2>/dev/null || continue
+		[[ $state =~ ^[0-9]+:\ ACTIVE$ ]] || continue
+		rest=${f#/sys/class/infiniband/}
+		ACTIVE_DEV=${rest%%/*}
+		rest=${rest#*/ports/}
+		ACTIVE_PORT=${rest%%/*}
+		return 0
+	done
+	return 1
+}
+
+# wait_active SECONDS
+wait_active() {
+	local i
+	for ((i = 0; i < $1 * 5; i++)); do
+		find_active_port && return 0
+		nap 0.2
+	done
+	find_active_port
+}
+
+# setup_rxe SECONDS: load rdma_rxe and put rxe0 on lo (needs root), then wait up to
+# SECONDS for its port to be ACTIVE; used on the host (native-rxe) and inside the guest.
+setup_rxe() {
+	local timeout=$1
+	ip link set lo up 2>/dev/null
+	modprobe rdma_rxe || return 1
+	if [[ ! -e /sys/class/infiniband/rxe0 ]]; then
+		rdma link add rxe0 type rxe netdev lo || return 1
+	fi
+	wait_active "$timeout"
+}
+
+# ---------------------------------------------------------------- job files
+
+# skip_env NAME: a variable a job does not carry (session-specific, or ours).
+skip_env() {
+	case $1 in
+	_ | SHLVL | PWD | OLDPWD | HOSTNAME | DISPLAY | WAYLAND_DISPLAY | XAUTHORITY | SSH_* | \
+		XDG_RUNTIME_DIR | XDG_SESSION_* | DBUS_SESSION_BUS_ADDRESS | TMUX | TMUX_PANE | STY | \
+		WINDOW | COLUMNS | LINES | SHELLOPTS | BASHOPTS | WITH_RDMA_*) return 0 ;;
+	esac
+	return 1
+}
+
+# write_job DEST CMD [ARGS...]: generate a bash script that recreates our exported
+# environment and cwd, then execs CMD. Written to DEST.tmp and renamed, so the agent
+# never sees a partial job.
+write_job() {
+	local dest=$1 name
+	shift
+	local -a names
+	mapfile -t names < <(compgen -e)
+	(
+		umask 077 # the job carries the whole environment
+		{
+			printf '# %s job\n' "$ME"
+			for name in "${names[@]}"; do
+				skip_env "$name" && continue
+				printf 'export %s=%q\n' "$name" "${!name}"
+			done
+			printf 'cd -- %q || { echo %q >&2; exit %d; }\n' \
+				"$PWD" "$ME: cannot cd to $PWD inside the VM" "$EXIT_INFRA"
+			if [[ $1 != */* ]]; then
+				printf 'command -v -- %q >/dev/null || { echo %q >&2; exit 127; }\n' \
+					"$1" "$ME: $1: command not found"
+			fi
+			printf 'exec --'
+			printf ' %q' "$@"
+			printf '\n'
+		} >"$dest.tmp"
+	) && mv -f -- "$dest.tmp" "$dest"
+}
+
+# new_job DIR: pick a unique job id in DIR and create its empty .out/.err (noclobber
+# makes the creation atomic, so concurrent submitters cannot collide). Sets JOB.
+new_job() {
+	local dir=$1 id i
+	for ((i = 0; i < 100; i++)); do
+		id=$$-$RANDOM$RANDOM
+		if (set -o noclobber && : >"$dir/$id.out") 2>/dev/null; then
+			: >"$dir/$id.err"
+			JOB=$dir/$id
+			return 0
+		fi
+	done
+	err "cannot create job files in $dir"
+	return 1
+}
+
+# job_done BASE: BASE.rc holds a complete line (the guest writes "N\n" in one go; `read`
+# fails on a missing or not yet complete file). Sets JOB_RC.
+job_done() {
+	[[ -e $1.rc ]] && read -r JOB_RC <"$1.rc" && [[ $JOB_RC =~ ^[0-9]+$ ]]
+}
