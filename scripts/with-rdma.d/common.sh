@@ -51,9 +51,6 @@ pid_alive() {
 	[[ ${stat%% *} != Z ]]
 }
 
-# POSIX-sh single quoting (vng runs --exec through a shell that may not be bash).
-shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
-
 # find_active_port: sets ACTIVE_DEV / ACTIVE_PORT to the first ACTIVE port.
 find_active_port() {
 	local f state rest
