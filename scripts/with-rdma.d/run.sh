@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# with-rdma, host side: where CMD runs (native, native-rxe or a VM), and running it as a job of a VM's agent with
+# with-rdma, host side: where CMD runs (the host for a program that links no RDMA
+# library, else native, native-rxe or a VM), and running it as a job of a VM's agent with
 # its output relayed: in the shared VM, or in a one-off VM booted for it. Sourced by
 # scripts/with-rdma after common.sh and vm.sh.
 
@@ -146,6 +147,33 @@ run_oneshot() {
 	exit "$EXIT_INFRA"
 }
 
+# links_no_rdma PATH: PATH is a program cargo built (a file under the target dir, as cargo
+# gives its runner) whose ELF dynamic section names only C runtime libraries: it does not
+# link libibverbs (nor librdmacm, libibumad, a provider, ...), so it cannot open a device
+# itself and runs on the host. A script, a static binary, any other library, or no
+# readelf: not known to be free of RDMA, so it is not.
+links_no_rdma() {
+	local path=$1 line lib dynamic=0
+	[[ $path == */* ]] || return 1
+	[[ $path == /* ]] || path=$PWD/$path
+	[[ $path == "$TARGET"/* && -f $path && -x $path ]] || return 1
+	command -v readelf >/dev/null || return 1
+	while IFS= read -r line; do
+		case $line in
+		"Dynamic section at "*) dynamic=1 ;;
+		*"(NEEDED)"*)
+			lib=${line##*[}
+			case ${lib%]} in
+			libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
+				libutil.so.* | ld-linux*.so.*) ;;
+			*) return 1 ;;
+			esac
+			;;
+		esac
+	done < <(LC_ALL=C readelf -d -- "$path" 2>/dev/null)
+	((dynamic))
+}
+
 run_cmd() {
 	local mode=${WITH_RDMA_MODE:-auto}
 	case $mode in
@@ -165,6 +193,10 @@ run_cmd() {
 	esac
 
 	init_paths
+	if [[ ${WITH_RDMA_ALWAYS:-} != 1 ]] && links_no_rdma "$1"; then
+		msg "host (${1##*/} links no RDMA library)"
+		exec_cmd "$@"
+	fi
 	# VM a of the pair, unless a native mode is forced: then the peer is a host of yours,
 	# described by the WITH_RDMA_* link variables.
 	[[ $topology == pair ]] && [[ $mode == auto || $mode == vm ]] && run_pair "$@"
