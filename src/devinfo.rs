@@ -15,6 +15,7 @@ use ibverbs::{
 };
 
 use crate::cli::{self, Output};
+use crate::sysfs;
 
 // ---------------------------------------------------------------------------------------
 // ibv_devices
@@ -675,29 +676,6 @@ pub fn write_port(
     writeln!(out)
 }
 
-/// `board_id` as `ibv_devinfo` reads it (`ibv_read_sysfs_file`, 256 bytes): one trailing
-/// newline removed, up to the first NUL; `None` if empty, missing or too long.
-pub fn board_id_from(contents: &[u8]) -> Option<String> {
-    const SIZE: usize = 256;
-    let len = contents.len().min(SIZE);
-    let mut bytes = &contents[..len];
-    if let Some(stripped) = bytes.strip_suffix(b"\n") {
-        bytes = stripped;
-    } else if len == SIZE {
-        return None;
-    }
-    if bytes.is_empty() {
-        return None;
-    }
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
-}
-
-fn read_board_id(name: &str) -> Option<String> {
-    let path = format!("{}/{name}/board_id", cli::SYS_CLASS_INFINIBAND);
-    board_id_from(&std::fs::read(path).ok()?)
-}
-
 // ---------------------------------------------------------------------------------------
 // ibv_devinfo: arguments and main
 
@@ -848,7 +826,7 @@ fn print_hca(out: &mut Output, dev: &Device<'_>, port: u8, verbose: bool) -> i32
         out.error("Invalid port requested for device");
         return 4;
     }
-    let board_id = read_board_id(dev.name());
+    let board_id = sysfs::read_ibv(dev.name(), "board_id");
     let hca = Hca {
         name: dev.name(),
         transport: dev.transport(),
@@ -1170,22 +1148,6 @@ mod tests {
             gid_line(&entry(4, "fe80::", ib), LinkLayer::InfiniBand),
             None
         );
-    }
-
-    #[test]
-    fn board_id() {
-        assert_eq!(
-            board_id_from(b"MT_0000000010\n").as_deref(),
-            Some("MT_0000000010")
-        );
-        assert_eq!(board_id_from(b"abc").as_deref(), Some("abc"));
-        assert_eq!(board_id_from(b"a\0b\n").as_deref(), Some("a"));
-        assert_eq!(board_id_from(b"\n"), None);
-        assert_eq!(board_id_from(b""), None);
-        assert_eq!(board_id_from(&[b'x'; 256]), None);
-        let mut long = vec![b'x'; 255];
-        long.push(b'\n');
-        assert_eq!(board_id_from(&long).map(|s| s.len()), Some(255));
     }
 
     fn parse(args: &[&str]) -> DevinfoCommand {

@@ -15,6 +15,7 @@ use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use ibverbs::{Context, DeviceList, LinkLayer, NodeType, PhysState, PortAttr, PortState, Speed};
 
 use crate::cli::{self, Output};
+use crate::sysfs;
 
 /// A node type as `ibstat` names it; `None` for the types it does not list (iWARP and
 /// others: libibumad lists node types 1 to 3 only).
@@ -86,27 +87,6 @@ pub fn rate_str(attr: &PortAttr) -> Option<String> {
     } else {
         gbps.to_string()
     })
-}
-
-/// A sysfs file as libibumad's `sys_read_string` reads it into a buffer of `max_len`
-/// bytes: at most `max_len - 1` bytes, up to the first NUL, cut at the last newline.
-pub fn sysfs_string(contents: &[u8], max_len: usize) -> String {
-    let mut bytes = &contents[..contents.len().min(max_len.saturating_sub(1))];
-    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
-        bytes = &bytes[..nul];
-    }
-    if let Some(newline) = bytes.iter().rposition(|&b| b == b'\n') {
-        bytes = &bytes[..newline];
-    }
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A device attribute file of sysfs read as libibumad does (empty if missing).
-fn read_sysfs(device: &str, file: &str, max_len: usize) -> String {
-    let path = format!("{}/{device}/{file}", cli::SYS_CLASS_INFINIBAND);
-    std::fs::read(path)
-        .map(|contents| sysfs_string(&contents, max_len))
-        .unwrap_or_default()
 }
 
 /// One port as `ibstat` prints it.
@@ -225,10 +205,10 @@ fn query_ca(name: &str, node_type: &'static str) -> Result<CaInfo, String> {
     Ok(CaInfo {
         name: name.to_owned(),
         node_type,
-        ca_type: read_sysfs(name, "hca_type", 40),
+        ca_type: sysfs::read_umad(name, "hca_type", 40),
         num_ports: attr.phys_port_cnt,
-        fw_ver: read_sysfs(name, "fw_ver", 20),
-        hw_ver: read_sysfs(name, "hw_rev", 20),
+        fw_ver: sysfs::read_umad(name, "fw_ver", 20),
+        hw_ver: sysfs::read_umad(name, "hw_rev", 20),
         node_guid: attr.node_guid,
         sys_image_guid: attr.sys_image_guid,
         ports,
@@ -559,24 +539,6 @@ mod tests {
         assert_eq!(link_layer_str(LinkLayer::Unspecified), "Unknown");
         assert_eq!(node_type_str(NodeType::Switch), Some("Switch"));
         assert_eq!(node_type_str(NodeType::Rnic), None);
-    }
-
-    #[test]
-    fn sysfs_strings_like_libibumad() {
-        assert_eq!(sysfs_string(b"16.35.2000\n", 20), "16.35.2000");
-        assert_eq!(sysfs_string(b"", 20), "");
-        assert_eq!(sysfs_string(b"\n", 20), "");
-        assert_eq!(sysfs_string(b"a\nb\n", 20), "a\nb");
-        assert_eq!(sysfs_string(b"a\0b\n", 20), "a");
-        // 19 bytes at most; the newline is cut only if it is within them.
-        assert_eq!(
-            sysfs_string(b"0123456789012345678\n", 20),
-            "0123456789012345678"
-        );
-        assert_eq!(
-            sysfs_string(b"01234567890123456789xyz\n", 20),
-            "0123456789012345678"
-        );
     }
 
     fn parse(args: &[&str]) -> IbstatCommand {

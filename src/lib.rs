@@ -6,3 +6,4 @@ pub mod devinfo;
 mod fuzz;
 pub mod ibstat;
 pub mod perftest;
+pub mod sysfs;
