@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 use crate::cli::strtol;
-use crate::devinfo::{parse_devinfo_args, DevinfoCommand};
+use crate::devinfo::options::{self as devinfo, Command as DevinfoCommand};
 use crate::ibstat::{parse_ibstat_args, IbstatCommand};
 
 /// The proptest configuration of the fuzz properties: `cases` cases unless
@@ -235,7 +235,7 @@ proptest! {
     /// naming the program.
     #[test]
     fn devinfo_takes_any_argv(argv in argv("ibv_devinfo", "dilvxh", DEVINFO_LONGS, WORDS)) {
-        match parse_devinfo_args(&argv) {
+        match devinfo::parse(&argv) {
             DevinfoCommand::Usage { status, message } => {
                 prop_assert!(status == 1 || status == -1);
                 if let Some(m) = message {
@@ -287,7 +287,7 @@ proptest! {
             }
         }
         let expected = expected.unwrap_or(DevinfoCommand::Show { device, port, verbose });
-        prop_assert_eq!(parse_devinfo_args(&argv), expected);
+        prop_assert_eq!(devinfo::parse(&argv), expected);
     }
 
     /// Any `ibstat` command line is a command; a bad option is a getopt-style message

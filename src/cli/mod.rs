@@ -1,10 +1,11 @@
 //! What the tools share to behave like their C originals: C number parsing, `strerror`
-//! text, getopt-style messages for clap errors (in `getopt`), and writing output that may go
-//! to a closed pipe.
+//! text, getopt-style messages for clap errors (in `getopt`), exit statuses, and writing
+//! output that may go to a closed pipe.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write};
+use std::process::ExitCode;
 
 mod getopt;
 
@@ -15,6 +16,12 @@ pub fn prog_name(args: &[OsString], default: &str) -> String {
     args.first()
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_else(|| default.to_owned())
+}
+
+/// The exit code of a C `main` returning `status` (or of `exit(status)`): its low 8 bits,
+/// so that -1 is 255.
+pub fn exit_code(status: i32) -> ExitCode {
+    ExitCode::from(status.to_le_bytes()[0])
 }
 
 /// `strtol(s, NULL, 0)`: leading white space, a sign, then a hexadecimal (`0x`), octal
