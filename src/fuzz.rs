@@ -15,7 +15,7 @@ use proptest::test_runner::Config;
 
 use crate::cli::strtol;
 use crate::devinfo::options::{self as devinfo, Command as DevinfoCommand};
-use crate::ibstat::{parse_ibstat_args, IbstatCommand};
+use crate::ibstat::options::{self as ibstat, Command as IbstatCommand};
 
 /// The proptest configuration of the fuzz properties: `cases` cases unless
 /// `PROPTEST_CASES` says otherwise, and no failure files (tests run in a VM whose file
@@ -294,7 +294,7 @@ proptest! {
     /// naming the program.
     #[test]
     fn ibstat_takes_any_argv(argv in argv("ibstat", "lspzvdhVx", IBSTAT_LONGS, WORDS)) {
-        if let IbstatCommand::Usage { message: Some(m) } = parse_ibstat_args(&argv) {
+        if let IbstatCommand::Usage { message: Some(m) } = ibstat::parse(&argv) {
             let prefix = format!("{}: ", prog(&argv, "ibstat"));
             prop_assert!(m.starts_with(&prefix) && m.len() > prefix.len(), "{m:?}");
         }
@@ -342,6 +342,6 @@ proptest! {
                 port_list: flags.contains('p'),
             },
         };
-        prop_assert_eq!(parse_ibstat_args(&argv), expected);
+        prop_assert_eq!(ibstat::parse(&argv), expected);
     }
 }

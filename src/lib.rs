@@ -5,8 +5,10 @@ pub mod cli;
 pub mod devinfo;
 #[cfg(test)]
 mod fuzz;
+pub mod ibdiag;
 pub mod ibstat;
 pub mod perftest;
 pub mod sysfs;
 
 pub use devinfo::{ibv_devices, ibv_devinfo};
+pub use ibstat::ibstat;
