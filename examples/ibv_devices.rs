@@ -1,5 +1,4 @@
-//! `ibv_devices`: lists the RDMA devices and their node GUIDs, as rdma-core's tool does.
-
-fn main() {
-    std::process::exit(ibverbs_tools::devinfo::devices_main());
+//! `ibv_devices`: the RDMA devices and their node GUIDs, as rdma-core's tool.
+fn main() -> std::process::ExitCode {
+    ibverbs_tools::ibv_devices(std::env::args_os().collect())
 }

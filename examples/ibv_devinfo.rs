@@ -1,7 +1,4 @@
-//! `ibv_devinfo [-d DEV] [-i PORT] [-l] [-v]`: prints device and port attributes, as
-//! rdma-core's tool does.
-
-fn main() {
-    let args: Vec<_> = std::env::args_os().collect();
-    std::process::exit(ibverbs_tools::devinfo::devinfo_main(&args));
+//! `ibv_devinfo [-d DEV] [-i PORT] [-l] [-v]`: device and port attributes, as rdma-core's tool.
+fn main() -> std::process::ExitCode {
+    ibverbs_tools::ibv_devinfo(std::env::args_os().collect())
 }

@@ -14,8 +14,8 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 use crate::cli::strtol;
-use crate::devinfo::{parse_devinfo_args, DevinfoCommand};
-use crate::ibstat::{parse_ibstat_args, IbstatCommand};
+use crate::devinfo::options::{self as devinfo, Command as DevinfoCommand};
+use crate::ibstat::options::{self as ibstat, Command as IbstatCommand};
 
 /// The proptest configuration of the fuzz properties: `cases` cases unless
 /// `PROPTEST_CASES` says otherwise, and no failure files (tests run in a VM whose file
@@ -235,7 +235,7 @@ proptest! {
     /// naming the program.
     #[test]
     fn devinfo_takes_any_argv(argv in argv("ibv_devinfo", "dilvxh", DEVINFO_LONGS, WORDS)) {
-        match parse_devinfo_args(&argv) {
+        match devinfo::parse(&argv) {
             DevinfoCommand::Usage { status, message } => {
                 prop_assert!(status == 1 || status == -1);
                 if let Some(m) = message {
@@ -287,14 +287,14 @@ proptest! {
             }
         }
         let expected = expected.unwrap_or(DevinfoCommand::Show { device, port, verbose });
-        prop_assert_eq!(parse_devinfo_args(&argv), expected);
+        prop_assert_eq!(devinfo::parse(&argv), expected);
     }
 
     /// Any `ibstat` command line is a command; a bad option is a getopt-style message
     /// naming the program.
     #[test]
     fn ibstat_takes_any_argv(argv in argv("ibstat", "lspzvdhVx", IBSTAT_LONGS, WORDS)) {
-        if let IbstatCommand::Usage { message: Some(m) } = parse_ibstat_args(&argv) {
+        if let IbstatCommand::Usage { message: Some(m) } = ibstat::parse(&argv) {
             let prefix = format!("{}: ", prog(&argv, "ibstat"));
             prop_assert!(m.starts_with(&prefix) && m.len() > prefix.len(), "{m:?}");
         }
@@ -342,6 +342,6 @@ proptest! {
                 port_list: flags.contains('p'),
             },
         };
-        prop_assert_eq!(parse_ibstat_args(&argv), expected);
+        prop_assert_eq!(ibstat::parse(&argv), expected);
     }
 }

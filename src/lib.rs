@@ -1,8 +1,14 @@
-//! Shared code of the command-line tools in `examples/`.
+//! Shared code of the command-line tools in `examples/`: each tool is a function named after
+//! its binary, taking the whole `argv` and returning the exit code, re-exported here.
 
 pub mod cli;
 pub mod devinfo;
 #[cfg(test)]
 mod fuzz;
+pub mod ibdiag;
 pub mod ibstat;
 pub mod perftest;
+pub mod sysfs;
+
+pub use devinfo::{ibv_devices, ibv_devinfo};
+pub use ibstat::ibstat;

@@ -1,0 +1,139 @@
+//! What the tools share to behave like their C originals: C number parsing, `strerror`
+//! text, getopt-style messages for clap errors (in `getopt`), exit statuses, and writing
+//! output that may go to a closed pipe.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+mod getopt;
+
+pub use getopt::{acting_before_error, getopt_message};
+
+/// The program name as invoked (`argv[0]`), which the C tools print in messages.
+pub fn prog_name(args: &[OsString], default: &str) -> String {
+    args.first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// The exit code of a C `main` returning `status` (or of `exit(status)`): its low 8 bits,
+/// so that -1 is 255.
+pub fn exit_code(status: i32) -> ExitCode {
+    ExitCode::from(status.to_le_bytes()[0])
+}
+
+/// `strtol(s, NULL, 0)`: leading white space, a sign, then a hexadecimal (`0x`), octal
+/// (leading `0`) or decimal number up to the first other character; 0 if there is none;
+/// clamped to the `long` range on overflow.
+pub fn strtol(s: &str) -> i64 {
+    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, s) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let bytes = s.as_bytes();
+    let hex_prefix = bytes.len() > 2
+        && bytes[0] == b'0'
+        && (bytes[1] | 0x20) == b'x'
+        && bytes[2].is_ascii_hexdigit();
+    let (radix, digits) = if hex_prefix {
+        (16, &s[2..])
+    } else if bytes.first() == Some(&b'0') {
+        (8, s)
+    } else {
+        (10, s)
+    };
+    let mut value: i128 = 0;
+    for c in digits.chars() {
+        let Some(d) = c.to_digit(radix) else { break };
+        // Saturate far beyond the i64 range; the sign is applied below.
+        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(u64::MAX));
+    }
+    let value = if negative { -value } else { value };
+    i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
+}
+
+/// The `strerror` text of an errno value, such as `No such file or directory`.
+pub fn strerror(errno: i32) -> String {
+    let text = io::Error::from_raw_os_error(errno).to_string();
+    let suffix = format!(" (os error {errno})");
+    text.strip_suffix(&suffix).unwrap_or(&text).to_owned()
+}
+
+/// The `strerror`-style text of a failed verb, as `perror` prints it.
+pub fn verbs_error_text(err: &ibverbs::Error) -> String {
+    err.raw_os_error().map_or_else(|| err.to_string(), strerror)
+}
+
+/// A tool's standard output, buffered like C's `printf`, and its error messages.
+///
+/// Write with `write!`; [`Output::error`] first sends what is buffered, so that on a
+/// terminal messages appear where the C tool's would. Writes that fail (such as to a closed
+/// pipe) are ignored, as `printf` ignores them.
+#[derive(Default)]
+pub struct Output {
+    buf: String,
+}
+
+impl Output {
+    /// An empty output.
+    pub fn new() -> Self {
+        Output::default()
+    }
+
+    /// Writes what is buffered to stdout.
+    pub fn flush(&mut self) {
+        let mut out = io::stdout().lock();
+        let _ = out
+            .write_all(self.buf.as_bytes())
+            .and_then(|()| out.flush());
+        self.buf.clear();
+    }
+
+    /// Flushes stdout, then writes `msg` and a newline to stderr.
+    pub fn error(&mut self, msg: &str) {
+        self.flush();
+        let _ = writeln!(io::stderr().lock(), "{msg}");
+    }
+}
+
+impl fmt::Write for Output {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.buf.push_str(s);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strtol_like_c() {
+        assert_eq!(strtol("1"), 1);
+        assert_eq!(strtol("  42abc"), 42);
+        assert_eq!(strtol("0x1f"), 31);
+        assert_eq!(strtol("0X1F"), 31);
+        assert_eq!(strtol("010"), 8);
+        assert_eq!(strtol("09"), 0);
+        assert_eq!(strtol("0x"), 0);
+        assert_eq!(strtol("0xg"), 0);
+        assert_eq!(strtol("-3"), -3);
+        assert_eq!(strtol("+7"), 7);
+        assert_eq!(strtol("abc"), 0);
+        assert_eq!(strtol(""), 0);
+        assert_eq!(strtol("-"), 0);
+        assert_eq!(strtol("99999999999999999999999"), i64::MAX);
+        assert_eq!(strtol("-99999999999999999999999"), i64::MIN);
+        assert_eq!(strtol("4294967297") as i32, 1);
+    }
+
+    #[test]
+    fn strerror_has_no_suffix() {
+        assert_eq!(strerror(2), "No such file or directory");
+        assert_eq!(strerror(38), "Function not implemented");
+    }
+}
