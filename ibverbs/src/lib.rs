@@ -163,6 +163,7 @@ pub use ibverbs_sys as ffi;
 
 mod ah;
 mod async_event;
+mod atomic_copy;
 mod channel;
 mod context;
 mod cq;

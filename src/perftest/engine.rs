@@ -1001,7 +1001,7 @@ pub fn lat_write(
             let mut spins = 0u32;
             while res
                 .mr
-                .read_volatile_u8(poll_byte)
+                .read_u8(poll_byte)
                 .ctx("reading the receive buffer")?
                 != want
             {
