@@ -131,13 +131,15 @@ impl CompletionChannel {
     ) -> Result<bool> {
         let key = cq as usize;
         let mut events = self.lock();
+        // Whether this thread's last read of the fd found nothing.
+        let mut idle = false;
         loop {
             if let Some((_, n)) = events.pending.iter_mut().find(|(k, n)| *k == key && *n > 0) {
                 *n -= 1;
                 return Ok(true);
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if left == Some(Duration::ZERO) {
+            if left == Some(Duration::ZERO) && (idle || events.reading) {
                 return Ok(false);
             }
             if events.reading {
@@ -156,6 +158,7 @@ impl CompletionChannel {
             let read = self.read_event(left);
             events = self.lock();
             events.reading = false;
+            idle = matches!(read, Ok(None));
             if let Ok(Some(from)) = read {
                 if let Some((_, n)) = events.pending.iter_mut().find(|(k, _)| *k == from as usize) {
                     *n += 1;

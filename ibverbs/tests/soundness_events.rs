@@ -90,6 +90,20 @@ fn shared_channel_event_reaches_its_cq() {
     // Taken once: no second event for B.
     assert!(!cq_b.wait_timeout(Duration::ZERO).unwrap());
 
+    // A zero timeout still takes an event that is queued on the fd, unread.
+    cq_b.req_notify(false).unwrap();
+    p.send(&p.x, &p.y, &mr, 9);
+    let mut pfd = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&channel),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is a valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no event within 10 s");
+    assert!(cq_b.wait_timeout(Duration::ZERO).unwrap());
+    assert_eq!(cq_b.poll(&mut wc).unwrap()[0].wr_id(), 9);
+
     // An event read for A by B's wait is acknowledged: A's destroy does not hang on it.
     cq_a.req_notify(false).unwrap();
     p.send(&p.y, &p.x, &mr, 8);
