@@ -325,7 +325,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// # Safety
     /// Nothing may write the memory while the slice lives: no posted receive, RDMA read
-    /// response or atomic targets it, and no peer holds remote write or atomic access to it.
+    /// response or atomic targets it, and no peer holds remote write or atomic access to it
+    /// (through the region's rkey or a window bound to it).
     pub unsafe fn as_slice(&self) -> &[u8] {
         // SAFETY: the memory is valid for len bytes; the caller excludes writers.
         unsafe { std::slice::from_raw_parts(self.base(), self.len()) }
@@ -335,10 +336,12 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// # Safety
     /// Nothing else may read or write the memory while the slice lives: no posted work
-    /// request references it and no peer holds remote access to it.
+    /// request references it and no peer holds remote access to it (through the region's
+    /// rkey or a window bound to it).
     pub unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: the memory is valid for len bytes and exclusively ours (&mut self); the
-        // caller excludes the HCA.
+        // SAFETY: the memory is valid for len bytes; on the Rust side only this handle
+        // reaches it (windows hold the registration, not the memory), and &mut self
+        // excludes its other users; the caller excludes the HCA and peers.
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }
 
