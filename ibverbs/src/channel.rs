@@ -1,9 +1,17 @@
-//! Completion event channels: `struct ibv_comp_channel`.
+//! Completion event channels: `struct ibv_comp_channel`, and the demultiplexing of their
+//! events to the CQs that share a channel.
+//!
+//! `ibv_get_cq_event` returns whichever CQ's event comes next, so a CQ waiting on a shared
+//! channel may read another CQ's event. The channel keeps a pending count per CQ: the event
+//! is acknowledged at once (`ibv_ack_cq_events`, exactly once, by the thread that read it)
+//! and counted for the CQ it belongs to, whose next wait takes it. One thread at a time
+//! reads the fd; the others wait on a condition variable and are woken after every read.
 
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::context::Context;
 use crate::drop_error;
@@ -12,7 +20,10 @@ use crate::ffi;
 
 /// A completion event channel (`ibv_create_comp_channel`): a file descriptor that becomes
 /// readable when a CQ attached to it has an event. Works with `poll`, `epoll` and async
-/// runtimes through [`AsFd`].
+/// runtimes through [`AsFd`]; the descriptor is non-blocking, and
+/// [`CompletionQueue::wait`](crate::CompletionQueue::wait) waits with `poll(2)`.
+///
+/// Any number of CQs may share a channel: each event reaches the CQ it belongs to.
 #[derive(Clone)]
 pub struct CompletionChannel {
     inner: Arc<Inner>,
@@ -21,11 +32,23 @@ pub struct CompletionChannel {
 struct Inner {
     raw: NonNull<ffi::ibv_comp_channel>,
     ctx: Context,
+    events: Mutex<Events>,
+    /// Signalled after every read of the fd.
+    read_done: Condvar,
 }
 
-// SAFETY: channels may be used from any thread.
+/// Events read from the channel and not yet taken by their CQ.
+#[derive(Default)]
+struct Events {
+    /// The CQs of the channel (by address) and their pending event counts.
+    pending: Vec<(usize, u64)>,
+    /// Whether a thread is reading the fd.
+    reading: bool,
+}
+
+// SAFETY: channels may be used from any thread; the event state is behind a mutex.
 unsafe impl Send for Inner {}
-// SAFETY: as above; ibv_get_cq_event is thread-safe.
+// SAFETY: as above; ibv_get_cq_event and ibv_ack_cq_events are thread-safe.
 unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
@@ -37,21 +60,40 @@ impl Drop for Inner {
 }
 
 impl Context {
-    /// Creates a completion event channel (`ibv_create_comp_channel`).
+    /// Creates a completion event channel (`ibv_create_comp_channel`) with a non-blocking
+    /// descriptor.
     pub fn create_comp_channel(&self) -> Result<CompletionChannel> {
         // SAFETY: the context is open.
         let raw = unsafe { ffi::ibv_create_comp_channel(self.as_raw()) };
-        Ok(CompletionChannel {
+        let channel = CompletionChannel {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_comp_channel", raw)?,
                 ctx: self.clone(),
+                events: Mutex::default(),
+                read_done: Condvar::new(),
             }),
-        })
+        };
+        set_nonblocking(channel.as_raw_fd())?;
+        Ok(channel)
     }
+}
+
+/// Sets `O_NONBLOCK` on `fd` (`fcntl`).
+fn set_nonblocking(fd: RawFd) -> Result<()> {
+    // SAFETY: fd is the channel's open descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(Error::last("fcntl"));
+    }
+    Ok(())
 }
 
 impl CompletionChannel {
     /// The raw `ibv_comp_channel`, valid while the channel lives.
+    ///
+    /// Reading events from it directly (`ibv_get_cq_event`) bypasses the demultiplexing:
+    /// the CQs of the channel then miss those events.
     pub fn as_raw(&self) -> *mut ffi::ibv_comp_channel {
         self.inner.raw.as_ptr()
     }
@@ -61,25 +103,121 @@ impl CompletionChannel {
         &self.inner.ctx
     }
 
-    /// Makes [`CompletionQueue::wait`](crate::CompletionQueue::wait) return instead of
-    /// blocking when no event is pending (`O_NONBLOCK` on the fd).
-    pub fn set_nonblocking(&self, nonblocking: bool) -> Result<()> {
-        let fd = self.as_raw_fd();
-        // SAFETY: fd is the channel's open descriptor.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 {
-            return Err(Error::last("fcntl"));
+    fn lock(&self) -> MutexGuard<'_, Events> {
+        // Nothing panics while holding the lock; a poisoned state is still consistent.
+        self.inner
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds a CQ created on this channel.
+    pub(crate) fn register(&self, cq: *mut ffi::ibv_cq) {
+        self.lock().pending.push((cq as usize, 0));
+    }
+
+    /// Removes a CQ before it is destroyed. Events for it read later are acknowledged and
+    /// dropped; its `ibv_destroy_cq` waits for those acknowledgements.
+    pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
+        self.lock().pending.retain(|&(key, _)| key != cq as usize);
+    }
+
+    /// Takes one event for `cq`, reading the channel as needed, until `deadline` (forever
+    /// if `None`). True if an event was taken, false on timeout.
+    pub(crate) fn take_event(
+        &self,
+        cq: *mut ffi::ibv_cq,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
+        let key = cq as usize;
+        let mut events = self.lock();
+        // Whether this thread's last read of the fd found nothing.
+        let mut idle = false;
+        loop {
+            if let Some((_, n)) = events.pending.iter_mut().find(|(k, n)| *k == key && *n > 0) {
+                *n -= 1;
+                return Ok(true);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) && (idle || events.reading) {
+                return Ok(false);
+            }
+            if events.reading {
+                let cv = &self.inner.read_done;
+                events = match left {
+                    None => cv.wait(events).unwrap_or_else(PoisonError::into_inner),
+                    Some(left) => {
+                        let waited = cv.wait_timeout(events, left);
+                        waited.unwrap_or_else(PoisonError::into_inner).0
+                    }
+                };
+                continue;
+            }
+            events.reading = true;
+            drop(events);
+            let read = self.read_event(left);
+            events = self.lock();
+            events.reading = false;
+            idle = matches!(read, Ok(None));
+            if let Ok(Some(from)) = read {
+                if let Some((_, n)) = events.pending.iter_mut().find(|(k, _)| *k == from as usize) {
+                    *n += 1;
+                }
+                // SAFETY: `from` is a CQ of this channel whose event was just read. Its
+                // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live;
+                // it is acknowledged under the lock, after being counted, so its address cannot
+                // be reused by a new CQ in between.
+                unsafe { ffi::ibv_ack_cq_events(from, 1) };
+            }
+            self.inner.read_done.notify_all();
+            read?;
         }
-        let flags = if nonblocking {
-            flags | libc::O_NONBLOCK
-        } else {
-            flags & !libc::O_NONBLOCK
+    }
+
+    /// Reads one event, waiting up to `timeout` (forever if `None`) for the fd to become
+    /// readable (`poll`). `None` if there was none (timeout, interrupt).
+    fn read_event(&self, timeout: Option<Duration>) -> Result<Option<*mut ffi::ibv_cq>> {
+        if let Some(cq) = self.get_event()? {
+            return Ok(Some(cq));
+        }
+        let ms = timeout.map_or(-1, |t| {
+            // Round up, so a short timeout still waits.
+            i32::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+        });
+        let mut pfd = libc::pollfd {
+            fd: self.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
         };
-        // SAFETY: as above.
-        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
-            return Err(Error::last("fcntl"));
+        // SAFETY: pfd is one valid pollfd for the duration of the call.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            n if n > 0 => self.get_event(),
+            0 => Ok(None),
+            _ => match std::io::Error::last_os_error() {
+                err if err.kind() == std::io::ErrorKind::Interrupted => Ok(None),
+                source => Err(Error::Verb {
+                    verb: "poll",
+                    source,
+                }),
+            },
         }
-        Ok(())
+    }
+
+    /// Reads one event if one is queued (`ibv_get_cq_event` on the non-blocking fd).
+    fn get_event(&self) -> Result<Option<*mut ffi::ibv_cq>> {
+        let mut cq = std::ptr::null_mut();
+        let mut cq_ctx = std::ptr::null_mut();
+        // SAFETY: the channel is live; the out pointers are valid.
+        if unsafe { ffi::ibv_get_cq_event(self.as_raw(), &mut cq, &mut cq_ctx) } == 0 {
+            return Ok(Some(cq));
+        }
+        match std::io::Error::last_os_error() {
+            err if err.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            source => Err(Error::Verb {
+                verb: "ibv_get_cq_event",
+                source,
+            }),
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use std::ffi::CStr;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::channel::CompletionChannel;
 use crate::context::Context;
@@ -214,13 +215,10 @@ impl fmt::Debug for WorkCompletion {
 
 /// A completion queue (`ibv_create_cq`).
 ///
-/// The handle is unique (not `Clone`): it waits for and acknowledges completion events, which
-/// needs `&mut self`. Queue pairs using the CQ keep it alive internally, so it is destroyed
-/// (`ibv_destroy_cq`) only after them.
+/// Queue pairs using the CQ keep it alive internally, so it is destroyed (`ibv_destroy_cq`)
+/// only after them.
 pub struct CompletionQueue {
     inner: Arc<CqInner>,
-    /// Events taken from the channel and not acknowledged yet.
-    unacked: u32,
 }
 
 pub(crate) struct CqInner {
@@ -238,8 +236,12 @@ unsafe impl Sync for CqInner {}
 
 impl Drop for CqInner {
     fn drop(&mut self) {
-        // SAFETY: no QP uses the CQ any more (each holds an Arc), and every event taken for
-        // it was acknowledged when the CompletionQueue handle was dropped.
+        if let Some(channel) = &self.channel {
+            channel.unregister(self.raw.as_ptr());
+        }
+        // SAFETY: no QP uses the CQ any more (each holds an Arc). Every event read for it
+        // was acknowledged by the thread that read it (or will be, and ibv_destroy_cq waits
+        // for that).
         let rc = unsafe { ffi::ibv_destroy_cq(self.raw.as_ptr()) };
         drop_error::report("ibv_destroy_cq", rc);
     }
@@ -265,9 +267,6 @@ fn poll_error(rc: i32) -> Error {
     }
 }
 
-/// Events acknowledged at once by [`CompletionQueue::wait`]; the rest on drop.
-const ACK_BATCH: u32 = 64;
-
 impl Context {
     /// Creates a completion queue with at least `min_entries` entries, optionally reporting
     /// completion events to `channel` (`ibv_create_cq`).
@@ -290,13 +289,15 @@ impl Context {
         // by the CQ.
         let raw = unsafe { ffi::ibv_create_cq(self.as_raw(), cqe, std::ptr::null_mut(), chan, 0) };
         let raw = check_ptr("ibv_create_cq", raw)?;
+        if let Some(channel) = channel {
+            channel.register(raw.as_ptr());
+        }
         Ok(CompletionQueue {
             inner: Arc::new(CqInner {
                 raw,
                 ctx: self.clone(),
                 channel: channel.cloned(),
             }),
-            unacked: 0,
         })
     }
 }
@@ -321,6 +322,13 @@ impl CompletionQueue {
     /// part; empty when there are none. Allocates nothing.
     #[inline]
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
+        let n = self.poll_count(wc)?;
+        Ok(&mut wc[..n])
+    }
+
+    /// [`poll`](Self::poll), returning how many entries were filled.
+    #[inline]
+    fn poll_count(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         let len = wc.len();
         let max = i32::try_from(len).unwrap_or(i32::MAX);
         // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
@@ -328,7 +336,7 @@ impl CompletionQueue {
         let n = unsafe { ffi::ibv_poll_cq(self.as_raw(), max, wc.as_mut_ptr().cast()) };
         match usize::try_from(n) {
             // The provider returns at most `max`.
-            Ok(n) => Ok(&mut wc[..n.min(len)]),
+            Ok(n) => Ok(n.min(len)),
             Err(_) => Err(poll_error(n)),
         }
     }
@@ -341,59 +349,66 @@ impl CompletionQueue {
         check("ibv_req_notify_cq", rc)
     }
 
-    /// Blocks until the CQ's channel delivers an event for this CQ (`ibv_get_cq_event`),
-    /// then re-arms nothing: call [`req_notify`](Self::req_notify) and poll.
+    /// Polls completions, sleeping on the channel while there are none: polls; if empty,
+    /// arms the CQ ([`req_notify`](Self::req_notify)), polls again (a completion that came
+    /// before the arm has no event) and waits for an event; repeats. Returns the filled part
+    /// of `wc`, which is empty only when `timeout` (if any) passed first.
     ///
-    /// Events are acknowledged in batches (`ibv_ack_cq_events`). If the channel is shared
-    /// and delivers another CQ's event, that event is acknowledged and skipped. With a
-    /// non-blocking channel this returns `Ok(false)` when no event is pending.
-    pub fn wait(&mut self) -> Result<bool> {
-        let Some(channel) = self.inner.channel.clone() else {
-            return Err(Error::InvalidArgument {
+    /// A CQ without a channel is polled in a busy loop instead.
+    pub fn poll_wait<'w>(
+        &self,
+        wc: &'w mut [WorkCompletion],
+        timeout: Option<Duration>,
+    ) -> Result<&'w mut [WorkCompletion]> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let n = loop {
+            let n = self.poll_count(wc)?;
+            if n > 0 || wc.is_empty() {
+                break n;
+            }
+            let Some(channel) = &self.inner.channel else {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break 0;
+                }
+                std::hint::spin_loop();
+                continue;
+            };
+            self.req_notify(false)?;
+            let n = self.poll_count(wc)?;
+            if n > 0 || !channel.take_event(self.as_raw(), deadline)? {
+                break n;
+            }
+        };
+        Ok(&mut wc[..n])
+    }
+
+    /// Blocks until the CQ's channel has an event for this CQ and takes it
+    /// (`ibv_get_cq_event`, `ibv_ack_cq_events`). Arm the CQ first
+    /// ([`req_notify`](Self::req_notify)) and poll after; [`poll_wait`](Self::poll_wait)
+    /// does all three.
+    ///
+    /// On a channel shared by several CQs, an event read here for another CQ is kept for
+    /// that CQ's next wait.
+    pub fn wait(&self) -> Result<()> {
+        self.channel()?.take_event(self.as_raw(), None)?;
+        Ok(())
+    }
+
+    /// As [`wait`](Self::wait), giving up after `timeout` (0: only takes an event that is
+    /// already there). True if an event was taken.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.channel()?
+            .take_event(self.as_raw(), Some(Instant::now() + timeout))
+    }
+
+    fn channel(&self) -> Result<&CompletionChannel> {
+        self.inner
+            .channel
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument {
                 what: "completion queue",
                 reason: "it was created without a completion channel".into(),
-            });
-        };
-        loop {
-            let mut cq = std::ptr::null_mut();
-            let mut cq_ctx = std::ptr::null_mut();
-            // SAFETY: the channel is live; the out pointers are valid.
-            let rc = unsafe { ffi::ibv_get_cq_event(channel.as_raw(), &mut cq, &mut cq_ctx) };
-            if rc != 0 {
-                let err = std::io::Error::last_os_error();
-                if err.kind() == std::io::ErrorKind::WouldBlock {
-                    return Ok(false);
-                }
-                return Err(Error::Verb {
-                    verb: "ibv_get_cq_event",
-                    source: err,
-                });
-            }
-            if cq == self.as_raw() {
-                self.unacked += 1;
-                if self.unacked >= ACK_BATCH {
-                    self.ack();
-                }
-                return Ok(true);
-            }
-            // SAFETY: the event is for another live CQ on this channel; its destruction
-            // waits for this acknowledgement.
-            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-        }
-    }
-
-    fn ack(&mut self) {
-        if self.unacked > 0 {
-            // SAFETY: the CQ is live and `unacked` events were taken for it.
-            unsafe { ffi::ibv_ack_cq_events(self.as_raw(), self.unacked) };
-            self.unacked = 0;
-        }
-    }
-}
-
-impl Drop for CompletionQueue {
-    fn drop(&mut self) {
-        self.ack();
+            })
     }
 }
 

@@ -37,15 +37,19 @@
 //! | [`Context`] | `ibv_context` | `ibv_open_device` | |
 //! | [`ProtectionDomain`] | `ibv_pd` | `ibv_alloc_pd` | context |
 //! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr` | PD, its memory |
-//! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD |
+//! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD, every region it was bound to |
 //! | [`CompletionChannel`] | `ibv_comp_channel` | `ibv_create_comp_channel` | context |
 //! | [`CompletionQueue`] | `ibv_cq` | `ibv_create_cq` | context, channel |
 //! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
 //! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
 //!
-//! Objects that are shared (context, PD, channel, SRQ) are reference-counted handles; the
-//! count is touched when objects are created and dropped, never on the data path. Objects
+//! Objects that are shared (context, PD, channel, SRQ, a region's registration) are
+//! reference-counted handles; the count is touched when objects are created, bound and
+//! dropped, never on the data path. A memory window keeps each region it was bound to
+//! registered until the window is dropped (`ibv_dealloc_mw` first, then `ibv_dereg_mr`),
+//! because a region cannot be deregistered while a window is bound to it. A channel may
+//! serve any number of CQs; each event reaches the CQ it belongs to. Objects
 //! of different contexts or PDs cannot be combined: creating a QP with a CQ of another
 //! context, a CQ with another context's channel, or binding a window to another PD's region
 //! fails with [`Error::Mismatch`].
@@ -59,21 +63,39 @@
 //!    [`MemoryRegion`] owns its buffer (an [`AlignedBuffer`], `Vec<u8>`, `Box<[u8]>`, or any
 //!    [`RegistrableMemory`]). Dropping it calls `ibv_dereg_mr` first, which revokes every
 //!    lkey and rkey of the region, and frees the buffer only if that succeeded (a failed
-//!    deregistration leaks it). So a work request still in flight when its region is
-//!    dropped fails with a protection error instead of touching freed memory, and memory can
-//!    be neither freed nor reused under the HCA. Borrowed memory (`&mut [u8]`) is not
+//!    deregistration leaks it). A memory window bound to the region holds the
+//!    registration, so the region is deregistered only after its last window is
+//!    deallocated. So a work request still in flight when its region is dropped fails
+//!    with a protection error instead of touching freed memory, and memory can be neither
+//!    freed nor reused under the HCA or a peer. Borrowed memory (`&mut [u8]`) is not
 //!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
-//! 2. **Registered memory is never handed out as `&[u8]` / `&mut [u8]`.** The HCA or a
-//!    peer may change it at any time, which a Rust reference forbids. Safe access is by copy
-//!    ([`MemoryRegion::read`], [`MemoryRegion::write`]), ordered against the HCA by
-//!    completions exactly as in C; the `unsafe` [`MemoryRegion::as_slice`] /
-//!    [`MemoryRegion::as_mut_slice`] are there for callers who can prove no DMA is running.
+//! 2. **Registered memory is reached only through atomic accesses, never through a
+//!    reference.** The HCA or a peer may change it at any time, which a Rust reference
+//!    forbids, and which would be a data race for any plain load or store. Safe access is
+//!    by copy: [`MemoryRegion::read`], [`MemoryRegion::write`] and [`MemoryRegion::read_u8`]
+//!    use relaxed atomic loads and stores (aligned machine words for the bulk, single bytes
+//!    at the ends). From the Rust side this is race-free: all accesses are atomic, and the
+//!    writes need `&mut`. A copy that overlaps a DMA or a peer's write may see or leave a
+//!    mix of old and new bytes; which one is ordered by completions exactly as in C (the
+//!    provider's barriers in `ibv_poll_cq`). What this does not claim: the HCA is not a
+//!    Rust thread, so the language's memory model does not describe its writes; the crate
+//!    treats it like another process writing shared memory byte by byte, the usual model
+//!    for memory shared with hardware. While registered, the buffer (from the Rust
+//!    allocator, or a `Vec` / `Box`) is never reached through a reference; its length is
+//!    read once, at registration. The `unsafe` [`MemoryRegion::as_slice`] /
+//!    [`MemoryRegion::as_mut_slice`] are there for callers who can prove no DMA is running
+//!    and no peer or window has access.
 //! 3. **Work requests carry only checked references.** A scatter/gather entry ([`Sge`]) is
 //!    made from a region with its range checked, and borrows the region while the request is
 //!    built and posted; the provider copies requests at post time, so nothing posted points
 //!    into Rust memory afterwards except through the region's keys (rule 1). Remote
 //!    addresses and keys are plain numbers: the remote HCA checks them, so a wrong one gives
 //!    a `REM_ACCESS_ERR` completion, never memory corruption.
+//!
+//! Destructors never panic: a failed destroy call is counted and reported on stderr with
+//! write errors ignored ([`drop_error`]), so a destructor running during an unwind cannot
+//! abort the process. Completion events are acknowledged (`ibv_ack_cq_events`) by the
+//! thread that reads them, at once, so `ibv_destroy_cq` never waits forever for one.
 //!
 //! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a
 //! [`PreparedQueuePair`] in INIT, which can post receives and tell its [`Endpoint`] but has
@@ -83,8 +105,9 @@
 //! What this costs on the data path: posting links the `next` pointers of the request list
 //! and calls the provider; polling writes completions into the caller's buffer, which
 //! [`WorkCompletion`] shares the layout of. Neither allocates or touches a reference count.
-//! Copies through [`MemoryRegion::read`] / [`MemoryRegion::write`] cost a `memcpy`, which
-//! the `unsafe` slice accessors avoid.
+//! Copies through [`MemoryRegion::read`] / [`MemoryRegion::write`] run a word-at-a-time
+//! atomic copy, which the compiler does not vectorize (so slower than `memcpy` on large
+//! buffers); the `unsafe` slice accessors avoid it.
 //!
 //! The raw path stays open: every type has `as_raw()`, and [`ffi`] is the complete
 //! `ibverbs-sys` binding, including Rust ports of the `static inline` verbs.
@@ -144,25 +167,50 @@
 //! let mr = pd.register(&mut buf[..], ibverbs::AccessFlags::LOCAL_WRITE)?;
 //! # Ok(()) }
 //! ```
-//! Registered memory is not reachable as a slice without `unsafe`:
+//! Registered memory is not reachable as a slice without `unsafe`, nor by indexing:
 //! ```compile_fail,E0133
 //! # fn f(mr: ibverbs::MemoryRegion) {
 //! let bytes: &[u8] = mr.as_slice();
 //! # }
 //! ```
+//! ```compile_fail,E0608
+//! # fn f(mr: ibverbs::MemoryRegion) {
+//! let byte: u8 = mr[0];
+//! # }
+//! ```
+//!
+//! # Issue 12: how each case was closed
+//! - **Case 4**, *completion events lost on a shared channel*: made correct at run time.
+//!   The channel counts each event it reads for the CQ it belongs to (under a lock, one
+//!   reader of the fd at a time) and acknowledges it exactly once, at once; a CQ's wait
+//!   takes its own events only. [`CompletionQueue::poll_wait`] is the race-free
+//!   arm / poll / wait loop, and [`CompletionQueue::wait`] /
+//!   [`CompletionQueue::wait_timeout`] replace the `bool` that depended on the blocking
+//!   mode (the fd is always non-blocking).
+//! - **Case 5**, *a bound window blocks deregistration*: by shared ownership. Binding
+//!   stores the region's registration in the window, so dropping the region while a
+//!   window is bound only drops a handle, and `ibv_dereg_mr` runs after `ibv_dealloc_mw`.
+//!   The one call that needs the deregistration at once, [`MemoryRegion::deregister`],
+//!   returns [`Error::InvalidArgument`] instead, before reaching the provider.
+//! - **Case 6**, *`Drop` can panic*: the report writes with `writeln!` and ignores the
+//!   error ([`drop_error`]); the failure is still counted.
+//! - **Case 8**, *non-atomic copies of registered memory*: rule 2 above; reaching the
+//!   memory as a reference or by indexing does not compile (E0133, E0608 above).
 //!
 //! # Errors
 //! Every fallible call returns [`Error`], which names the verb and carries the errno, or
 //! names the argument that was out of range. Work completions carry their status
 //! ([`WcStatus`]); [`WorkCompletion::ok`] turns a failed one into [`Error::Completion`].
-//! Destroy calls cannot return errors from `Drop`; a failure is printed to stderr and
-//! counted by [`drop_error::count`], which the test suite asserts to stay 0.
+//! Destroy calls cannot return errors from `Drop`; a failure is written to stderr (a write
+//! error is ignored) and counted by [`drop_error::count`], which the test suite asserts to
+//! stay 0.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 
 pub use ibverbs_sys as ffi;
 
 mod ah;
 mod async_event;
+mod atomic_copy;
 mod channel;
 mod context;
 mod cq;

@@ -1,18 +1,23 @@
 //! Memory regions: `struct ibv_mr`, and the buffers they register.
 //!
-//! A [`MemoryRegion`] owns (or exclusively borrows) the memory it registers and deregisters it
-//! before giving the memory back, so the HCA can never touch memory Rust has freed or reused.
-//! While registered, the memory is shared with the HCA and possibly remote peers, so it is
-//! reached only by copies ([`MemoryRegion::read`], [`MemoryRegion::write`]) or through the
-//! `unsafe` slice accessors, never through references that Rust would assume stable.
+//! A [`MemoryRegion`] owns the memory it registers and deregisters it before giving the
+//! memory back, so the HCA can never touch memory Rust has freed or reused. While registered,
+//! the memory is shared with the HCA and possibly remote peers, so it is reached only by
+//! atomic copies ([`MemoryRegion::read`], [`MemoryRegion::write`]) or through the `unsafe`
+//! slice accessors, never through references that Rust would assume stable.
+//!
+//! The registration is shared with the memory windows bound to it: it ends
+//! (`ibv_dereg_mr`) when the region and every window bound to it are gone.
 
 use std::alloc::{self, Layout};
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use bitflags::bitflags;
 
+use crate::atomic_copy;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
@@ -139,22 +144,40 @@ fn page_size() -> usize {
     usize::try_from(size).unwrap_or(4096)
 }
 
-/// A registered memory region (`ibv_reg_mr`) over memory it owns or exclusively borrows.
+/// A registered memory region (`ibv_reg_mr`) over memory it owns.
 ///
-/// Dropping it deregisters the region (`ibv_dereg_mr`) and then drops the memory. Should
+/// Dropping it deregisters the region (`ibv_dereg_mr`) and then drops the memory; a memory
+/// window bound to the region delays both until the window is deallocated. Should
 /// deregistration fail, the memory is leaked rather than freed under the HCA.
 pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
+    reg: Arc<Registration<B>>,
+}
+
+/// The registration, shared with the memory windows bound to it.
+pub(crate) struct Registration<B: RegistrableMemory> {
     raw: NonNull<ffi::ibv_mr>,
-    // Dropped by hand, after deregistration.
+    len: usize,
+    // Dropped by hand, after deregistration; never reached through a reference meanwhile.
     buf: std::mem::ManuallyDrop<B>,
     pd: ProtectionDomain,
 }
 
 // SAFETY: the MR handle may be used from any thread; the memory is only reached through
-// copies under &self / &mut self, as for B itself.
-unsafe impl<B: RegistrableMemory + Send> Send for MemoryRegion<B> {}
-// SAFETY: &self methods only read the memory (or the MR's keys); writes need &mut self.
-unsafe impl<B: RegistrableMemory + Sync> Sync for MemoryRegion<B> {}
+// atomic copies, and B itself only when it is dropped (hence B: Send).
+unsafe impl<B: RegistrableMemory + Send> Send for Registration<B> {}
+// SAFETY: &Registration gives no access to B, and the memory only through atomic copies.
+unsafe impl<B: RegistrableMemory + Send> Sync for Registration<B> {}
+
+impl<B: RegistrableMemory> Drop for Registration<B> {
+    fn drop(&mut self) {
+        // SAFETY: the MR is registered, and no window is bound to it (each holds an Arc).
+        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
+        if drop_error::report("ibv_dereg_mr", rc) {
+            // SAFETY: dropped exactly once, after the HCA lost access to it.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.buf) };
+        }
+    }
+}
 
 impl ProtectionDomain {
     /// Allocates a zeroed, page-aligned buffer of `len` bytes and registers it.
@@ -184,9 +207,12 @@ impl ProtectionDomain {
             unsafe { ffi::ibv_reg_mr(self.as_raw(), buf.as_mut_ptr().cast(), buf.len(), bits) };
         let raw = check_ptr("ibv_reg_mr", raw)?;
         Ok(MemoryRegion {
-            raw,
-            buf: std::mem::ManuallyDrop::new(buf),
-            pd: self.clone(),
+            reg: Arc::new(Registration {
+                raw,
+                len: buf.len(),
+                buf: std::mem::ManuallyDrop::new(buf),
+                pd: self.clone(),
+            }),
         })
     }
 }
@@ -194,40 +220,47 @@ impl ProtectionDomain {
 impl<B: RegistrableMemory> MemoryRegion<B> {
     /// The raw `ibv_mr`, valid while the region lives.
     pub fn as_raw(&self) -> *mut ffi::ibv_mr {
-        self.raw.as_ptr()
+        self.reg.raw.as_ptr()
     }
 
     /// The protection domain the region is registered in.
     pub fn pd(&self) -> &ProtectionDomain {
-        &self.pd
+        &self.reg.pd
+    }
+
+    /// The registration, for a window to keep while bound to it.
+    pub(crate) fn registration(&self) -> &Arc<Registration<B>> {
+        &self.reg
+    }
+
+    fn mr(&self) -> &ffi::ibv_mr {
+        // SAFETY: the MR is registered while self.reg lives.
+        unsafe { self.reg.raw.as_ref() }
     }
 
     /// The local key, for scatter/gather entries.
     pub fn lkey(&self) -> u32 {
-        // SAFETY: the MR is registered.
-        unsafe { self.raw.as_ref() }.lkey
+        self.mr().lkey
     }
 
     /// The remote key, for peers.
     pub fn rkey(&self) -> u32 {
-        // SAFETY: the MR is registered.
-        unsafe { self.raw.as_ref() }.rkey
+        self.mr().rkey
     }
 
     /// Start address of the region.
     pub fn addr(&self) -> u64 {
-        // SAFETY: the MR is registered.
-        unsafe { self.raw.as_ref() }.addr as u64
+        self.mr().addr as u64
     }
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.reg.len
     }
 
     /// Whether the region is empty (never: empty regions are rejected).
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.reg.len == 0
     }
 
     /// What a peer needs to access the whole region: address, length and rkey.
@@ -253,45 +286,47 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         Ok(Sge::new(addr, length, self.lkey()))
     }
 
-    /// Copies `data` into the region at `offset`.
+    /// Copies `data` into the region at `offset`, with relaxed atomic stores.
     ///
     /// The HCA may be reading or writing the same bytes (a posted WR, a peer's RDMA write):
     /// ordering against it comes from completions, as in C.
     pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
         let (start, _) = self.bounds(offset..offset.saturating_add(data.len()))?;
-        // SAFETY: the destination lies inside the memory we own exclusively (&mut self); no
-        // Rust reference to it exists, and the source is a separate borrow.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(start), data.len()) };
+        // SAFETY: the destination lies inside the registered memory, which is only ever
+        // accessed atomically while registered.
+        unsafe { atomic_copy::store(self.base().add(start), data) };
         Ok(())
     }
 
-    /// Copies bytes from the region at `offset` into `out`.
+    /// Copies bytes from the region at `offset` into `out`, with relaxed atomic loads.
+    ///
+    /// A peer or the HCA writing meanwhile may leave `out` with a mix of old and new bytes;
+    /// read after the completion that says the data is there, as in C.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let (start, _) = self.bounds(offset..offset.saturating_add(out.len()))?;
-        // SAFETY: the source lies inside the registered memory, which no Rust reference
-        // covers; writers on the Rust side need &mut self.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.base().add(start), out.as_mut_ptr(), out.len())
-        };
+        // SAFETY: the source lies inside the registered memory, which is only ever accessed
+        // atomically while registered.
+        unsafe { atomic_copy::load(self.base().add(start), out) };
         Ok(())
     }
 
-    /// Reads the byte at `offset` with a volatile load, so that a loop waiting for the HCA
-    /// or a peer to change it (the last byte of an RDMA write, as `ib_write_lat` polls)
+    /// Reads the byte at `offset` with a relaxed atomic load, so that a loop waiting for the
+    /// HCA or a peer to change it (the last byte of an RDMA write, as `ib_write_lat` polls)
     /// reads memory every time instead of a value the compiler kept.
     #[inline]
-    pub fn read_volatile_u8(&self, offset: usize) -> Result<u8> {
+    pub fn read_u8(&self, offset: usize) -> Result<u8> {
         let (start, _) = self.bounds(offset..offset.saturating_add(1))?;
-        // SAFETY: the byte lies inside the registered memory, which no Rust reference
-        // covers; a volatile load of a u8 is always aligned.
-        Ok(unsafe { std::ptr::read_volatile(self.base().add(start)) })
+        // SAFETY: the byte lies inside the registered memory, which is only ever accessed
+        // atomically while registered.
+        Ok(unsafe { atomic_copy::load_u8(self.base().add(start)) })
     }
 
     /// The region's bytes as a slice.
     ///
     /// # Safety
     /// Nothing may write the memory while the slice lives: no posted receive, RDMA read
-    /// response or atomic targets it, and no peer holds remote write or atomic access to it.
+    /// response or atomic targets it, and no peer holds remote write or atomic access to it
+    /// (through the region's rkey or a window bound to it).
     pub unsafe fn as_slice(&self) -> &[u8] {
         // SAFETY: the memory is valid for len bytes; the caller excludes writers.
         unsafe { std::slice::from_raw_parts(self.base(), self.len()) }
@@ -301,29 +336,39 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// # Safety
     /// Nothing else may read or write the memory while the slice lives: no posted work
-    /// request references it and no peer holds remote access to it.
+    /// request references it and no peer holds remote access to it (through the region's
+    /// rkey or a window bound to it).
     pub unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: the memory is valid for len bytes and exclusively ours (&mut self); the
-        // caller excludes the HCA.
+        // SAFETY: the memory is valid for len bytes; on the Rust side only this handle
+        // reaches it (windows hold the registration, not the memory), and &mut self
+        // excludes its other users; the caller excludes the HCA and peers.
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }
 
-    /// Deregisters the region and gives the memory back.
+    /// Deregisters the region (`ibv_dereg_mr`) and gives the memory back.
+    ///
+    /// Fails with [`Error::InvalidArgument`] while a memory window is bound to the region;
+    /// the region is then deregistered, and the memory dropped, when the last such window
+    /// is deallocated.
     pub fn deregister(self) -> Result<B> {
-        let mut this = std::mem::ManuallyDrop::new(self);
+        let reg = Arc::try_unwrap(self.reg).map_err(|_| Error::InvalidArgument {
+            what: "memory region",
+            reason: "a memory window is bound to it; it is deregistered when the window is \
+                     deallocated"
+                .into(),
+        })?;
+        let mut reg = std::mem::ManuallyDrop::new(reg);
         // SAFETY: the MR is registered and not used after this.
-        let rc = unsafe { ffi::ibv_dereg_mr(this.raw.as_ptr()) };
-        // SAFETY: `this` is never dropped, so pd is read out exactly once.
-        let pd = unsafe { std::ptr::read(&this.pd) };
-        drop(pd);
+        let rc = unsafe { ffi::ibv_dereg_mr(reg.raw.as_ptr()) };
+        // SAFETY: `reg` is never dropped, so pd is read out exactly once.
+        drop(unsafe { std::ptr::read(&reg.pd) });
         crate::error::check("ibv_dereg_mr", rc)?;
         // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
-        Ok(unsafe { std::mem::ManuallyDrop::take(&mut this.buf) })
+        Ok(unsafe { std::mem::ManuallyDrop::take(&mut reg.buf) })
     }
 
     fn base(&self) -> *mut u8 {
-        // SAFETY: the MR is registered; addr is the start of buf's memory.
-        unsafe { self.raw.as_ref() }.addr.cast()
+        self.mr().addr.cast()
     }
 
     /// Resolves `range` to `start..end` inside the region.
@@ -352,17 +397,6 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
             });
         }
         Ok((start, end))
-    }
-}
-
-impl<B: RegistrableMemory> Drop for MemoryRegion<B> {
-    fn drop(&mut self) {
-        // SAFETY: the MR is registered and not used after this.
-        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
-        if drop_error::report("ibv_dereg_mr", rc) {
-            // SAFETY: dropped exactly once, after the HCA lost access to it.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.buf) };
-        }
     }
 }
 

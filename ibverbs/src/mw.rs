@@ -1,9 +1,16 @@
 //! Memory windows: `struct ibv_mw`, remote access to part of a region, granted and revoked
 //! without re-registering.
+//!
+//! A window keeps every region it was bound to registered until it is deallocated: a region
+//! cannot be deregistered while a window is bound to it (`ibv_dereg_mr` fails with EINVAL),
+//! and a bind's outcome is known only from its completion, so the window holds the
+//! region's registration from the bind call on. `ibv_dealloc_mw` invalidates the window;
+//! then the regions are released.
 
 use std::fmt;
 use std::ops::RangeBounds;
 use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::drop_error;
 use crate::error::{check, check_ptr, Result};
@@ -22,9 +29,13 @@ pub enum MwType {
     Type2,
 }
 
-/// A memory window (`ibv_alloc_mw`).
+/// A memory window (`ibv_alloc_mw`). It keeps the regions it is bound to registered until
+/// it is dropped (`ibv_dealloc_mw`).
 pub struct MemoryWindow {
     raw: NonNull<ffi::ibv_mw>,
+    /// The registrations of the regions the window was bound to; dropped after the window
+    /// is deallocated, before the PD.
+    regions: Mutex<Vec<Arc<dyn Send + Sync>>>,
     pd: ProtectionDomain,
 }
 
@@ -44,6 +55,7 @@ impl ProtectionDomain {
         let raw = unsafe { ffi::ibv_alloc_mw(self.as_raw(), kind) };
         Ok(MemoryWindow {
             raw: check_ptr("ibv_alloc_mw", raw)?,
+            regions: Mutex::default(),
             pd: self.clone(),
         })
     }
@@ -60,6 +72,18 @@ impl MemoryWindow {
     pub fn rkey(&self) -> u32 {
         // SAFETY: the MW is live.
         unsafe { self.raw.as_ref() }.rkey
+    }
+
+    /// Keeps `mr` registered until the window is deallocated.
+    fn keep<B: RegistrableMemory + Send + 'static>(&self, mr: &MemoryRegion<B>) {
+        let reg: Arc<dyn Send + Sync> = mr.registration().clone();
+        // Nothing panics while holding the lock; a poisoned list is still consistent.
+        let mut regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
+        let same =
+            |kept: &Arc<dyn Send + Sync>| std::ptr::addr_eq(Arc::as_ptr(kept), Arc::as_ptr(&reg));
+        if !regions.iter().any(same) {
+            regions.push(reg);
+        }
     }
 }
 
@@ -79,8 +103,9 @@ impl fmt::Debug for MemoryWindow {
     }
 }
 
-/// The `ibv_mw_bind_info` for `range` of `mr`, checked to lie in the region and share the PD.
-fn bind_info<B: RegistrableMemory>(
+/// The `ibv_mw_bind_info` for `range` of `mr`, checked to lie in the region and share the PD;
+/// the window keeps the region registered from here on.
+fn bind_info<B: RegistrableMemory + Send + 'static>(
     mw: &MemoryWindow,
     mr: &MemoryRegion<B>,
     range: impl RangeBounds<usize>,
@@ -88,6 +113,7 @@ fn bind_info<B: RegistrableMemory>(
 ) -> Result<ffi::ibv_mw_bind_info> {
     mw.pd.check_same(mr.pd(), "memory region")?;
     let sge = mr.sge(range)?;
+    mw.keep(mr);
     Ok(ffi::ibv_mw_bind_info {
         mr: mr.as_raw(),
         addr: sge.addr(),
@@ -99,8 +125,8 @@ fn bind_info<B: RegistrableMemory>(
 impl QueuePair {
     /// Binds a type 1 window to `range` of `mr` with remote `access` (`ibv_bind_mw`), and
     /// returns the memory a peer may now reach through it. The bind completes on the send
-    /// CQ with `wr_id`.
-    pub fn bind_mw<B: RegistrableMemory>(
+    /// CQ with `wr_id`. The window keeps `mr` registered until it is dropped.
+    pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         &self,
         mw: &mut MemoryWindow,
         mr: &MemoryRegion<B>,
@@ -128,8 +154,9 @@ impl QueuePair {
 impl<'a> SendRequest<'a> {
     /// A type 2 window bind (`IBV_WR_BIND_MW`) of `range` of `mr` with remote `access`,
     /// under the new key `rkey` (make it with [`ffi::ibv_inc_rkey`] from the window's
-    /// current key). The peer may use the window once the request completes.
-    pub fn bind_mw<B: RegistrableMemory>(
+    /// current key). The peer may use the window once the request completes. The window
+    /// keeps `mr` registered until it is dropped.
+    pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         wr_id: u64,
         mw: &'a MemoryWindow,
         mr: &'a MemoryRegion<B>,

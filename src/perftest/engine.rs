@@ -1,7 +1,6 @@
 //! The measured loops, one per perftest `run_iter_*` function: what is posted when, what is
 //! timestamped, and how completions are counted.
 
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use ibverbs::{
@@ -170,42 +169,20 @@ impl Timer {
 }
 
 /// Polls `cq`. With events (`-e`) and nothing there, sleeps on the channel until a
-/// completion is signalled; perftest's `ctx_notify_events` before each poll, without the
-/// race of arming after the wait.
+/// completion is signalled (`CompletionQueue::poll_wait`: perftest's `ctx_notify_events`
+/// before each poll, without the race of arming after the wait).
 fn poll_cq(cq: &mut Cq, wc: &mut [WorkCompletion], wd: &mut Watchdog<'_>) -> Result<usize> {
-    let n = cq.cq.poll(wc).ctx("poll CQ failed")?.len();
-    let Some(channel) = &cq.channel else {
-        return Ok(n);
-    };
-    if n > 0 {
-        return Ok(n);
+    if cq.channel.is_none() {
+        return Ok(cq.cq.poll(wc).ctx("poll CQ failed")?.len());
     }
-    cq.cq
-        .req_notify(false)
-        .ctx("Couldn't request CQ notification")?;
-    let n = cq.cq.poll(wc).ctx("poll CQ failed")?.len();
-    if n > 0 {
-        return Ok(n);
-    }
-    let fd = channel.as_raw_fd();
     loop {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is one valid pollfd for the duration of the call, and the channel
-        // keeps `fd` open.
-        let rc = unsafe { libc::poll(&mut pfd, 1, 1000) };
-        if rc > 0 {
-            cq.cq.wait().ctx("Failed to get cq_event")?;
-            return Ok(cq.cq.poll(wc).ctx("poll CQ failed")?.len());
-        }
-        if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::new(format!(
-                "waiting for a completion event: {}",
-                std::io::Error::last_os_error()
-            )));
+        let n = cq
+            .cq
+            .poll_wait(wc, Some(Duration::from_secs(1)))
+            .ctx("Failed to get cq_event")?
+            .len();
+        if n > 0 {
+            return Ok(n);
         }
         wd.check()?;
     }
@@ -1024,7 +1001,7 @@ pub fn lat_write(
             let mut spins = 0u32;
             while res
                 .mr
-                .read_volatile_u8(poll_byte)
+                .read_u8(poll_byte)
                 .ctx("reading the receive buffer")?
                 != want
             {
