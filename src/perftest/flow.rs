@@ -8,12 +8,12 @@ use crate::cli::Output;
 
 use super::clock::Clock;
 use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
-use super::params::{Conn, Params, ATOMIC_SIZE, MAX_SIZE, RESULT_LINE};
+use super::params::{Params, ATOMIC_SIZE, MAX_SIZE};
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
-use super::report::{self, Info};
+use super::report::{self, Info, RESULT_LINE};
 use super::stats::{self, BwReport, BwSamples, BwShape};
+use super::types::{Conn, Error, Result, Test, Verb};
 use super::wire::{self, Peer, Record, ReportMsg, Summary};
-use super::{Error, Result, Test, Verb};
 
 /// How long each setup exchange may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);

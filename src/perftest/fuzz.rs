@@ -15,11 +15,11 @@ use proptest::sample::Index;
 
 use crate::fuzz::{argv, config, number_text};
 
-use super::params::{Command, Conn, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use super::params::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
 use super::report;
 use super::stats::BwReport;
+use super::types::{Conn, Test, Verb};
 use super::wire::{self, Peer, Record, ReportMsg, Summary, RECORD_LEN, RECORD_LEN_GID};
-use super::{Test, Verb};
 
 fn test() -> impl Strategy<Value = Test> {
     prop::sample::select(Test::ALL.to_vec())

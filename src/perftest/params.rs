@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use clap::{CommandFactory, Parser};
 
-use super::{Error, Result, Test, Verb};
+use super::report::RESULT_LINE;
+use super::types::{AtomicOp, Conn, Error, Result, Test, Verb};
 
 /// perftest's default TCP port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -24,10 +25,6 @@ const UC_MAX_RX: u64 = 16000;
 const PEAK_ITERS_LIMIT: u64 = 20000;
 /// Largest inline size on UD (`MAX_INLINE_UD`).
 pub const MAX_INLINE_UD: u32 = 884;
-
-/// The separator line perftest prints around its tables.
-pub const RESULT_LINE: &str =
-    "---------------------------------------------------------------------------------------\n";
 
 /// The options, as perftest spells them. Values are taken as text and checked the way
 /// perftest checks them (C integer syntax: decimal, `0x` hex, leading-`0` octal).
@@ -151,47 +148,6 @@ pub struct Args {
     /// The server to connect to; none to be the server.
     #[arg(value_name = "host")]
     pub hosts: Vec<String>,
-}
-
-/// The transport of the test's QPs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Conn {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-impl Conn {
-    /// perftest's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Conn::Rc => "RC",
-            Conn::Uc => "UC",
-            Conn::Ud => "UD",
-        }
-    }
-}
-
-/// The atomic operation of the atomic tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicOp {
-    /// Compare and swap.
-    CmpAndSwap,
-    /// Fetch and add.
-    FetchAndAdd,
-}
-
-impl AtomicOp {
-    /// perftest's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            AtomicOp::CmpAndSwap => "CMP_AND_SWAP",
-            AtomicOp::FetchAndAdd => "FETCH_AND_ADD",
-        }
-    }
 }
 
 /// Everything the command line decides, with perftest's defaults and dependencies applied.

@@ -10,9 +10,10 @@ use ibverbs::{
     ProtectionDomain, QpType, QueuePair, Route, Transport,
 };
 
-use super::params::{Conn, Params, RESULT_LINE};
+use super::params::Params;
+use super::report::RESULT_LINE;
+use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
-use super::{Ctx as _, Error, Result, Test, Verb};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const GRH: usize = 40;

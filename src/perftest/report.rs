@@ -4,10 +4,13 @@
 
 use std::fmt::Write as _;
 
-use super::params::{AtomicOp, Conn, RESULT_LINE};
 use super::stats::{c_g, BwReport, LatReport};
+use super::types::{AtomicOp, Conn, Test, Verb};
 use super::wire::Record;
-use super::{Test, Verb};
+
+/// The separator line perftest prints around its tables.
+pub const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------\n";
 
 /// What the server prints before it waits for a client.
 pub const WAITING: &str = "\n************************************\n* Waiting for client to connect... *\n************************************\n";

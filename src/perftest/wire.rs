@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use ibverbs::RemoteMemory;
 
-use super::params::Conn;
-use super::{Error, Result, Test};
+use super::types::{Conn, Error, Result, Test};
 
 /// The version announced to peers. perftest from 6.28 on also swaps a raw C parameter
 /// struct with peers that announce 6.28 or later; announcing 6.06 keeps both sides on the
