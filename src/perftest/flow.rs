@@ -8,7 +8,7 @@ use crate::cli::Output;
 
 use super::clock::Clock;
 use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
-use super::params::{Params, ATOMIC_SIZE, MAX_SIZE};
+use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
 use super::report::{self, Info, RESULT_LINE};
 use super::stats::{self, BwReport, BwSamples, BwShape};

@@ -1,7 +1,7 @@
 //! Bounded fuzzing (proptest) of what a peer or a user feeds the perftest tools: every
 //! message of the out-of-band exchange (`wire`), as arbitrary bytes, as valid messages with
 //! one thing wrong, and as a byte stream from a peer over a loopback socket; and the
-//! command line (`params`), from perftest's options with edge values and random text.
+//! command line (`options`), from perftest's options with edge values and random text.
 //! `crate::fuzz` has the configuration (`PROPTEST_CASES` overrides the case counts).
 
 use std::ffi::OsString;
@@ -15,7 +15,7 @@ use proptest::sample::Index;
 
 use crate::fuzz::{argv, config, number_text};
 
-use super::params::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use super::options::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
 use super::report;
 use super::stats::BwReport;
 use super::types::{Conn, Test, Verb};

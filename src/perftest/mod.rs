@@ -17,7 +17,7 @@
 //! `-A` atomic type, `-u` ACK timeout, `-S` service level, `-H`/`-U` latency samples,
 //! `--report_gbits`, `--out_json [--out_json_file F]`, `--perform_warm_up`, `--ipv6`,
 //! `--report-both`, `--disable_pcie_relaxed`, `-F` (accepted, nothing to do), `-V`, `-h`.
-//! Defaults and the dependencies between options are perftest's (`params`): for example
+//! Defaults and the dependencies between options are perftest's (`options`): for example
 //! large messages (> 8 KiB) turn completion moderation off, post lists set it to the list
 //! size, more than 20000 iterations or `-D` turn the peak off, depths are capped by the
 //! iterations. Not implemented: rdma_cm (`-R`, `-z`), XRC/DC/SRD, multicast, dual port,
@@ -114,7 +114,7 @@ mod engine;
 mod flow;
 #[cfg(test)]
 mod fuzz;
-mod params;
+mod options;
 mod rdma;
 mod report;
 mod stats;

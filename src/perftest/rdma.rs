@@ -10,7 +10,7 @@ use ibverbs::{
     ProtectionDomain, QpType, QueuePair, Route, Transport,
 };
 
-use super::params::Params;
+use super::options::Params;
 use super::report::RESULT_LINE;
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;

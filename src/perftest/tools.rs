@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use crate::cli::Output;
 
 use super::flow;
-use super::params::{Command, Params};
+use super::options::{Command, Params};
 use super::types::Test;
 
 /// Runs `test` with the command line `argv` (program name first): the whole program
