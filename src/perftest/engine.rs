@@ -9,10 +9,11 @@ use ibverbs::{
 };
 
 use super::clock::Clock;
+use super::peer::Peer;
 use super::rdma::{Cq, Layout, Resources, GRH};
 use super::stats::BwSamples;
 use super::types::{AtomicOp, Ctx as _, Error, Result, Verb};
-use super::wire::{Peer, Record};
+use super::wire::Record;
 
 /// How long the data path may go without a completion before the test fails.
 pub const STALL: Duration = Duration::from_secs(20);

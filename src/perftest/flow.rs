@@ -9,11 +9,12 @@ use crate::cli::Output;
 use super::clock::Clock;
 use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
 use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
+use super::peer::Peer;
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
 use super::report::{self, Info, RESULT_LINE};
 use super::stats::{self, BwReport, BwSamples, BwShape};
 use super::types::{Conn, Error, Result, Test, Verb};
-use super::wire::{self, Peer, Record, ReportMsg, Summary};
+use super::wire::{self, Record, ReportMsg, Summary};
 
 /// How long each setup exchange may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);

@@ -16,10 +16,11 @@ use proptest::sample::Index;
 use crate::fuzz::{argv, config, number_text};
 
 use super::options::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use super::peer::Peer;
 use super::report;
 use super::stats::BwReport;
 use super::types::{Conn, Test, Verb};
-use super::wire::{self, Peer, Record, ReportMsg, Summary, RECORD_LEN, RECORD_LEN_GID};
+use super::wire::{self, Record, ReportMsg, Summary, RECORD_LEN, RECORD_LEN_GID};
 
 fn test() -> impl Strategy<Value = Test> {
     prop::sample::select(Test::ALL.to_vec())

@@ -115,6 +115,7 @@ mod flow;
 #[cfg(test)]
 mod fuzz;
 mod options;
+mod peer;
 mod rdma;
 mod report;
 mod stats;
