@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::cli::Output;
 
 use super::clock::Clock;
-use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
+use super::engine::{self, LatSamples, Plan, Target, Watchdog, STALL};
 use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
 use super::peer::Peer;
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
@@ -75,6 +75,17 @@ fn run_timeout(p: &Params, sizes: &[u64]) -> Duration {
     STALL.saturating_add(Duration::from_micros(micros))
 }
 
+impl From<&Record> for Target {
+    /// The peer's buffer and QP a record announces, as the target of this side's requests.
+    fn from(r: &Record) -> Target {
+        Target {
+            vaddr: r.vaddr,
+            rkey: r.rkey,
+            qpn: r.qpn,
+        }
+    }
+}
+
 /// The state of a test after the connection.
 struct Session<'o> {
     p: Params,
@@ -83,7 +94,7 @@ struct Session<'o> {
     peer: Peer,
     res: Resources,
     mine: Vec<Record>,
-    theirs: Vec<Record>,
+    targets: Vec<Target>,
     with_gid: bool,
     info: Info,
     setup: Setup,
@@ -222,7 +233,7 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         peer,
         res,
         mine: records,
-        theirs,
+        targets: theirs.iter().map(Target::from).collect(),
         with_gid,
         info,
         setup,
@@ -239,21 +250,7 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
 
 impl Session<'_> {
     fn plan(&self, size: u64) -> Plan {
-        let verb = self.p.test.verb();
-        Plan {
-            verb,
-            size,
-            iters: self.p.iters,
-            tx_depth: self.p.tx_depth.into(),
-            cq_mod: self.p.cq_mod.into(),
-            post_list: self.p.post_list.into(),
-            no_peak: self.p.no_peak,
-            inline: matches!(verb, Verb::Send | Verb::Write)
-                && size <= u64::from(self.setup.inline_size),
-            atomic: self.p.atomic,
-            duration: self.p.duration.map(|d| (d, self.p.margin)),
-            rx_depth: self.p.rx_depth.into(),
-        }
+        Plan::new(&self.p, size, self.setup.inline_size)
     }
 
     fn shape(&self, size: u64) -> BwShape {
@@ -376,14 +373,14 @@ impl Session<'_> {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             if self.p.warm_up {
-                engine::warm_up(&mut self.res, &plan, &self.theirs, &mut wd)?;
+                engine::warm_up(&mut self.res, &plan, &self.targets, &mut wd)?;
             }
             if self.p.duplex {
                 self.hs0()?;
             }
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
-                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+                engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
             if self.p.duplex && self.p.all_sizes {
                 self.hs0_after_run(&sizes)?;
             }
@@ -421,7 +418,7 @@ impl Session<'_> {
         for &size in &sizes {
             let plan = self.plan(size);
             if !client || self.p.duplex {
-                engine::post_receives(&self.res, size, plan.rx_depth, true)?;
+                engine::post_receives(&self.res.queues, size, plan.rx_depth, true)?;
             }
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
@@ -429,13 +426,13 @@ impl Session<'_> {
                 engine::bw_bidir(
                     &mut self.res,
                     &plan,
-                    &self.theirs,
+                    &self.targets,
                     client,
                     &self.clock,
                     &mut wd,
                 )?
             } else if client {
-                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?
+                engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             } else {
                 engine::bw_recv(&mut self.res, &plan, &self.clock, &mut wd)?
             };
@@ -506,13 +503,13 @@ impl Session<'_> {
         let client = self.p.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
-            engine::post_receives(&self.res, size, plan.rx_depth, false)?;
+            engine::post_receives(&self.res.queues, size, plan.rx_depth, false)?;
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples = engine::lat_send(
                 &mut self.res,
                 &plan,
-                &self.theirs,
+                &self.targets,
                 client,
                 &self.clock,
                 &mut wd,
@@ -534,7 +531,7 @@ impl Session<'_> {
             let samples = engine::lat_write(
                 &mut self.res,
                 &plan,
-                &self.theirs,
+                &self.targets,
                 client,
                 &self.clock,
                 &mut wd,
@@ -563,7 +560,7 @@ impl Session<'_> {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
-                engine::lat_read(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+                engine::lat_read(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
             self.print_lat(size, &samples);
         }
         // The separator comes after the closing exchange, as in perftest.

@@ -15,6 +15,7 @@ use proptest::sample::Index;
 
 use crate::fuzz::{argv, config, number_text};
 
+use super::engine::Target;
 use super::options::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
 use super::peer::Peer;
 use super::report;
@@ -281,7 +282,7 @@ proptest! {
     /// wraps, as perftest's pointer arithmetic does; the peer's device rejects a bad one.
     #[test]
     fn remote_targets_of_any_record(r in record(), offset in any::<u64>(), len in any::<u64>()) {
-        let t = r.remote(offset, len);
+        let t = Target::from(&r).remote(offset, len);
         prop_assert_eq!((t.addr, t.len, t.rkey), (r.vaddr.wrapping_add(offset), len, r.rkey));
     }
 

@@ -389,12 +389,19 @@ pub struct Prepared {
 
 /// The resources of a connected test.
 pub struct Resources {
-    /// The one memory region.
-    pub mr: MemoryRegion,
+    /// The QPs and the memory their requests point at.
+    pub queues: Queues,
     /// Completions of sends (and of everything on non-send tests).
     pub send_cq: Cq,
     /// Completions of receives (send tests).
     pub recv_cq: Option<Cq>,
+}
+
+/// The QPs of a connected test and what their work requests are built from: apart from
+/// the CQs, so that the loops can post while they poll.
+pub struct Queues {
+    /// The one memory region.
+    pub mr: MemoryRegion,
     /// The QPs.
     pub qps: Vec<QueuePair>,
     /// UD: address handles to the peer's QPs.
@@ -562,12 +569,14 @@ impl Prepared {
             }
         }
         Ok(Resources {
-            mr: self.mr,
+            queues: Queues {
+                mr: self.mr,
+                qps,
+                ahs,
+                layout: self.layout,
+            },
             send_cq: self.send_cq,
             recv_cq: self.recv_cq,
-            qps,
-            ahs,
-            layout: self.layout,
         })
     }
 }

@@ -4,8 +4,6 @@
 
 use std::net::Ipv6Addr;
 
-use ibverbs::RemoteMemory;
-
 use super::types::{Conn, Error, Result, Test};
 
 /// The version announced to peers. perftest from 6.28 on also swaps a raw C parameter
@@ -74,17 +72,6 @@ impl Record {
         let mut bytes = s.into_bytes();
         bytes.resize(len, 0);
         bytes
-    }
-
-    /// The `len` bytes at `offset` into the buffer the record announces, as the target of
-    /// RDMA requests. The address wraps around, as perftest's pointer arithmetic: whatever
-    /// address the peer sent, it is the peer's device that rejects a bad one.
-    pub fn remote(&self, offset: u64, len: u64) -> RemoteMemory {
-        RemoteMemory {
-            addr: self.vaddr.wrapping_add(offset),
-            len,
-            rkey: self.rkey,
-        }
     }
 
     /// Parses a record of the form [`Record::encode`] writes; `with_gid` says which.
@@ -538,18 +525,6 @@ mod tests {
             let e = parse_system_data(msg(page), msg(line)).unwrap_err();
             assert!(e.to_string().starts_with("malformed system data"), "{e}");
         }
-    }
-
-    #[test]
-    fn remote_targets_wrap() {
-        let r = Record {
-            vaddr: u64::MAX,
-            rkey: 7,
-            ..Record::default()
-        };
-        // This overflowed: a peer decides the address.
-        let t = r.remote(64, 8);
-        assert_eq!((t.addr, t.len, t.rkey), (63, 8, 7));
     }
 
     #[test]
