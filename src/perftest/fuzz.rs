@@ -175,21 +175,11 @@ fn exchange_with(stream: Vec<u8>, mine: &Record) -> super::Result<()> {
         let theirs = p.hand_shake(mine, with_gid)?;
         report::address("remote", &theirs, Verb::Write);
         let r = p.exchange_reports(&ReportMsg::decode(&[[0; 8]; 5]))?;
-        report::bw_line(&bw_report(&r), false);
+        report::bw_line(&BwReport::from(r), false);
         p.close(mine, with_gid)
     })();
     peer.join().unwrap();
     result
-}
-
-fn bw_report(m: &ReportMsg) -> BwReport {
-    BwReport {
-        size: m.size,
-        iters: m.iters,
-        bw_peak: m.bw_peak,
-        bw_avg: m.bw_avg,
-        msg_rate: m.msg_rate,
-    }
 }
 
 proptest! {
@@ -363,7 +353,7 @@ proptest! {
     fn reports_take_any_bytes(msgs in any::<[[u8; 8]; 5]>(), gbits in any::<bool>()) {
         let m = ReportMsg::decode(&msgs);
         prop_assert_eq!(m.encode(), msgs);
-        let r = bw_report(&m);
+        let r = BwReport::from(m);
         let line = report::bw_line(&r.plus(&r), gbits);
         let size_and_iters = format!(" {:<7}    {}", m.size, m.iters);
         prop_assert!(line.starts_with(&size_and_iters), "{line}");

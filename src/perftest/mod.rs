@@ -111,13 +111,13 @@
 
 mod clock;
 mod engine;
-mod flow;
 #[cfg(test)]
 mod fuzz;
 mod options;
 mod peer;
 mod rdma;
 mod report;
+mod session;
 mod stats;
 mod tools;
 mod types;

@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 
 use clap::{CommandFactory, Parser};
 
-use super::report::RESULT_LINE;
+use super::report::{RunInfo, RESULT_LINE};
+use super::stats::BwShape;
 use super::types::{AtomicOp, Conn, Error, Result, Test, Verb};
+use super::wire::{self, Summary};
 
 /// perftest's default TCP port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -305,10 +307,7 @@ impl Params {
             return Ok(Command::Print(help));
         }
         if args.version {
-            return Ok(Command::Print(format!(
-                "Version: {}\n",
-                super::wire::VERSION
-            )));
+            return Ok(Command::Print(format!("Version: {}\n", wire::VERSION)));
         }
         Params::from_args(test, &args).map(|p| Command::Run(Box::new(p)))
     }
@@ -583,6 +582,67 @@ impl Params {
                 .collect()
         } else {
             vec![self.size]
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What the other rooms need of the parameters
+
+impl Params {
+    /// How the bandwidth results of messages of `size` bytes are computed.
+    pub fn bw_shape(&self, size: u64) -> BwShape {
+        BwShape {
+            size,
+            num_qps: self.num_qps.into(),
+            post_list: self.post_list.into(),
+            cq_mod: self.cq_mod.into(),
+            no_peak: self.no_peak,
+            duration: self.duration.is_some(),
+            gbits: self.gbits,
+        }
+    }
+}
+
+impl From<&Params> for Summary {
+    /// The parameters our peer must share.
+    fn from(p: &Params) -> Summary {
+        let server_takes_part =
+            matches!(p.test, Test::SendBw | Test::SendLat | Test::WriteLat) || p.duplex;
+        let length = p.duration.map_or(p.iters, u64::from);
+        Summary {
+            test: p.test,
+            conn: p.conn,
+            duplex: p.duplex,
+            all_sizes: p.all_sizes,
+            duration_mode: p.duration.is_some(),
+            size: u32::try_from(p.size).unwrap_or(u32::MAX),
+            num_qps: u16::try_from(p.num_qps).unwrap_or(u16::MAX),
+            length_hash: if server_takes_part {
+                wire::length_hash(length)
+            } else {
+                0
+            },
+        }
+    }
+}
+
+impl From<&Params> for RunInfo {
+    /// The options the banner shows.
+    fn from(p: &Params) -> RunInfo {
+        RunInfo {
+            test: p.test,
+            atomic: p.atomic,
+            duplex: p.duplex,
+            post_list: p.post_list,
+            events: p.events,
+            num_qps: p.num_qps,
+            conn: p.conn,
+            relaxed_ordering: p.relaxed_ordering,
+            client: p.is_client(),
+            tx_depth: p.tx_depth,
+            rx_depth: p.rx_depth,
+            cq_mod: p.cq_mod,
         }
     }
 }

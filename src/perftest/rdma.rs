@@ -11,7 +11,7 @@ use ibverbs::{
 };
 
 use super::options::Params;
-use super::report::RESULT_LINE;
+use super::report::{PortInfo, RESULT_LINE};
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
 
@@ -101,6 +101,20 @@ impl Device {
             "Ethernet"
         } else {
             "IB"
+        }
+    }
+
+    /// What the banner shows of the device and port, with the `mtu` and `gid_index` in
+    /// use and the `setup` decided.
+    pub fn port_info(&self, setup: &Setup, mtu: u32, gid_index: Option<u8>) -> PortInfo {
+        PortInfo {
+            device: self.name.clone(),
+            transport: self.transport,
+            mtu,
+            link: self.link(),
+            gid_index,
+            inline_size: setup.inline_size,
+            out_reads: setup.out_reads,
         }
     }
 

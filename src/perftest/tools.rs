@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use crate::cli::Output;
 
-use super::flow;
 use super::options::{Command, Params};
+use super::session;
 use super::types::Test;
 
 /// Runs `test` with the command line `argv` (program name first): the whole program
@@ -21,7 +21,7 @@ fn run(test: Test, argv: Vec<OsString>) -> ExitCode {
             out.write_str(&text).ok();
             false
         }
-        Ok(Command::Run(p)) => match flow::run(&p, &mut out) {
+        Ok(Command::Run(p)) => match session::run(&p, &mut out) {
             Ok(()) => true,
             Err(e) => {
                 out.error(&e.to_string());
