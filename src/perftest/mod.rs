@@ -6,6 +6,18 @@
 //! The examples of the same names are each one call of the function of the same name
 //! ([`ib_write_bw`] and so on).
 //!
+//! # Rooms
+//! From the ground floor up, each module using only those above it in this list:
+//! - `types`: the tests, verbs, transports and the error type;
+//! - `clock`: tick timestamps; `wire`: the out-of-band messages, encoded and decoded;
+//!   `peer`: the TCP connection that carries them;
+//! - `stats`: perftest's statistics; `report`: everything printed;
+//! - `options`: the command line, turned into `Params`, and what the other rooms need of it;
+//! - `rdma`: the device, perftest's device-dependent choices and the verbs resources;
+//! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `bw`, `lat`);
+//! - `session`: one run, the exchange sequence of the test's program around the loops;
+//! - `tools`: the eight entry points.
+//!
 //! # Use
 //! As perftest: without an address a program is the server and waits for one client on TCP
 //! port `-p` (default 18515); with an address it is the client. Both sides take the same
@@ -35,7 +47,7 @@
 //! relaxed-ordering line says ON unless `--disable_pcie_relaxed` or `ib_write_lat`, without
 //! perftest's PCI compliance warning.
 //!
-//! # Out-of-band exchange (`wire`)
+//! # Out-of-band exchange (`wire`, `peer`)
 //! TCP, IPv4, client writes first in every exchange, each message in one `write` (perftest
 //! reads each with one `read`):
 //! 1. 16-byte version, NUL-padded: `6.06`. Peers below 5.70 are refused, as perftest does.
@@ -54,7 +66,7 @@
 //!    `LID:OUT:QPN:PSN:RKEY:VADDR:[16 × GID byte:]SRQN[:]` with `%04x:%04x:%06x:%06x:%08x:
 //!    %016llx:` (108 bytes with a GID, used on RoCE or with `-x`; 59 without), swapped
 //!    again as a barrier at the points each perftest program does (the order differs per
-//!    program and is followed per test in `flow`).
+//!    program and is followed per test in `session`).
 //! 5. Bandwidth tests end with the results: size and iterations as big-endian u64, peak,
 //!    average and message rate as byte-swapped doubles, each in its own exchange. The
 //!    passive server prints the client's numbers.
