@@ -1,6 +1,5 @@
-//! `ib_atomic_bw`: perftest's atomic bandwidth test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_atomic_bw`: perftest's atomic bandwidth test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::AtomicBw)
+    ibverbs_tools::ib_atomic_bw(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_atomic_lat`: perftest's atomic latency test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_atomic_lat`: perftest's atomic latency test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::AtomicLat)
+    ibverbs_tools::ib_atomic_lat(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_read_bw`: perftest's read bandwidth test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_read_bw`: perftest's read bandwidth test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::ReadBw)
+    ibverbs_tools::ib_read_bw(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_read_lat`: perftest's read latency test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_read_lat`: perftest's read latency test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::ReadLat)
+    ibverbs_tools::ib_read_lat(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_send_bw`: perftest's send bandwidth test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_send_bw`: perftest's send bandwidth test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::SendBw)
+    ibverbs_tools::ib_send_bw(std::env::args_os().collect())
 }

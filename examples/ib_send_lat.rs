@@ -1,6 +1,5 @@
-//! `ib_send_lat`: perftest's send latency test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_send_lat`: perftest's send latency test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::SendLat)
+    ibverbs_tools::ib_send_lat(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_write_bw`: perftest's write bandwidth test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_write_bw`: perftest's write bandwidth test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::WriteBw)
+    ibverbs_tools::ib_write_bw(std::env::args_os().collect())
 }

@@ -1,6 +1,5 @@
-//! `ib_write_lat`: perftest's write latency test, wire-compatible with it; see
-//! `ibverbs_tools::perftest`.
+//! `ib_write_lat`: perftest's write latency test (see `ibverbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::perftest::main(ibverbs_tools::perftest::Test::WriteLat)
+    ibverbs_tools::ib_write_lat(std::env::args_os().collect())
 }

@@ -3,7 +3,20 @@
 //! API, interoperable with perftest as Debian packages it (4.5+0.17, which announces
 //! version 6.06): a C client runs against our server and ours against a C server.
 //!
-//! The examples of the same names are each one call of [`main`].
+//! The examples of the same names are each one call of the function of the same name
+//! ([`ib_write_bw`] and so on).
+//!
+//! # Rooms
+//! From the ground floor up, each module using only those above it in this list:
+//! - `types`: the tests, verbs, transports and the error type;
+//! - `clock`: tick timestamps; `wire`: the out-of-band messages, encoded and decoded;
+//!   `peer`: the TCP connection that carries them;
+//! - `stats`: perftest's statistics; `report`: everything printed;
+//! - `options`: the command line, turned into `Params`, and what the other rooms need of it;
+//! - `rdma`: the device, perftest's device-dependent choices and the verbs resources;
+//! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `bw`, `lat`);
+//! - `session`: one run, the exchange sequence of the test's program around the loops;
+//! - `tools`: the eight entry points.
 //!
 //! # Use
 //! As perftest: without an address a program is the server and waits for one client on TCP
@@ -16,7 +29,7 @@
 //! `-A` atomic type, `-u` ACK timeout, `-S` service level, `-H`/`-U` latency samples,
 //! `--report_gbits`, `--out_json [--out_json_file F]`, `--perform_warm_up`, `--ipv6`,
 //! `--report-both`, `--disable_pcie_relaxed`, `-F` (accepted, nothing to do), `-V`, `-h`.
-//! Defaults and the dependencies between options are perftest's (`params`): for example
+//! Defaults and the dependencies between options are perftest's (`options`): for example
 //! large messages (> 8 KiB) turn completion moderation off, post lists set it to the list
 //! size, more than 20000 iterations or `-D` turn the peak off, depths are capped by the
 //! iterations. Not implemented: rdma_cm (`-R`, `-z`), XRC/DC/SRD, multicast, dual port,
@@ -34,7 +47,7 @@
 //! relaxed-ordering line says ON unless `--disable_pcie_relaxed` or `ib_write_lat`, without
 //! perftest's PCI compliance warning.
 //!
-//! # Out-of-band exchange (`wire`)
+//! # Out-of-band exchange (`wire`, `peer`)
 //! TCP, IPv4, client writes first in every exchange, each message in one `write` (perftest
 //! reads each with one `read`):
 //! 1. 16-byte version, NUL-padded: `6.06`. Peers below 5.70 are refused, as perftest does.
@@ -53,7 +66,7 @@
 //!    `LID:OUT:QPN:PSN:RKEY:VADDR:[16 × GID byte:]SRQN[:]` with `%04x:%04x:%06x:%06x:%08x:
 //!    %016llx:` (108 bytes with a GID, used on RoCE or with `-x`; 59 without), swapped
 //!    again as a barrier at the points each perftest program does (the order differs per
-//!    program and is followed per test in `flow`).
+//!    program and is followed per test in `session`).
 //! 5. Bandwidth tests end with the results: size and iterations as big-endian u64, peak,
 //!    average and message rate as byte-swapped doubles, each in its own exchange. The
 //!    passive server prints the client's numbers.
@@ -110,175 +123,20 @@
 
 mod clock;
 mod engine;
-mod flow;
 #[cfg(test)]
 mod fuzz;
-mod params;
+mod options;
+mod peer;
 mod rdma;
 mod report;
+mod session;
 mod stats;
+mod tools;
+mod types;
 mod wire;
 
-use std::ffi::OsString;
-use std::fmt::{self, Display, Write as _};
-use std::process::ExitCode;
-
-use crate::cli::Output;
-
-use params::Params;
-
-/// The eight programs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Test {
-    /// `ib_send_bw`.
-    SendBw,
-    /// `ib_write_bw`.
-    WriteBw,
-    /// `ib_read_bw`.
-    ReadBw,
-    /// `ib_atomic_bw`.
-    AtomicBw,
-    /// `ib_send_lat`.
-    SendLat,
-    /// `ib_write_lat`.
-    WriteLat,
-    /// `ib_read_lat`.
-    ReadLat,
-    /// `ib_atomic_lat`.
-    AtomicLat,
-}
-
-impl Test {
-    /// All of them, in the order of their discriminants.
-    pub const ALL: [Test; 8] = [
-        Test::SendBw,
-        Test::WriteBw,
-        Test::ReadBw,
-        Test::AtomicBw,
-        Test::SendLat,
-        Test::WriteLat,
-        Test::ReadLat,
-        Test::AtomicLat,
-    ];
-
-    /// The program name, such as `ib_write_bw`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Test::SendBw => "ib_send_bw",
-            Test::WriteBw => "ib_write_bw",
-            Test::ReadBw => "ib_read_bw",
-            Test::AtomicBw => "ib_atomic_bw",
-            Test::SendLat => "ib_send_lat",
-            Test::WriteLat => "ib_write_lat",
-            Test::ReadLat => "ib_read_lat",
-            Test::AtomicLat => "ib_atomic_lat",
-        }
-    }
-
-    /// The operation measured.
-    pub fn verb(self) -> Verb {
-        match self {
-            Test::SendBw | Test::SendLat => Verb::Send,
-            Test::WriteBw | Test::WriteLat => Verb::Write,
-            Test::ReadBw | Test::ReadLat => Verb::Read,
-            Test::AtomicBw | Test::AtomicLat => Verb::Atomic,
-        }
-    }
-
-    /// Whether it measures bandwidth (else latency).
-    pub fn is_bw(self) -> bool {
-        matches!(
-            self,
-            Test::SendBw | Test::WriteBw | Test::ReadBw | Test::AtomicBw
-        )
-    }
-}
-
-/// The operation of a test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    /// Send/receive.
-    Send,
-    /// RDMA write.
-    Write,
-    /// RDMA read.
-    Read,
-    /// Atomic fetch-and-add or compare-and-swap.
-    Atomic,
-}
-
-impl Verb {
-    /// perftest's name, such as `RDMA_Write`.
-    pub fn perftest_name(self) -> &'static str {
-        match self {
-            Verb::Send => "Send",
-            Verb::Write => "RDMA_Write",
-            Verb::Read => "RDMA_Read",
-            Verb::Atomic => "Atomic",
-        }
-    }
-}
-
-/// A failure, with the message to print.
-#[derive(Debug)]
-pub struct Error(String);
-
-impl Error {
-    /// An error saying `msg`.
-    pub fn new(msg: impl Into<String>) -> Error {
-        Error(msg.into())
-    }
-}
-
-impl Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// Results of this module.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Adds what was being done to an error.
-trait Ctx<T> {
-    fn ctx(self, what: impl Display) -> Result<T>;
-}
-
-impl<T, E: Display> Ctx<T> for std::result::Result<T, E> {
-    fn ctx(self, what: impl Display) -> Result<T> {
-        self.map_err(|e| Error(format!("{what}: {e}")))
-    }
-}
-
-/// Runs `test` with the process's arguments: the whole program behind each example.
-/// Exits with status 0 on success and 1 on any failure (and, as perftest, after `-h` and
-/// `-V`).
-pub fn main(test: Test) -> ExitCode {
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let mut out = Output::new();
-    let ok = match Params::parse(test, &argv) {
-        Ok(params::Command::Print(text)) => {
-            out.write_str(&text).ok();
-            false
-        }
-        Ok(params::Command::Run(p)) => match flow::run(&p, &mut out) {
-            Ok(()) => true,
-            Err(e) => {
-                out.error(&e.to_string());
-                false
-            }
-        },
-        Err(e) => {
-            out.error(&e.to_string());
-            false
-        }
-    };
-    out.flush();
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
+pub use tools::{
+    ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,
+    ib_write_lat,
+};
+pub use types::{Error, Result, Test, Verb};

@@ -10,9 +10,10 @@ use ibverbs::{
     ProtectionDomain, QpType, QueuePair, Route, Transport,
 };
 
-use super::params::{Conn, Params, RESULT_LINE};
+use super::options::Params;
+use super::report::{PortInfo, RESULT_LINE};
+use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
-use super::{Ctx as _, Error, Result, Test, Verb};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const GRH: usize = 40;
@@ -100,6 +101,20 @@ impl Device {
             "Ethernet"
         } else {
             "IB"
+        }
+    }
+
+    /// What the banner shows of the device and port, with the `mtu` and `gid_index` in
+    /// use and the `setup` decided.
+    pub fn port_info(&self, setup: &Setup, mtu: u32, gid_index: Option<u8>) -> PortInfo {
+        PortInfo {
+            device: self.name.clone(),
+            transport: self.transport,
+            mtu,
+            link: self.link(),
+            gid_index,
+            inline_size: setup.inline_size,
+            out_reads: setup.out_reads,
         }
     }
 
@@ -388,12 +403,19 @@ pub struct Prepared {
 
 /// The resources of a connected test.
 pub struct Resources {
-    /// The one memory region.
-    pub mr: MemoryRegion,
+    /// The QPs and the memory their requests point at.
+    pub queues: Queues,
     /// Completions of sends (and of everything on non-send tests).
     pub send_cq: Cq,
     /// Completions of receives (send tests).
     pub recv_cq: Option<Cq>,
+}
+
+/// The QPs of a connected test and what their work requests are built from: apart from
+/// the CQs, so that the loops can post while they poll.
+pub struct Queues {
+    /// The one memory region.
+    pub mr: MemoryRegion,
     /// The QPs.
     pub qps: Vec<QueuePair>,
     /// UD: address handles to the peer's QPs.
@@ -561,12 +583,14 @@ impl Prepared {
             }
         }
         Ok(Resources {
-            mr: self.mr,
+            queues: Queues {
+                mr: self.mr,
+                qps,
+                ahs,
+                layout: self.layout,
+            },
             send_cq: self.send_cq,
             recv_cq: self.recv_cq,
-            qps,
-            ahs,
-            layout: self.layout,
         })
     }
 }

@@ -4,10 +4,13 @@
 
 use std::fmt::Write as _;
 
-use super::params::{AtomicOp, Conn, RESULT_LINE};
 use super::stats::{c_g, BwReport, LatReport};
+use super::types::{AtomicOp, Conn, Test, Verb};
 use super::wire::Record;
-use super::{Test, Verb};
+
+/// The separator line perftest prints around its tables.
+pub const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------\n";
 
 /// What the server prints before it waits for a client.
 pub const WAITING: &str = "\n************************************\n* Waiting for client to connect... *\n************************************\n";
@@ -22,6 +25,15 @@ const LAT_HEADER_DURATION: &str = " #bytes        #iterations       t_avg[usec] 
 /// What the banner and the JSON file describe.
 #[derive(Clone, Debug)]
 pub struct Info {
+    /// What the options decide.
+    pub run: RunInfo,
+    /// What the device and the peer decide.
+    pub port: PortInfo,
+}
+
+/// The options the banner shows.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
     /// The test.
     pub test: Test,
     /// Atomic operation (atomic tests).
@@ -32,12 +44,8 @@ pub struct Info {
     pub post_list: u32,
     /// `-e`.
     pub events: bool,
-    /// Device name.
-    pub device: String,
     /// Number of QPs.
     pub num_qps: u32,
-    /// `IB`, `IW` or `Unknown`.
-    pub transport: &'static str,
     /// Transport of the QPs.
     pub conn: Conn,
     /// PCIe relaxed ordering on the memory region.
@@ -50,6 +58,15 @@ pub struct Info {
     pub rx_depth: u32,
     /// Completion moderation.
     pub cq_mod: u32,
+}
+
+/// What the banner shows of the device, its port and the connection.
+#[derive(Clone, Debug)]
+pub struct PortInfo {
+    /// Device name.
+    pub device: String,
+    /// `IB`, `IW` or `Unknown`.
+    pub transport: &'static str,
     /// Path MTU in bytes.
     pub mtu: u32,
     /// `IB` or `Ethernet`.
@@ -64,20 +81,20 @@ pub struct Info {
 
 impl Info {
     fn verb(&self) -> Verb {
-        self.test.verb()
+        self.run.test.verb()
     }
 
     /// The test's title words, such as `RDMA_Write Bidirectional BW`.
     fn title_words(&self) -> Vec<&'static str> {
         let mut words = vec![self.verb().perftest_name()];
         if self.verb() == Verb::Atomic {
-            words.push(self.atomic.name());
+            words.push(self.run.atomic.name());
         }
-        if self.test.is_bw() {
-            if self.duplex {
+        if self.run.test.is_bw() {
+            if self.run.duplex {
                 words.push("Bidirectional");
             }
-            if self.post_list > 1 {
+            if self.run.post_list > 1 {
                 words.push("Post List");
             }
             words.push("BW");
@@ -105,43 +122,47 @@ pub fn banner(i: &Info) -> String {
     let mut s = String::new();
     s.push_str(RESULT_LINE);
     let _ = writeln!(s, "                    {} Test", i.title_words().join(" "));
-    if i.events {
-        let _ = writeln!(s, " Test with events. Using {}_comp0", i.device);
+    if i.run.events {
+        let _ = writeln!(s, " Test with events. Using {}_comp0", i.port.device);
     }
-    let _ = writeln!(s, " Dual-port       : OFF\t\tDevice         : {}", i.device);
+    let _ = writeln!(
+        s,
+        " Dual-port       : OFF\t\tDevice         : {}",
+        i.port.device
+    );
     let _ = writeln!(
         s,
         " Number of qps   : {}\t\tTransport type : {}",
-        i.num_qps, i.transport
+        i.run.num_qps, i.port.transport
     );
     let _ = writeln!(
         s,
         " Connection type : {}\t\tUsing SRQ      : OFF",
-        i.conn.name()
+        i.run.conn.name()
     );
-    let _ = writeln!(s, " PCIe relax order: {}", on_off(i.relaxed_ordering));
+    let _ = writeln!(s, " PCIe relax order: {}", on_off(i.run.relaxed_ordering));
     s.push_str(" ibv_wr* API     : OFF\n");
-    if i.client || i.duplex {
-        let _ = writeln!(s, " TX depth        : {}", i.tx_depth);
+    if i.run.client || i.run.duplex {
+        let _ = writeln!(s, " TX depth        : {}", i.run.tx_depth);
     }
-    if i.post_list > 1 {
-        let _ = writeln!(s, " Post List       : {}", i.post_list);
+    if i.run.post_list > 1 {
+        let _ = writeln!(s, " Post List       : {}", i.run.post_list);
     }
-    if i.verb() == Verb::Send && (!i.client || i.duplex) {
-        let _ = writeln!(s, " RX depth        : {}", i.rx_depth);
+    if i.verb() == Verb::Send && (!i.run.client || i.run.duplex) {
+        let _ = writeln!(s, " RX depth        : {}", i.run.rx_depth);
     }
-    if i.test.is_bw() {
-        let _ = writeln!(s, " CQ Moderation   : {}", i.cq_mod);
+    if i.run.test.is_bw() {
+        let _ = writeln!(s, " CQ Moderation   : {}", i.run.cq_mod);
     }
-    let _ = writeln!(s, " Mtu             : {}[B]", i.mtu);
-    let _ = writeln!(s, " Link type       : {}", i.link);
-    if let Some(g) = i.gid_index {
+    let _ = writeln!(s, " Mtu             : {}[B]", i.port.mtu);
+    let _ = writeln!(s, " Link type       : {}", i.port.link);
+    if let Some(g) = i.port.gid_index {
         let _ = writeln!(s, " GID index       : {g}");
     }
     if matches!(i.verb(), Verb::Read | Verb::Atomic) {
-        let _ = writeln!(s, " Outstand reads  : {}", i.out_reads);
+        let _ = writeln!(s, " Outstand reads  : {}", i.port.out_reads);
     } else {
-        let _ = writeln!(s, " Max inline data : {}[B]", i.inline_size);
+        let _ = writeln!(s, " Max inline data : {}[B]", i.port.inline_size);
     }
     s.push_str(" rdma_cm QPs\t : OFF\n");
     s.push_str(" Data ex. method : Ethernet\n");
@@ -254,38 +275,42 @@ fn json_info(i: &Info) -> String {
         "test: {}_Test,",
         i.title_words().join("_").replace(' ', "_")
     );
-    if i.events {
-        let _ = writeln!(s, "Test with events: Using_{}_comp0,", i.device);
+    if i.run.events {
+        let _ = writeln!(s, "Test with events: Using_{}_comp0,", i.port.device);
     }
-    let _ = write!(s, "Dual_port: OFF,\nDevice: \"{}\",\n", i.device);
+    let _ = write!(s, "Dual_port: OFF,\nDevice: \"{}\",\n", i.port.device);
     let _ = write!(
         s,
         "Number_of_qps: {},\nTransport_type: {},\n",
-        i.num_qps, i.transport
+        i.run.num_qps, i.port.transport
     );
-    let _ = write!(s, "Connection_type: {},\nUsing_SRQ: OFF,\n", i.conn.name());
-    let _ = writeln!(s, "PCIe_relax_order: {},", on_off(i.relaxed_ordering));
+    let _ = write!(
+        s,
+        "Connection_type: {},\nUsing_SRQ: OFF,\n",
+        i.run.conn.name()
+    );
+    let _ = writeln!(s, "PCIe_relax_order: {},", on_off(i.run.relaxed_ordering));
     s.push_str("ibv_wr_API: OFF,\n");
-    if i.client || i.duplex {
-        let _ = writeln!(s, "TX_depth : {},", i.tx_depth);
+    if i.run.client || i.run.duplex {
+        let _ = writeln!(s, "TX_depth : {},", i.run.tx_depth);
     }
-    if i.post_list > 1 {
-        let _ = writeln!(s, "Post_List: {},", i.post_list);
+    if i.run.post_list > 1 {
+        let _ = writeln!(s, "Post_List: {},", i.run.post_list);
     }
-    if i.verb() == Verb::Send && (!i.client || i.duplex) {
-        let _ = writeln!(s, "RX_depth: {},", i.rx_depth);
+    if i.verb() == Verb::Send && (!i.run.client || i.run.duplex) {
+        let _ = writeln!(s, "RX_depth: {},", i.run.rx_depth);
     }
-    if i.test.is_bw() {
-        let _ = writeln!(s, "CQ_Moderation: {},", i.cq_mod);
+    if i.run.test.is_bw() {
+        let _ = writeln!(s, "CQ_Moderation: {},", i.run.cq_mod);
     }
-    let _ = write!(s, "Mtu: {},\nLink_type: {},\n", i.mtu, i.link);
-    if let Some(g) = i.gid_index {
+    let _ = write!(s, "Mtu: {},\nLink_type: {},\n", i.port.mtu, i.port.link);
+    if let Some(g) = i.port.gid_index {
         let _ = writeln!(s, "GID_index: {g},");
     }
     if matches!(i.verb(), Verb::Read | Verb::Atomic) {
-        let _ = writeln!(s, "Outstand_reads: {},", i.out_reads);
+        let _ = writeln!(s, "Outstand_reads: {},", i.port.out_reads);
     } else {
-        let _ = writeln!(s, "Max_inline_data: {},", i.inline_size);
+        let _ = writeln!(s, "Max_inline_data: {},", i.port.inline_size);
     }
     s.push_str("rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n");
     s
@@ -330,25 +355,29 @@ mod tests {
 
     fn info(test: Test, client: bool) -> Info {
         Info {
-            test,
-            atomic: AtomicOp::FetchAndAdd,
-            duplex: false,
-            post_list: 1,
-            events: false,
-            device: "rxe0".into(),
-            num_qps: 1,
-            transport: "IB",
-            conn: Conn::Rc,
-            relaxed_ordering: true,
-            client,
-            tx_depth: 100,
-            rx_depth: 100,
-            cq_mod: 100,
-            mtu: 4096,
-            link: "Ethernet",
-            gid_index: Some(1),
-            inline_size: 0,
-            out_reads: 128,
+            run: RunInfo {
+                test,
+                atomic: AtomicOp::FetchAndAdd,
+                duplex: false,
+                post_list: 1,
+                events: false,
+                num_qps: 1,
+                conn: Conn::Rc,
+                relaxed_ordering: true,
+                client,
+                tx_depth: 100,
+                rx_depth: 100,
+                cq_mod: 100,
+            },
+            port: PortInfo {
+                device: "rxe0".into(),
+                transport: "IB",
+                mtu: 4096,
+                link: "Ethernet",
+                gid_index: Some(1),
+                inline_size: 0,
+                out_reads: 128,
+            },
         }
     }
 
@@ -375,8 +404,8 @@ mod tests {
     fn banners_match_perftest() {
         assert_eq!(banner(&info(Test::WriteBw, false)), C_WRITE_BW_SERVER);
         let mut client = info(Test::WriteBw, true);
-        client.post_list = 10;
-        client.cq_mod = 10;
+        client.run.post_list = 10;
+        client.run.cq_mod = 10;
         let b = banner(&client);
         assert!(b.contains("RDMA_Write Post List BW Test\n"));
         assert!(
@@ -468,7 +497,7 @@ mod tests {
     #[test]
     fn json_matches_perftest() {
         let mut i = info(Test::WriteBw, false);
-        i.cq_mod = 1;
+        i.run.cq_mod = 1;
         let r = BwReport {
             size: 65536,
             iters: 100,

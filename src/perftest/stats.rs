@@ -2,6 +2,8 @@
 //! defines them (see the module docs of [`crate::perftest`] for the definitions and their
 //! oddities).
 
+use super::wire::ReportMsg;
+
 /// `MB/sec` in perftest is MiB/s.
 const MIB: f64 = 1_048_576.0;
 /// `Gb/sec` is 10^9 bit/s: 125 000 000 bytes per second.
@@ -63,6 +65,32 @@ impl BwReport {
             bw_peak: self.bw_peak + other.bw_peak,
             bw_avg: self.bw_avg + other.bw_avg,
             msg_rate: self.msg_rate + other.msg_rate,
+        }
+    }
+}
+
+impl From<&BwReport> for ReportMsg {
+    /// The results as they cross the wire.
+    fn from(r: &BwReport) -> ReportMsg {
+        ReportMsg {
+            size: r.size,
+            iters: r.iters,
+            bw_peak: r.bw_peak,
+            bw_avg: r.bw_avg,
+            msg_rate: r.msg_rate,
+        }
+    }
+}
+
+impl From<ReportMsg> for BwReport {
+    /// The peer's results as they came over the wire.
+    fn from(m: ReportMsg) -> BwReport {
+        BwReport {
+            size: m.size,
+            iters: m.iters,
+            bw_peak: m.bw_peak,
+            bw_avg: m.bw_avg,
+            msg_rate: m.msg_rate,
         }
     }
 }

@@ -1,12 +1,19 @@
 //! Command line: perftest's options with its meanings, defaults and dependencies between
 //! them (`force_dependecies`), up to what needs the device.
 
+mod args;
+
 use std::ffi::OsString;
 use std::fmt::Write as _;
 
 use clap::{CommandFactory, Parser};
 
-use super::{Error, Result, Test, Verb};
+pub use args::Args;
+
+use super::report::{RunInfo, RESULT_LINE};
+use super::stats::BwShape;
+use super::types::{AtomicOp, Conn, Error, Result, Test, Verb};
+use super::wire::{self, Summary};
 
 /// perftest's default TCP port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -24,175 +31,6 @@ const UC_MAX_RX: u64 = 16000;
 const PEAK_ITERS_LIMIT: u64 = 20000;
 /// Largest inline size on UD (`MAX_INLINE_UD`).
 pub const MAX_INLINE_UD: u32 = 884;
-
-/// The separator line perftest prints around its tables.
-pub const RESULT_LINE: &str =
-    "---------------------------------------------------------------------------------------\n";
-
-/// The options, as perftest spells them. Values are taken as text and checked the way
-/// perftest checks them (C integer syntax: decimal, `0x` hex, leading-`0` octal).
-#[derive(Parser, Debug, Clone, Default)]
-#[command(
-    about = "perftest-compatible RDMA benchmark: no address = server, an address = client",
-    disable_help_flag = true,
-    disable_version_flag = true,
-    infer_long_args = true,
-    args_override_self = true
-)]
-pub struct Args {
-    /// Run sizes from 2 to 2^23 bytes.
-    #[arg(short = 'a', long = "all")]
-    pub all: bool,
-    /// Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD).
-    #[arg(short = 'A', long = "atomic_type", value_name = "type")]
-    pub atomic_type: Option<String>,
-    /// Measure bidirectional bandwidth (BW tests).
-    #[arg(short = 'b', long = "bidirectional")]
-    pub bidirectional: bool,
-    /// Connection type: RC, UC (send, write) or UD (send) (default RC).
-    #[arg(short = 'c', long = "connection", value_name = "RC/UC/UD")]
-    pub connection: Option<String>,
-    /// Use RDMA device <dev> (default: the first one).
-    #[arg(short = 'd', long = "ib-dev", value_name = "dev")]
-    pub ib_dev: Option<String>,
-    /// Run for <seconds> instead of a number of iterations.
-    #[arg(short = 'D', long = "duration", value_name = "seconds")]
-    pub duration: Option<String>,
-    /// Sleep on completion events instead of polling (not for write tests).
-    #[arg(short = 'e', long = "events")]
-    pub events: bool,
-    /// Measure only within <margin> seconds from both ends of a -D run (default D/4).
-    #[arg(short = 'f', long = "margin", value_name = "margin")]
-    pub margin: Option<String>,
-    /// Accepted for compatibility (perftest's CPU frequency warning switch).
-    #[arg(short = 'F', long = "CPU-freq")]
-    pub cpu_freq: bool,
-    /// Show this help.
-    #[arg(short = 'h', long = "help")]
-    pub help: bool,
-    /// Print every latency sample, sorted (latency tests).
-    #[arg(short = 'H', long = "report-histogrm")]
-    pub histogram: bool,
-    /// Use port <port> of the device (default 1).
-    #[arg(short = 'i', long = "ib-port", value_name = "port")]
-    pub ib_port: Option<String>,
-    /// Send messages up to <size> bytes inline.
-    #[arg(short = 'I', long = "inline_size", value_name = "size")]
-    pub inline_size: Option<String>,
-    /// Post lists of <n> send requests (BW tests).
-    #[arg(short = 'l', long = "post_list", value_name = "n")]
-    pub post_list: Option<String>,
-    /// Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU).
-    #[arg(short = 'm', long = "mtu", value_name = "mtu")]
-    pub mtu: Option<String>,
-    /// Number of iterations (default 5000 for write BW, else 1000).
-    #[arg(short = 'n', long = "iters", value_name = "n")]
-    pub iters: Option<String>,
-    /// Do not compute the peak bandwidth (BW tests).
-    #[arg(short = 'N', long = "noPeak")]
-    pub no_peak: bool,
-    /// Outstanding reads/atomics (default: the device's maximum).
-    #[arg(short = 'o', long = "outs", value_name = "n")]
-    pub outs: Option<String>,
-    /// TCP port of the out-of-band exchange (default 18515).
-    #[arg(short = 'p', long = "port", value_name = "port")]
-    pub port: Option<String>,
-    /// Number of QPs (BW tests, default 1).
-    #[arg(short = 'q', long = "qp", value_name = "n")]
-    pub qp: Option<String>,
-    /// Completion moderation: one completion per <n> requests (default 100).
-    #[arg(short = 'Q', long = "cq-mod", value_name = "n")]
-    pub cq_mod: Option<String>,
-    /// Receive queue depth (send tests, default 512).
-    #[arg(short = 'r', long = "rx-depth", value_name = "n")]
-    pub rx_depth: Option<String>,
-    /// Message size in bytes; K and M suffixes multiply by 2^10 and 2^20.
-    #[arg(short = 's', long = "size", value_name = "size")]
-    pub size: Option<String>,
-    /// Service level (default 0).
-    #[arg(short = 'S', long = "sl", value_name = "sl")]
-    pub sl: Option<String>,
-    /// Send queue depth (default 128 for BW, 1 for latency tests).
-    #[arg(short = 't', long = "tx-depth", value_name = "n")]
-    pub tx_depth: Option<String>,
-    /// QP ACK timeout exponent: 4.096 µs × 2^n (default 14).
-    #[arg(short = 'u', long = "qp-timeout", value_name = "n")]
-    pub qp_timeout: Option<String>,
-    /// Print every latency sample in the order taken (latency tests).
-    #[arg(short = 'U', long = "report-unsorted")]
-    pub unsorted: bool,
-    /// Print the version and exit.
-    #[arg(short = 'V', long = "version")]
-    pub version: bool,
-    /// GID index (default: the best one, scored as perftest does).
-    #[arg(short = 'x', long = "gid-index", value_name = "index")]
-    pub gid_index: Option<String>,
-    /// Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s).
-    #[arg(long = "report_gbits")]
-    pub report_gbits: bool,
-    /// With -b, also print each side's results.
-    #[arg(long = "report-both")]
-    pub report_both: bool,
-    /// Also write the results to a file (perftest's JSON-like format).
-    #[arg(long = "out_json")]
-    pub out_json: bool,
-    /// The file of --out_json (default perftest_out.json).
-    #[arg(long = "out_json_file", value_name = "file")]
-    pub out_json_file: Option<String>,
-    /// Post a TX-depth burst before measuring (BW tests).
-    #[arg(long = "perform_warm_up")]
-    pub perform_warm_up: bool,
-    /// Prefer IPv6 GIDs when choosing the GID index.
-    #[arg(long = "ipv6")]
-    pub ipv6: bool,
-    /// Register memory without PCIe relaxed ordering.
-    #[arg(long = "disable_pcie_relaxed")]
-    pub disable_pcie_relaxed: bool,
-    /// The server to connect to; none to be the server.
-    #[arg(value_name = "host")]
-    pub hosts: Vec<String>,
-}
-
-/// The transport of the test's QPs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Conn {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-impl Conn {
-    /// perftest's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Conn::Rc => "RC",
-            Conn::Uc => "UC",
-            Conn::Ud => "UD",
-        }
-    }
-}
-
-/// The atomic operation of the atomic tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicOp {
-    /// Compare and swap.
-    CmpAndSwap,
-    /// Fetch and add.
-    FetchAndAdd,
-}
-
-impl AtomicOp {
-    /// perftest's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            AtomicOp::CmpAndSwap => "CMP_AND_SWAP",
-            AtomicOp::FetchAndAdd => "FETCH_AND_ADD",
-        }
-    }
-}
 
 /// Everything the command line decides, with perftest's defaults and dependencies applied.
 #[derive(Clone, Debug, PartialEq)]
@@ -349,10 +187,7 @@ impl Params {
             return Ok(Command::Print(help));
         }
         if args.version {
-            return Ok(Command::Print(format!(
-                "Version: {}\n",
-                super::wire::VERSION
-            )));
+            return Ok(Command::Print(format!("Version: {}\n", wire::VERSION)));
         }
         Params::from_args(test, &args).map(|p| Command::Run(Box::new(p)))
     }
@@ -627,6 +462,67 @@ impl Params {
                 .collect()
         } else {
             vec![self.size]
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What the other rooms need of the parameters
+
+impl Params {
+    /// How the bandwidth results of messages of `size` bytes are computed.
+    pub fn bw_shape(&self, size: u64) -> BwShape {
+        BwShape {
+            size,
+            num_qps: self.num_qps.into(),
+            post_list: self.post_list.into(),
+            cq_mod: self.cq_mod.into(),
+            no_peak: self.no_peak,
+            duration: self.duration.is_some(),
+            gbits: self.gbits,
+        }
+    }
+}
+
+impl From<&Params> for Summary {
+    /// The parameters our peer must share.
+    fn from(p: &Params) -> Summary {
+        let server_takes_part =
+            matches!(p.test, Test::SendBw | Test::SendLat | Test::WriteLat) || p.duplex;
+        let length = p.duration.map_or(p.iters, u64::from);
+        Summary {
+            test: p.test,
+            conn: p.conn,
+            duplex: p.duplex,
+            all_sizes: p.all_sizes,
+            duration_mode: p.duration.is_some(),
+            size: u32::try_from(p.size).unwrap_or(u32::MAX),
+            num_qps: u16::try_from(p.num_qps).unwrap_or(u16::MAX),
+            length_hash: if server_takes_part {
+                wire::length_hash(length)
+            } else {
+                0
+            },
+        }
+    }
+}
+
+impl From<&Params> for RunInfo {
+    /// The options the banner shows.
+    fn from(p: &Params) -> RunInfo {
+        RunInfo {
+            test: p.test,
+            atomic: p.atomic,
+            duplex: p.duplex,
+            post_list: p.post_list,
+            events: p.events,
+            num_qps: p.num_qps,
+            conn: p.conn,
+            relaxed_ordering: p.relaxed_ordering,
+            client: p.is_client(),
+            tx_depth: p.tx_depth,
+            rx_depth: p.rx_depth,
+            cq_mod: p.cq_mod,
         }
     }
 }

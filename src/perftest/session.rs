@@ -7,13 +7,14 @@ use std::time::Duration;
 use crate::cli::Output;
 
 use super::clock::Clock;
-use super::engine::{self, LatSamples, Plan, Watchdog, STALL};
-use super::params::{Conn, Params, ATOMIC_SIZE, MAX_SIZE, RESULT_LINE};
+use super::engine::{self, LatSamples, Plan, Target, Watchdog, STALL};
+use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
+use super::peer::Peer;
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
-use super::report::{self, Info};
-use super::stats::{self, BwReport, BwSamples, BwShape};
-use super::wire::{self, Peer, Record, ReportMsg, Summary};
-use super::{Error, Result, Test, Verb};
+use super::report::{self, Info, RESULT_LINE};
+use super::stats::{self, BwReport, BwSamples};
+use super::types::{Conn, Error, Result, Test, Verb};
+use super::wire::{self, Record, Summary};
 
 /// How long each setup exchange may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -40,27 +41,6 @@ fn cache_line() -> u32 {
         .unwrap_or(64)
 }
 
-/// The parameters our peer must share (see [`Summary`]).
-fn summary(p: &Params) -> Summary {
-    let server_takes_part =
-        matches!(p.test, Test::SendBw | Test::SendLat | Test::WriteLat) || p.duplex;
-    let length = p.duration.map_or(p.iters, u64::from);
-    Summary {
-        test: p.test,
-        conn: p.conn,
-        duplex: p.duplex,
-        all_sizes: p.all_sizes,
-        duration_mode: p.duration.is_some(),
-        size: u32::try_from(p.size).unwrap_or(u32::MAX),
-        num_qps: u16::try_from(p.num_qps).unwrap_or(u16::MAX),
-        length_hash: if server_takes_part {
-            wire::length_hash(length)
-        } else {
-            0
-        },
-    }
-}
-
 /// How long a side may wait for its peer to finish the measured part: the duration, or a
 /// generous 1 ms plus 0.1 µs per byte per message, plus [`STALL`].
 fn run_timeout(p: &Params, sizes: &[u64]) -> Duration {
@@ -74,6 +54,121 @@ fn run_timeout(p: &Params, sizes: &[u64]) -> Duration {
     STALL.saturating_add(Duration::from_micros(micros))
 }
 
+impl From<&Record> for Target {
+    /// The peer's buffer and QP a record announces, as the target of this side's requests.
+    fn from(r: &Record) -> Target {
+        Target {
+            vaddr: r.vaddr,
+            rkey: r.rkey,
+            qpn: r.qpn,
+        }
+    }
+}
+
+/// What both sides settle in the setup exchanges, each side keeping the larger page
+/// and cache line and the smaller MTU.
+struct Agreed {
+    /// Page size: small messages cycle through this much.
+    cycle_buffer: usize,
+    /// Cache line size.
+    cache_line: usize,
+    /// Path MTU in bytes.
+    mtu: u32,
+}
+
+impl Agreed {
+    /// The version (failing fast on a peer of ours with other parameters), page size,
+    /// cache line and MTU exchanges.
+    fn exchange(peer: &mut Peer, p: &Params, setup: &Setup) -> Result<Agreed> {
+        let mine = Summary::from(p);
+        let mut version = [0u8; 16];
+        peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
+        if let Some(theirs) = wire::check_version(&version)? {
+            if let Some(diff) = mine.mismatch(&theirs) {
+                return Err(Error::new(format!(
+                    "the peer runs with different parameters: {diff}"
+                )));
+            }
+        }
+        let (mut page_msg, mut line_msg) = ([0u8; 4], [0u8; 4]);
+        let page = page_size();
+        peer.exchange(&page.to_be_bytes(), &mut page_msg, "the page size")?;
+        let line = cache_line();
+        peer.exchange(&line.to_be_bytes(), &mut line_msg, "the cache line size")?;
+        let (peer_page, peer_line) = wire::parse_system_data(page_msg, line_msg)?;
+        let mut mtu_msg = [0u8; 2];
+        peer.exchange(&wire::mtu_message(setup.mtu), &mut mtu_msg, "the MTU")?;
+        Ok(Agreed {
+            cycle_buffer: page.max(peer_page) as usize,
+            cache_line: line.max(peer_line) as usize,
+            mtu: setup.mtu.min(wire::parse_mtu(mtu_msg)?),
+        })
+    }
+}
+
+/// perftest's UD size check: a message larger than the MTU is cut to it where the size was
+/// not asked for (or with `-a`), else an error.
+fn fit_ud_size(p: &mut Params, mtu: u32, out: &mut Output) -> Result<()> {
+    if p.conn == Conn::Ud && p.size > u64::from(mtu) {
+        if p.all_sizes || !p.size_given {
+            out.error(&format!(
+                " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
+            ));
+            p.size = mtu.into();
+        } else {
+            return Err(Error::new(
+                " Max message size in UD cannot be greater than MTU ",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Swaps the QP records at the points the test's perftest program does, connecting the
+/// QPs in between and printing both sides' addresses; the peer's records.
+fn swap_records(
+    peer: &mut Peer,
+    mine: &[Record],
+    with_gid: bool,
+    test: Test,
+    connect: impl FnOnce(&[Record]) -> Result<Resources>,
+    out: &mut Output,
+) -> Result<(Resources, Vec<Record>)> {
+    let group_c = matches!(test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
+    let sends = matches!(test, Test::SendBw | Test::SendLat);
+    if group_c {
+        peer.hand_shake(&mine[0], with_gid)?;
+    }
+    let mut theirs = Vec::with_capacity(mine.len());
+    for r in mine {
+        theirs.push(peer.hand_shake(r, with_gid)?);
+    }
+    if let (Some(a), Some(b)) = (mine[0].gid, theirs[0].gid) {
+        if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
+            return Err(Error::new(
+                "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
+            ));
+        }
+    }
+    let res = connect(&theirs)?;
+    if sends {
+        peer.hand_shake(&mine[0], with_gid)?;
+    }
+    let verb = test.verb();
+    for r in mine {
+        out.write_str(&report::address("local", r, verb)).ok();
+    }
+    for (i, r) in mine.iter().enumerate() {
+        theirs[i] = peer.hand_shake(r, with_gid)?;
+        out.write_str(&report::address("remote", &theirs[i], verb))
+            .ok();
+    }
+    if !sends {
+        peer.hand_shake(&mine[0], with_gid)?;
+    }
+    Ok((res, theirs))
+}
+
 /// The state of a test after the connection.
 struct Session<'o> {
     p: Params,
@@ -82,7 +177,7 @@ struct Session<'o> {
     peer: Peer,
     res: Resources,
     mine: Vec<Record>,
-    theirs: Vec<Record>,
+    targets: Vec<Target>,
     with_gid: bool,
     info: Info,
     setup: Setup,
@@ -108,120 +203,43 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         None => Peer::accept(p.port)?,
     };
     peer.set_timeout(EXCHANGE_TIMEOUT)?;
-
-    let mine = summary(p);
-    let mut version = [0u8; 16];
-    peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
-    if let Some(theirs) = wire::check_version(&version)? {
-        if let Some(diff) = mine.mismatch(&theirs) {
-            return Err(Error::new(format!(
-                "the peer runs with different parameters: {diff}"
-            )));
-        }
-    }
-    let (mut page_msg, mut line_msg) = ([0u8; 4], [0u8; 4]);
-    let page = page_size();
-    peer.exchange(&page.to_be_bytes(), &mut page_msg, "the page size")?;
-    let line = cache_line();
-    peer.exchange(&line.to_be_bytes(), &mut line_msg, "the cache line size")?;
-    let (peer_page, peer_line) = wire::parse_system_data(page_msg, line_msg)?;
-    let cycle_buffer = page.max(peer_page) as usize;
-    let cache_line = line.max(peer_line) as usize;
-    let mut mtu_msg = [0u8; 2];
-    peer.exchange(&wire::mtu_message(setup.mtu), &mut mtu_msg, "the MTU")?;
-    let mtu = setup.mtu.min(wire::parse_mtu(mtu_msg)?);
-
+    let agreed = Agreed::exchange(&mut peer, p, &setup)?;
+    let mtu = agreed.mtu;
     let mut p = p.clone();
-    if p.conn == Conn::Ud && p.size > u64::from(mtu) {
-        if p.all_sizes || !p.size_given {
-            out.error(&format!(
-                " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
-            ));
-            p.size = mtu.into();
-        } else {
-            return Err(Error::new(
-                " Max message size in UD cannot be greater than MTU ",
-            ));
-        }
-    }
+    fit_ud_size(&mut p, mtu, out)?;
+
     let gid_index = rdma::gid_index(&dev, &p)?;
+    let ud = p.conn == Conn::Ud;
     let layout = Layout::new(
         p.size,
         p.num_qps,
-        cache_line,
-        cycle_buffer,
-        p.conn == Conn::Ud,
+        agreed.cache_line,
+        agreed.cycle_buffer,
+        ud,
     );
     let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
-    let records = prepared.records(&dev, &setup);
+    let mine = prepared.records(&dev, &setup);
     let info = Info {
-        test: p.test,
-        atomic: p.atomic,
-        duplex: p.duplex,
-        post_list: p.post_list,
-        events: p.events,
-        device: dev.name.clone(),
-        num_qps: p.num_qps,
-        transport: dev.transport,
-        conn: p.conn,
-        relaxed_ordering: p.relaxed_ordering,
-        client: p.is_client(),
-        tx_depth: p.tx_depth,
-        rx_depth: p.rx_depth,
-        cq_mod: p.cq_mod,
-        mtu,
-        link: dev.link(),
-        gid_index,
-        inline_size: setup.inline_size,
-        out_reads: setup.out_reads,
+        run: (&p).into(),
+        port: dev.port_info(&setup, mtu, gid_index),
     };
     out.write_str(&report::banner(&info)).ok();
     out.flush();
 
     let with_gid = setup.use_gid;
-    let test = p.test;
-    let group_c = matches!(test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
-    let sends = matches!(test, Test::SendBw | Test::SendLat);
-    if group_c {
-        peer.hand_shake(&records[0], with_gid)?;
-    }
-    let mut theirs = Vec::with_capacity(records.len());
-    for r in &records {
-        theirs.push(peer.hand_shake(r, with_gid)?);
-    }
-    if let (Some(a), Some(b)) = (records[0].gid, theirs[0].gid) {
-        if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
-            return Err(Error::new(
-                "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
-            ));
-        }
-    }
-    let res = prepared.connect(&p, &setup, mtu, gid_index, &theirs)?;
-    if sends {
-        peer.hand_shake(&records[0], with_gid)?;
-    }
-    let verb = test.verb();
-    for r in &records {
-        out.write_str(&report::address("local", r, verb)).ok();
-    }
-    for (i, r) in records.iter().enumerate() {
-        theirs[i] = peer.hand_shake(r, with_gid)?;
-        out.write_str(&report::address("remote", &theirs[i], verb))
-            .ok();
-    }
-    if !sends {
-        peer.hand_shake(&records[0], with_gid)?;
-    }
+    let connect = |theirs: &[Record]| prepared.connect(&p, &setup, mtu, gid_index, theirs);
+    let (res, theirs) = swap_records(&mut peer, &mine, with_gid, p.test, connect, out)?;
     out.flush();
 
+    let test = p.test;
     let s = Session {
         p,
         out,
         clock,
         peer,
         res,
-        mine: records,
-        theirs,
+        mine,
+        targets: theirs.iter().map(Target::from).collect(),
         with_gid,
         info,
         setup,
@@ -238,33 +256,7 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
 
 impl Session<'_> {
     fn plan(&self, size: u64) -> Plan {
-        let verb = self.p.test.verb();
-        Plan {
-            verb,
-            size,
-            iters: self.p.iters,
-            tx_depth: self.p.tx_depth.into(),
-            cq_mod: self.p.cq_mod.into(),
-            post_list: self.p.post_list.into(),
-            no_peak: self.p.no_peak,
-            inline: matches!(verb, Verb::Send | Verb::Write)
-                && size <= u64::from(self.setup.inline_size),
-            atomic: self.p.atomic,
-            duration: self.p.duration.map(|d| (d, self.p.margin)),
-            rx_depth: self.p.rx_depth.into(),
-        }
-    }
-
-    fn shape(&self, size: u64) -> BwShape {
-        BwShape {
-            size,
-            num_qps: self.p.num_qps.into(),
-            post_list: self.p.post_list.into(),
-            cq_mod: self.p.cq_mod.into(),
-            no_peak: self.p.no_peak,
-            duration: self.p.duration.is_some(),
-            gbits: self.p.gbits,
-        }
+        Plan::new(&self.p, size, self.setup.inline_size)
     }
 
     fn hs0(&mut self) -> Result<()> {
@@ -313,21 +305,9 @@ impl Session<'_> {
 
     fn exchange_reports(&mut self, r: &BwReport, sizes: &[u64]) -> Result<BwReport> {
         self.peer.set_timeout(run_timeout(&self.p, sizes))?;
-        let m = self.peer.exchange_reports(&ReportMsg {
-            size: r.size,
-            iters: r.iters,
-            bw_peak: r.bw_peak,
-            bw_avg: r.bw_avg,
-            msg_rate: r.msg_rate,
-        })?;
+        let theirs = self.peer.exchange_reports(&r.into())?;
         self.peer.set_timeout(EXCHANGE_TIMEOUT)?;
-        Ok(BwReport {
-            size: m.size,
-            iters: m.iters,
-            bw_peak: m.bw_peak,
-            bw_avg: m.bw_avg,
-            msg_rate: m.msg_rate,
-        })
+        Ok(theirs.into())
     }
 
     /// `--report-both`: each side's own numbers after the sum.
@@ -351,7 +331,7 @@ impl Session<'_> {
     }
 
     fn report(&self, samples: &BwSamples, size: u64) -> BwReport {
-        stats::bw_report(samples, &self.shape(size), self.clock.ticks_per_sec())
+        stats::bw_report(samples, &self.p.bw_shape(size), self.clock.ticks_per_sec())
     }
 
     /// `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`.
@@ -375,14 +355,14 @@ impl Session<'_> {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             if self.p.warm_up {
-                engine::warm_up(&mut self.res, &plan, &self.theirs, &mut wd)?;
+                engine::warm_up(&mut self.res, &plan, &self.targets, &mut wd)?;
             }
             if self.p.duplex {
                 self.hs0()?;
             }
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
-                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+                engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
             if self.p.duplex && self.p.all_sizes {
                 self.hs0_after_run(&sizes)?;
             }
@@ -420,7 +400,7 @@ impl Session<'_> {
         for &size in &sizes {
             let plan = self.plan(size);
             if !client || self.p.duplex {
-                engine::post_receives(&self.res, size, plan.rx_depth, true)?;
+                engine::post_receives(&self.res.queues, size, plan.rx_depth, true)?;
             }
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
@@ -428,13 +408,13 @@ impl Session<'_> {
                 engine::bw_bidir(
                     &mut self.res,
                     &plan,
-                    &self.theirs,
+                    &self.targets,
                     client,
                     &self.clock,
                     &mut wd,
                 )?
             } else if client {
-                engine::bw_send(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?
+                engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             } else {
                 engine::bw_recv(&mut self.res, &plan, &self.clock, &mut wd)?
             };
@@ -505,13 +485,13 @@ impl Session<'_> {
         let client = self.p.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
-            engine::post_receives(&self.res, size, plan.rx_depth, false)?;
+            engine::post_receives(&self.res.queues, size, plan.rx_depth, false)?;
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples = engine::lat_send(
                 &mut self.res,
                 &plan,
-                &self.theirs,
+                &self.targets,
                 client,
                 &self.clock,
                 &mut wd,
@@ -533,7 +513,7 @@ impl Session<'_> {
             let samples = engine::lat_write(
                 &mut self.res,
                 &plan,
-                &self.theirs,
+                &self.targets,
                 client,
                 &self.clock,
                 &mut wd,
@@ -562,7 +542,7 @@ impl Session<'_> {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
-                engine::lat_read(&mut self.res, &plan, &self.theirs, &self.clock, &mut wd)?;
+                engine::lat_read(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
             self.print_lat(size, &samples);
         }
         // The separator comes after the closing exchange, as in perftest.

@@ -1,0 +1,414 @@
+//! The bandwidth loops (perftest's `run_iter_bw`, `run_iter_bw_server` and `run_iter_bi`):
+//! a send half that keeps every QP's send window full and counts the send completions, a
+//! receive half that counts receives and posts them again, and the loops made of them.
+
+use ibverbs::WorkCompletion;
+
+use super::cq::{self, completion_error};
+use super::post::{self, list_sges, Poster, Request, Target};
+use super::timer::{phase, Phase, Timer};
+use super::watchdog::Watchdog;
+use super::{Plan, POLL_BATCH};
+use crate::perftest::clock::Clock;
+use crate::perftest::rdma::{Queues, Resources};
+use crate::perftest::stats::BwSamples;
+use crate::perftest::types::{Ctx as _, Error, Result};
+
+/// perftest's `--perform_warm_up`: a burst of a send queue's worth (or one post list) per
+/// QP, waited for. Unlike perftest, every request of the burst is signaled, so the wait
+/// does not depend on completion moderation.
+pub fn warm_up(
+    res: &mut Resources,
+    plan: &Plan,
+    targets: &[Target],
+    wd: &mut Watchdog<'_>,
+) -> Result<()> {
+    let burst = if plan.post_list == 1 {
+        plan.tx_depth
+    } else {
+        plan.post_list
+    };
+    let queues = &res.queues;
+    let mut wc = [WorkCompletion::default(); POLL_BATCH];
+    for (q, &target) in targets.iter().enumerate().take(queues.qps.len()) {
+        let sge = [post::send_sge(plan, queues, q, 0).ctx("building the scatter/gather entry")?];
+        for _ in 0..burst {
+            let mut wr = [Request::new(plan, target)
+                .qp(q)
+                .ud(queues.ahs.get(q))
+                .signaled(true)
+                .build(&sge)];
+            queues.qps[q]
+                .post_send(&mut wr)
+                .ctx("Couldn't post send during warm up")?;
+        }
+        let mut left = burst;
+        while left > 0 {
+            let n = cq::poll_or_wait(&mut res.send_cq, &mut wc, wd)?;
+            if n == 0 {
+                wd.idle()?;
+            }
+            for c in &wc[..n] {
+                if !c.is_success() {
+                    return Err(completion_error(c, "client", "during warm up".into()));
+                }
+                left = left.saturating_sub(1);
+                wd.progress();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The samples of a loop that stamps every post and completion, or with `-N` only the
+/// interval.
+fn samples(plan: &Plan, tot: u64) -> BwSamples {
+    let stamps = if plan.no_peak { 1 } else { tot.max(1) as usize };
+    BwSamples {
+        tposted: vec![0; stamps],
+        tcompleted: vec![0; stamps],
+        iters: 0,
+    }
+}
+
+/// The end of every bandwidth loop: the interval of the duration timer, or with iterations
+/// the closing stamp (without the peak) and the count per QP.
+fn finish(mut s: BwSamples, timer: Option<Timer>, plan: &Plan, clock: &Clock) -> BwSamples {
+    match timer {
+        Some(t) => {
+            s.tposted[0] = t.start;
+            s.tcompleted[0] = t.end;
+        }
+        None => {
+            if plan.no_peak {
+                s.tcompleted[0] = clock.now();
+            }
+            s.iters = plan.iters;
+        }
+    }
+    s
+}
+
+/// The sending half of a bandwidth loop: per QP, requests posted (`scnt`) and completed
+/// (`ccnt`), a send window of TX depth, one completion counted as `cq_mod` requests.
+struct Sends<'a> {
+    plan: &'a Plan,
+    poster: Poster<'a>,
+    scnt: Vec<u64>,
+    ccnt: Vec<u64>,
+    totscnt: u64,
+    totccnt: u64,
+    /// Requests of the run over all QPs (iterations mode).
+    tot: u64,
+}
+
+impl<'a> Sends<'a> {
+    fn new(plan: &'a Plan, poster: Poster<'a>, nq: usize) -> Self {
+        Sends {
+            plan,
+            poster,
+            scnt: vec![0; nq],
+            ccnt: vec![0; nq],
+            totscnt: 0,
+            totccnt: 0,
+            tot: plan.iters * nq as u64,
+        }
+    }
+
+    /// Fills every QP's send window, stamping each post (unless `-N`) and stopping at the
+    /// end of a duration; whether anything was posted.
+    #[inline]
+    fn fill(
+        &mut self,
+        ph: Option<Phase>,
+        timer: &mut Option<Timer>,
+        clock: &Clock,
+        s: &mut BwSamples,
+    ) -> Result<bool> {
+        let plan = self.plan;
+        let mut posted = false;
+        for q in 0..self.scnt.len() {
+            while (ph.is_some() || self.scnt[q] < plan.iters)
+                && self.scnt[q].saturating_sub(self.ccnt[q]) + plan.post_list <= plan.tx_depth
+            {
+                if !plan.no_peak {
+                    s.tposted[self.totscnt as usize] = clock.now();
+                }
+                if phase(timer, clock) == Some(Phase::End) {
+                    break;
+                }
+                self.poster.post(q, self.scnt[q])?;
+                self.scnt[q] += plan.post_list;
+                self.totscnt += plan.post_list;
+                posted = true;
+            }
+        }
+        Ok(posted)
+    }
+
+    /// Whether completions are still to come: all of them with iterations, those of the
+    /// posted requests with a duration.
+    #[inline]
+    fn waiting(&self, ph: Option<Phase>) -> bool {
+        self.totccnt < self.tot || (ph.is_some() && self.totccnt < self.totscnt)
+    }
+
+    /// Counts the send completions `wc`, stamping each (unless `-N`); in the sample phase
+    /// `ph` they count as measured messages.
+    #[inline]
+    fn complete(
+        &mut self,
+        wc: &[WorkCompletion],
+        ph: Option<Phase>,
+        clock: &Clock,
+        s: &mut BwSamples,
+        wd: &mut Watchdog<'_>,
+    ) -> Result<()> {
+        let plan = self.plan;
+        for c in wc {
+            if !c.is_success() {
+                return Err(completion_error(
+                    c,
+                    "client",
+                    format!("scnt={}, ccnt={}", self.totscnt, self.totccnt),
+                ));
+            }
+            let q = c.wr_id() as usize;
+            self.ccnt[q] += plan.cq_mod;
+            self.totccnt += plan.cq_mod;
+            if !plan.no_peak {
+                s.tcompleted[(self.totccnt.min(self.tot) - 1) as usize] = clock.now();
+            }
+            if ph == Some(Phase::Sample) {
+                s.iters += plan.cq_mod;
+            }
+            wd.progress();
+        }
+        Ok(())
+    }
+}
+
+/// The receiving half of a send bandwidth loop: per QP, receives posted (`rx_depth` are
+/// posted before the loop), and the receives taken.
+struct Recvs<'a> {
+    plan: &'a Plan,
+    queues: &'a Queues,
+    posted: Vec<u64>,
+    rcnt: u64,
+}
+
+impl<'a> Recvs<'a> {
+    fn new(plan: &'a Plan, queues: &'a Queues) -> Self {
+        Recvs {
+            plan,
+            queues,
+            posted: vec![plan.rx_depth; queues.qps.len()],
+            rcnt: 0,
+        }
+    }
+
+    /// Counts the receive completions `wc` (measured in the sample phase `ph`) and posts
+    /// each receive again while more messages are to come.
+    #[inline]
+    fn complete(
+        &mut self,
+        wc: &[WorkCompletion],
+        ph: Option<Phase>,
+        s: &mut BwSamples,
+        wd: &mut Watchdog<'_>,
+    ) -> Result<()> {
+        let plan = self.plan;
+        for c in wc {
+            if !c.is_success() {
+                return Err(completion_error(c, "server", format!("rcnt={}", self.rcnt)));
+            }
+            let q = c.wr_id() as usize;
+            self.rcnt += 1;
+            if ph == Some(Phase::Sample) {
+                s.iters += 1;
+            }
+            if ph.is_some() || self.posted[q] < plan.iters {
+                post::post_recv(self.queues, q, self.posted[q], plan.size)?;
+                self.posted[q] += 1;
+            }
+            wd.progress();
+        }
+        Ok(())
+    }
+}
+
+/// The sending side of a bandwidth test (perftest's `run_iter_bw`).
+pub fn bw_send(
+    res: &mut Resources,
+    plan: &Plan,
+    targets: &[Target],
+    clock: &Clock,
+    wd: &mut Watchdog<'_>,
+) -> Result<BwSamples> {
+    let Resources {
+        queues, send_cq, ..
+    } = res;
+    let nq = queues.qps.len();
+    let mut s = samples(plan, plan.iters * nq as u64);
+    let mut timer = Timer::of(plan, clock);
+    if let Some(t) = &mut timer {
+        t.begin(clock.now());
+    }
+    let sges = list_sges(plan, queues)?;
+    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
+
+    if plan.duration.is_none() && plan.no_peak {
+        s.tposted[0] = clock.now();
+    }
+    let mut wc = [WorkCompletion::default(); POLL_BATCH];
+    loop {
+        let ph = phase(&mut timer, clock);
+        let running = match ph {
+            Some(p) => p != Phase::End,
+            None => sends.totscnt < sends.tot || sends.totccnt < sends.tot,
+        };
+        if !running {
+            break;
+        }
+        sends.fill(ph, &mut timer, clock, &mut s)?;
+        if sends.waiting(ph) {
+            let n = cq::poll_or_wait(send_cq, &mut wc, wd)?;
+            if n == 0 {
+                wd.idle()?;
+            }
+            sends.complete(&wc[..n], ph, clock, &mut s, wd)?;
+        }
+    }
+    Ok(finish(s, timer, plan, clock))
+}
+
+/// The receiving side of a send bandwidth test (perftest's `run_iter_bw_server`): the
+/// receives of `rx_depth` per QP are posted already; the interval runs from the first
+/// receive to the last (no peak).
+pub fn bw_recv(
+    res: &mut Resources,
+    plan: &Plan,
+    clock: &Clock,
+    wd: &mut Watchdog<'_>,
+) -> Result<BwSamples> {
+    let Resources {
+        queues, recv_cq, ..
+    } = res;
+    let recv_cq = recv_cq
+        .as_mut()
+        .ok_or_else(|| Error::new("no receive CQ"))?;
+    let plan = &Plan {
+        no_peak: true,
+        ..*plan
+    };
+    let nq = queues.qps.len();
+    let tot = plan.iters * nq as u64;
+    let mut s = samples(plan, tot);
+    let mut timer = Timer::of(plan, clock);
+    let mut recvs = Recvs::new(plan, queues);
+    let mut first = true;
+    let mut wc = [WorkCompletion::default(); POLL_BATCH];
+    loop {
+        let ph = timer.as_mut().map(|t| {
+            if first {
+                Phase::Start
+            } else {
+                t.poll(clock.now())
+            }
+        });
+        let running = match ph {
+            Some(p) => p != Phase::End,
+            None => recvs.rcnt < tot,
+        };
+        if !running {
+            break;
+        }
+        let n = cq::poll_or_wait(recv_cq, &mut wc, wd)?;
+        if n == 0 {
+            wd.idle()?;
+            continue;
+        }
+        if first {
+            first = false;
+            match &mut timer {
+                Some(t) => t.begin(clock.now()),
+                None => s.tposted[0] = clock.now(),
+            }
+        }
+        let ph = phase(&mut timer, clock);
+        recvs.complete(&wc[..n], ph, &mut s, wd)?;
+    }
+    Ok(finish(s, timer, plan, clock))
+}
+
+/// Both directions of a send bandwidth test at once (perftest's `run_iter_bi`): the send
+/// half of [`bw_send`] and the receive half of [`bw_recv`] in one loop, polling both CQs
+/// (even with events); the server starts sending at its first receive.
+pub fn bw_bidir(
+    res: &mut Resources,
+    plan: &Plan,
+    targets: &[Target],
+    client: bool,
+    clock: &Clock,
+    wd: &mut Watchdog<'_>,
+) -> Result<BwSamples> {
+    let Resources {
+        queues,
+        send_cq,
+        recv_cq,
+    } = res;
+    let recv_cq = recv_cq
+        .as_mut()
+        .ok_or_else(|| Error::new("no receive CQ"))?;
+    let nq = queues.qps.len();
+    let tot = plan.iters * nq as u64;
+    let mut s = samples(plan, tot);
+    let mut timer = Timer::of(plan, clock);
+    let mut sending = client;
+    if client {
+        if let Some(t) = &mut timer {
+            t.begin(clock.now());
+        }
+    }
+    if plan.no_peak {
+        s.tposted[0] = clock.now();
+    }
+    let sges = list_sges(plan, queues)?;
+    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
+    let mut recvs = Recvs::new(plan, queues);
+    let mut wc = [WorkCompletion::default(); POLL_BATCH];
+    loop {
+        let ph = timer.as_mut().map(|t| {
+            if sending {
+                t.poll(clock.now())
+            } else {
+                Phase::Start
+            }
+        });
+        let running = match ph {
+            Some(p) => p != Phase::End,
+            None => sends.totccnt < tot || recvs.rcnt < tot,
+        };
+        if !running {
+            break;
+        }
+        let mut idle = !(sending && sends.fill(ph, &mut timer, clock, &mut s)?);
+        let n = cq::poll(recv_cq, &mut wc)?;
+        if n > 0 && !sending {
+            sending = true;
+            if let Some(t) = &mut timer {
+                t.begin(clock.now());
+            }
+        }
+        let phr = phase(&mut timer, clock);
+        recvs.complete(&wc[..n], phr, &mut s, wd)?;
+        idle &= n == 0;
+        let n = cq::poll(send_cq, &mut wc)?;
+        sends.complete(&wc[..n], phr, clock, &mut s, wd)?;
+        idle &= n == 0;
+        if idle {
+            wd.idle()?;
+        }
+    }
+    Ok(finish(s, timer, plan, clock))
+}

@@ -1,0 +1,105 @@
+//! The measured loops, one per perftest `run_iter_*` function: what is posted when, what is
+//! timestamped, and how completions are counted. Request building (`post`), completion
+//! polling (`cq`), the duration timer (`timer`) and liveness (`watchdog`) are their own
+//! rooms; the loops are `bw` and `lat`. The loops know the peer only as [`Target`]s.
+
+mod bw;
+mod cq;
+mod lat;
+mod post;
+mod timer;
+mod watchdog;
+
+pub use bw::{bw_bidir, bw_recv, bw_send, warm_up};
+pub use lat::{lat_read, lat_send, lat_write, LatSamples};
+pub use post::{post_receives, Target};
+pub use watchdog::{Watchdog, STALL};
+
+use super::options::Params;
+use super::types::{AtomicOp, Verb};
+
+/// Completions taken per poll (perftest's `CTX_POLL_BATCH`).
+const POLL_BATCH: usize = 16;
+
+/// What a sending loop needs to know.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The operation.
+    pub verb: Verb,
+    /// Message size.
+    pub size: u64,
+    /// Iterations per QP (ignored with a duration).
+    pub iters: u64,
+    /// Send queue depth.
+    pub tx_depth: u64,
+    /// One completion per this many requests.
+    pub cq_mod: u64,
+    /// Requests per post.
+    pub post_list: u64,
+    /// Whether per-message timestamps are kept.
+    pub no_peak: bool,
+    /// Send inline.
+    pub inline: bool,
+    /// Atomic operation.
+    pub atomic: AtomicOp,
+    /// Duration mode: seconds and margin.
+    pub duration: Option<(u32, u32)>,
+    /// Receive queue depth (send tests).
+    pub rx_depth: u64,
+}
+
+impl Plan {
+    /// The plan of `p` for messages of `size` bytes, inline up to `inline_size` (the
+    /// device's choice).
+    pub fn new(p: &Params, size: u64, inline_size: u32) -> Plan {
+        let verb = p.test.verb();
+        Plan {
+            verb,
+            size,
+            iters: p.iters,
+            tx_depth: p.tx_depth.into(),
+            cq_mod: p.cq_mod.into(),
+            post_list: p.post_list.into(),
+            no_peak: p.no_peak,
+            inline: matches!(verb, Verb::Send | Verb::Write) && size <= u64::from(inline_size),
+            atomic: p.atomic,
+            duration: p.duration.map(|d| (d, p.margin)),
+            rx_depth: p.rx_depth.into(),
+        }
+    }
+
+    /// Whether post `k` of a QP asks for a completion: every `cq_mod`-th, and the last.
+    #[inline]
+    fn signaled(&self, k: u64) -> bool {
+        k % self.cq_mod == self.cq_mod - 1 || (self.duration.is_none() && k + 1 == self.iters)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signaled_requests() {
+        let plan = Plan {
+            verb: Verb::Write,
+            size: 64,
+            iters: 250,
+            tx_depth: 128,
+            cq_mod: 100,
+            post_list: 1,
+            no_peak: false,
+            inline: false,
+            atomic: AtomicOp::FetchAndAdd,
+            duration: None,
+            rx_depth: 1,
+        };
+        let signaled: Vec<u64> = (0..250).filter(|&k| plan.signaled(k)).collect();
+        assert_eq!(signaled, [99, 199, 249]);
+        let d = Plan {
+            duration: Some((5, 1)),
+            ..plan
+        };
+        assert!(!d.signaled(249));
+    }
+}

@@ -1,0 +1,261 @@
+//! The command line (`options`): perftest's options with edge values and random text.
+
+use std::ffi::OsString;
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+use crate::fuzz::{argv, config, number_text};
+use crate::perftest::options::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use crate::perftest::types::{Conn, Test, Verb};
+
+use super::test;
+
+const SHORTS: &str = "aAbcdDefFhHiIlmnNopqQrsStuUVxzR";
+const LONGS: &[&str] = &[
+    "all",
+    "atomic_type",
+    "bidirectional",
+    "connection",
+    "ib-dev",
+    "duration",
+    "events",
+    "margin",
+    "CPU-freq",
+    "help",
+    "report-histogrm",
+    "ib-port",
+    "inline_size",
+    "post_list",
+    "mtu",
+    "iters",
+    "noPeak",
+    "outs",
+    "port",
+    "qp",
+    "cq-mod",
+    "rx-depth",
+    "size",
+    "sl",
+    "tx-depth",
+    "qp-timeout",
+    "report-unsorted",
+    "version",
+    "gid-index",
+    "report_gbits",
+    "report-both",
+    "out_json",
+    "out_json_file",
+    "perform_warm_up",
+    "ipv6",
+    "disable_pcie_relaxed",
+    "bogus",
+];
+const WORDS: &[&str] = &[
+    "RC",
+    "UC",
+    "UD",
+    "XRC",
+    "DC",
+    "rc",
+    "CMP_AND_SWAP",
+    "FETCH_AND_ADD",
+    "rxe0",
+    "127.0.0.1",
+    "localhost",
+];
+
+/// Options with values that are mostly in range, so that many command lines get past
+/// clap and the checks and the parameters can be checked.
+fn plausible_args() -> impl Strategy<Value = Vec<OsString>> {
+    let number = prop_oneof![
+        0i64..=40,
+        (0u32..25).prop_map(|k| 1i64 << k),
+        prop::sample::select(vec![
+            100, 128, 255, 256, 511, 512, 884, 885, 912, 913, 1000, 1024, 8192, 8193, 15000, 15001,
+            16000, 16384, 16385, 20000, 20001, 65535, 65536, 65537,
+        ]),
+    ];
+    let option = prop_oneof![
+        3 => (prop::sample::select(vec!["-n", "-s", "-t", "-r", "-Q", "-l", "-q", "-D", "-f", "-I", "-m", "-o", "-x", "-u", "-S", "-i", "-p"]), number)
+            .prop_map(|(o, v)| vec![o.to_owned(), v.to_string()]),
+        2 => prop::sample::select(vec!["-a", "-b", "-e", "-N", "-H", "-U", "-F", "--report_gbits", "--report-both", "--perform_warm_up", "--ipv6", "--disable_pcie_relaxed"])
+            .prop_map(|o| vec![o.to_owned()]),
+        1 => prop::sample::select(vec!["RC", "UC", "UD"]).prop_map(|c| vec!["-c".to_owned(), c.to_owned()]),
+        1 => prop::sample::select(vec!["CMP_AND_SWAP", "FETCH_AND_ADD"]).prop_map(|c| vec!["-A".to_owned(), c.to_owned()]),
+        1 => prop::sample::select(vec!["4K", "1M", "8M", "0x40"]).prop_map(|s| vec!["-s".to_owned(), s.to_owned()]),
+        1 => Just(vec!["127.0.0.1".to_owned()]),
+    ];
+    vec(option, 0..6).prop_map(|args| args.into_iter().flatten().map(OsString::from).collect())
+}
+
+/// What the test loops and the device set-up rely on in parameters that parsed.
+fn check_params(t: Test, p: &Params) -> Result<(), TestCaseError> {
+    let verb = t.verb();
+    prop_assert!((1..=u64::from(u32::MAX / 2)).contains(&p.size));
+    if verb == Verb::Atomic {
+        prop_assert_eq!(p.size, ATOMIC_SIZE);
+    } else if p.all_sizes {
+        prop_assert_eq!(p.size, MAX_SIZE);
+    }
+    prop_assert!(p.tx_depth >= 1 && p.rx_depth >= 1);
+    // A completion is asked for every cq_mod posts of post_list requests: both must fit
+    // in the send queue, or the window never moves.
+    prop_assert!(
+        (1..=p.tx_depth).contains(&p.cq_mod),
+        "cq_mod {} tx_depth {}",
+        p.cq_mod,
+        p.tx_depth
+    );
+    prop_assert!(
+        (1..=p.tx_depth).contains(&p.post_list),
+        "post_list {} tx_depth {}",
+        p.post_list,
+        p.tx_depth
+    );
+    if p.post_list > 1 {
+        prop_assert!(t.is_bw());
+        prop_assert_eq!(p.post_list % p.cq_mod, 0);
+    }
+    match p.duration {
+        Some(d) => {
+            prop_assert_eq!(p.iters, 0);
+            prop_assert!(u64::from(d) > 2 * u64::from(p.margin));
+            prop_assert!(p.no_peak && !p.events && !p.all_sizes);
+        }
+        None => {
+            prop_assert!((5..=100_000_000).contains(&p.iters));
+            prop_assert!(u64::from(p.tx_depth) <= p.iters);
+            prop_assert_eq!(p.iters % u64::from(p.post_list), 0);
+        }
+    }
+    prop_assert!((1..=16384).contains(&p.num_qps));
+    if !t.is_bw() {
+        prop_assert!(p.num_qps == 1 && !p.duplex);
+    }
+    if verb == Verb::Send {
+        prop_assert!(p.all_sizes || p.rx_depth % 2 == 0);
+    } else {
+        prop_assert_eq!(p.rx_depth, 1);
+    }
+    match p.conn {
+        Conn::Ud => prop_assert_eq!(verb, Verb::Send),
+        Conn::Uc => prop_assert!(matches!(verb, Verb::Send | Verb::Write)),
+        Conn::Rc => {}
+    }
+    if let Some(i) = p.inline_size {
+        prop_assert!(i <= 912 && !matches!(verb, Verb::Read | Verb::Atomic));
+        prop_assert!(p.conn != Conn::Ud || i <= MAX_INLINE_UD);
+    }
+    prop_assert!(!(p.events && verb == Verb::Write));
+    prop_assert!(p.port >= 1 && p.ib_port >= 1 && p.sl <= 15);
+    prop_assert!(p.gid_index.map_or(true, |g| g <= 64));
+    Ok(())
+}
+
+/// Parses `args` for `t` (program name first); `None` for `-h` and `-V`.
+fn parse(t: Test, argv: &[OsString]) -> Result<Option<Params>, TestCaseError> {
+    match Params::parse(t, argv) {
+        Ok(Command::Run(p)) => {
+            check_params(t, &p)?;
+            Ok(Some(*p))
+        }
+        Ok(Command::Print(text)) => {
+            prop_assert!(
+                text == "Version: 6.06\n" || text.contains("Usage:"),
+                "{text}"
+            );
+            Ok(None)
+        }
+        Err(e) => {
+            prop_assert!(!e.to_string().trim().is_empty());
+            Ok(None)
+        }
+    }
+}
+
+/// Any `i64`, often a small one or an extreme.
+fn edgy_i64() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        any::<i64>(),
+        -10i64..5000,
+        0i64..200_000_000,
+        prop::sample::select(vec![
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MAX,
+            i64::from(u32::MAX / 2)
+        ]),
+    ]
+}
+
+fn with_prog(t: Test, args: Vec<OsString>) -> Vec<OsString> {
+    std::iter::once(OsString::from(t.name()))
+        .chain(args)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any command line of any of the eight tools is parameters that hold what the test
+    /// relies on, a text to print, or an error with a message.
+    #[test]
+    fn params_take_any_argv(
+        (t, argv) in test().prop_flat_map(|t| (Just(t), argv(t.name(), SHORTS, LONGS, WORDS))),
+    ) {
+        parse(t, &argv)?;
+    }
+
+    /// Plausible command lines (options with values around their limits), which often
+    /// parse: the parameters hold what the test relies on.
+    #[test]
+    fn params_of_plausible_argv(t in test(), args in plausible_args()) {
+        parse(t, &with_prog(t, args))?;
+    }
+
+    /// `-n` takes C integers (decimal, hex, octal) from 5 to 10^8 and nothing else.
+    #[test]
+    fn iterations_are_c_integers(
+        v in edgy_i64(),
+        form in 0..6u8,
+        prefix in "[g-z.]{1,2}",
+        suffix in "[g-z.+ -]{1,2}",
+    ) {
+        let (text, integer) = match form {
+            0 => (v.to_string(), Some(v)),
+            1 if v >= 0 => (format!("{v:#x}"), Some(v)),
+            2 if v > 0 => (format!("0{v:o}"), Some(v)),
+            // "-5" is out of range, "--5" no number.
+            3 => (format!("-{v}"), None),
+            4 => (format!("{v}{suffix}"), None),
+            _ => (format!("{prefix}{v}"), None),
+        };
+        let argv = with_prog(Test::WriteBw, vec![format!("--iters={text}").into()]);
+        let p = parse(Test::WriteBw, &argv)?;
+        let expected = integer.filter(|n| (5..=100_000_000).contains(n));
+        prop_assert_eq!(p.map(|p| p.iters as i64), expected, "{}", text);
+    }
+
+    /// `-s` takes a C integer with an optional K or M suffix, from 1 to 2^31 - 1 bytes.
+    #[test]
+    fn sizes_are_c_integers_with_suffixes(v in edgy_i64(), suffix in 0..3usize) {
+        let (letter, factor) = [("", 1i128), ("K", 1024), ("M", 1 << 20)][suffix];
+        let argv = with_prog(Test::WriteBw, vec![format!("--size={v}{letter}").into()]);
+        let p = parse(Test::WriteBw, &argv)?;
+        let bytes = i128::from(v) * factor;
+        let expected = (1..=i128::from(u32::MAX / 2)).contains(&bytes).then_some(bytes as u64);
+        prop_assert_eq!(p.map(|p| p.size), expected);
+    }
+
+    /// Any text as the value of any option taking one is a value or a clear error.
+    #[test]
+    fn any_value_of_any_option(
+        t in test(),
+        option in prop::sample::select(vec!["-A", "-c", "-d", "-D", "-f", "-i", "-I", "-l", "-m", "-n", "-o", "-p", "-q", "-Q", "-r", "-s", "-S", "-t", "-u", "-x", "--out_json_file"]),
+        value in prop_oneof![number_text(), "[ -~]{0,12}"],
+    ) {
+        let argv = with_prog(t, vec![option.into(), value.into()]);
+        parse(t, &argv)?;
+    }
+}
