@@ -1,234 +1,554 @@
-//! RC ping-pong over send/receive, in the spirit of rdma-core's `ibv_rc_pingpong`.
+//! RC ping-pong over send/receive that talks to rdma-core's `ibv_rc_pingpong` (package
+//! ibverbs-utils): the same options, the same TCP exchange, the same result lines.
 //!
 //! ```text
-//! rc_pingpong [-d DEV] [-p PORT] [-s SIZE] [-n ITERS]            # server
-//! rc_pingpong [-d DEV] [-p PORT] [-s SIZE] [-n ITERS] HOST       # client
+//! rc_pingpong [OPTIONS]          server: wait for a client
+//! rc_pingpong [OPTIONS] HOST     client: connect to the server on HOST
+//!
+//!   -p, --port=PORT       TCP port of the exchange (default 18515)
+//!   -d, --ib-dev=DEV      RDMA device (default: the first one)
+//!   -i, --ib-port=PORT    port of the device (default 1)
+//!   -s, --size=SIZE       message size in bytes (default 4096)
+//!   -m, --mtu=MTU         path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)
+//!   -r, --rx-depth=DEPTH  receives kept posted (default 500)
+//!   -n, --iters=ITERS     round trips (default 1000)
+//!   -l, --sl=SL           service level (default 0)
+//!   -e, --events          sleep on completion events instead of polling
+//!   -g, --gid-idx=INDEX   local GID index (required on RoCE)
+//!   -c, --chk             validate the received buffer (the server checks it)
 //! ```
 //!
-//! The two sides swap their queue pair endpoints over TCP, connect, then bounce a message of
-//! SIZE bytes back and forth ITERS times, and print the throughput and the round-trip time.
-//! It is written to be copied: every verbs object is created, used and dropped in the
-//! open, with no `unsafe`.
+//! Against the C program (either side may be either program; on RoCE both need `-g`, and on
+//! the rxe0 device of `scripts/with-rdma`'s VM, GID index 1 is `::ffff:127.0.0.1`):
+//!
+//! ```text
+//! ibv_rc_pingpong -d rxe0 -g 1 -n 100 -c &                           # C server
+//! target/debug/examples/rc_pingpong -d rxe0 -g 1 -n 100 -c 127.0.0.1  # Rust client
+//! ```
+//!
+//! Both print their addresses and, on success, the two lines
+//! `BYTES bytes in SECS seconds = RATE Mbit/sec` and `ITERS iters in SECS seconds = T usec/iter`,
+//! and exit with status 0 (1 on any failure).
+//!
+//! How the two sides meet, as the C program does it:
+//! 1. Both post `rx-depth` receives into their one buffer (filled with 0x7b).
+//! 2. The client connects over TCP and sends its address as 52 bytes: the text
+//!    `LLLL:QQQQQQ:PPPPPP:GGGG…` (LID, QP number and first PSN in hex, then the 16 GID bytes
+//!    as 32 hex digits, all zero without `-g`) and a NUL. The server reads it, connects its
+//!    QP (INIT → RTR → RTS), answers with its own address, and the client replies `done\0`.
+//!    The client connects its QP after the exchange.
+//! 3. The client sends first; each side sends again once its last send and a receive have
+//!    completed, and refills its receives when one is left, until ITERS of each are done.
+//! 4. With `-c`, the client writes the C program's pattern (the page number modulo
+//!    `sizeof(char)`, that is 0, at the start of every page) before its first send, and the
+//!    server reports `invalid data in page N` for each page start that did not arrive.
+//!
+//! It is written to be copied: every verbs object is created, used and dropped in the open,
+//! with no `unsafe`.
+#![forbid(unsafe_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv6Addr, TcpListener, TcpStream};
+use std::fmt::Display;
+use std::io::{Read, Write};
+use std::net::{Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, Endpoint, QpType, QueuePair,
-    RecvRequest, SendRequest, WorkCompletion,
+    AccessFlags, ConnectOptions, Context, Endpoint, LinkLayer, Mtu, QpType, RecvRequest, Route,
+    SendRequest, Sge, WorkCompletion,
 };
 
-const RECV_ID: u64 = 1;
-const SEND_ID: u64 = 2;
+const RECV_WRID: u64 = 1;
+const SEND_WRID: u64 = 2;
+/// `"0000:000000:000000:" + 32 GID hex digits + NUL`: the C program's address message.
+const MSG_LEN: usize = 52;
+const DONE: &[u8] = b"done\0";
 
-struct Args {
-    device: Option<String>,
+/// The command line, with the C program's defaults.
+struct Options {
     port: u16,
-    size: usize,
-    iters: u64,
+    ib_dev: Option<String>,
+    ib_port: u8,
+    size: u32,
+    mtu: u32,
+    rx_depth: u32,
+    iters: u32,
+    sl: u8,
+    events: bool,
+    gid_idx: Option<u8>,
+    validate: bool,
+    /// The server to connect to: set on the client.
     host: Option<String>,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        device: None,
+/// (short, long, takes a value) for every option `ibv_rc_pingpong` has that this one does.
+const OPTIONS: &[(char, &str, bool)] = &[
+    ('p', "port", true),
+    ('d', "ib-dev", true),
+    ('i', "ib-port", true),
+    ('s', "size", true),
+    ('m', "mtu", true),
+    ('r', "rx-depth", true),
+    ('n', "iters", true),
+    ('l', "sl", true),
+    ('e', "events", false),
+    ('g', "gid-idx", true),
+    ('c', "chk", false),
+];
+
+/// Parses the arguments as getopt_long does (`-n 5`, `-n5`, `-ec`, `--iters=5`,
+/// `--iters 5`, options after the host); numbers as strtol, so `0x10` and `010` work.
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
         port: 18515,
+        ib_dev: None,
+        ib_port: 1,
         size: 4096,
+        mtu: 1024,
+        rx_depth: 500,
         iters: 1000,
+        sl: 0,
+        events: false,
+        gid_idx: None,
+        validate: false,
         host: None,
     };
-    let mut it = std::env::args().skip(1);
+    let mut hosts = Vec::new();
+    let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "-d" => args.device = Some(value("-d")?),
-            "-p" => args.port = value("-p")?.parse().map_err(|e| format!("-p: {e}"))?,
-            "-s" => args.size = value("-s")?.parse().map_err(|e| format!("-s: {e}"))?,
-            "-n" => args.iters = value("-n")?.parse().map_err(|e| format!("-n: {e}"))?,
-            "-h" | "--help" => {
-                return Err(
-                    "usage: rc_pingpong [-d DEV] [-p PORT] [-s SIZE] [-n ITERS] [HOST]".into(),
-                )
+        // Each option found in this argument, with its value if it is attached to it.
+        let mut found: Vec<(char, Option<String>)> = Vec::new();
+        if let Some(long) = arg.strip_prefix("--") {
+            if long.is_empty() {
+                hosts.extend(it.by_ref().cloned());
+                break;
             }
-            s if s.starts_with('-') => return Err(format!("unknown option {s}")),
-            host => args.host = Some(host.to_owned()),
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let &(short, _, _) = OPTIONS
+                .iter()
+                .find(|(_, l, _)| *l == name)
+                .ok_or(format!("unrecognized option '--{name}'"))?;
+            found.push((short, value));
+        } else if let Some(shorts) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
+            for (i, c) in shorts.char_indices() {
+                let &(_, _, has_value) = OPTIONS
+                    .iter()
+                    .find(|(s, _, _)| *s == c)
+                    .ok_or(format!("invalid option -- '{c}'"))?;
+                let rest = &shorts[i + c.len_utf8()..];
+                if has_value && !rest.is_empty() {
+                    found.push((c, Some(rest.to_owned())));
+                    break;
+                }
+                found.push((c, None));
+            }
+        } else {
+            hosts.push(arg.clone());
+            continue;
+        }
+        for (c, value) in found {
+            let has_value = OPTIONS.iter().any(|&(s, _, v)| s == c && v);
+            let value = match value {
+                Some(v) if has_value => v,
+                Some(_) => return Err(format!("option '{c}' doesn't allow an argument")),
+                None if has_value => it
+                    .next()
+                    .cloned()
+                    .ok_or(format!("option requires an argument -- '{c}'"))?,
+                None => String::new(),
+            };
+            set_option(&mut o, c, &value)?;
         }
     }
-    if args.size == 0 || args.iters == 0 {
-        return Err("size and iterations must be positive".into());
+    match hosts.len() {
+        0 => {}
+        1 => o.host = hosts.pop(),
+        _ => return Err("more than one host given".into()),
     }
-    Ok(args)
+    Ok(o)
 }
 
-/// Sends our endpoint as one text line and reads the peer's.
-fn exchange(stream: &mut BufReader<TcpStream>, local: &Endpoint) -> Result<Endpoint, String> {
-    writeln!(
-        stream.get_mut(),
-        "{} {} {} {} {}",
-        local.qpn,
-        local.psn,
-        local.lid,
-        local.gid,
-        local.mtu
-    )
-    .map_err(|e| format!("sending the endpoint: {e}"))?;
-    let mut line = String::new();
-    stream
-        .read_line(&mut line)
-        .map_err(|e| format!("reading the peer's endpoint: {e}"))?;
-    let f: Vec<&str> = line.split_whitespace().collect();
-    let bad = || format!("malformed endpoint from the peer: {line:?}");
-    if f.len() != 5 {
-        return Err(bad());
+fn set_option(o: &mut Options, c: char, value: &str) -> Result<(), String> {
+    let bad = || format!("invalid value for -{c}: {value:?}");
+    let num = |v: &str| parse_c_number(v).ok_or_else(bad);
+    match c {
+        'p' => o.port = u16::try_from(num(value)?).map_err(|_| bad())?,
+        'd' => o.ib_dev = Some(value.to_owned()),
+        'i' => {
+            o.ib_port = u8::try_from(num(value)?)
+                .ok()
+                .filter(|&p| p >= 1)
+                .ok_or_else(bad)?
+        }
+        's' => o.size = u32::try_from(num(value)?).map_err(|_| bad())?,
+        'm' => {
+            let mtu = u32::try_from(num(value)?).map_err(|_| bad())?;
+            Mtu::from_bytes(mtu).ok_or_else(bad)?;
+            o.mtu = mtu;
+        }
+        'r' => o.rx_depth = u32::try_from(num(value)?).map_err(|_| bad())?,
+        'n' => o.iters = u32::try_from(num(value)?).map_err(|_| bad())?,
+        'l' => o.sl = u8::try_from(num(value)?).map_err(|_| bad())?,
+        'e' => o.events = true,
+        'g' => {
+            // A negative index means "no GID", as in C.
+            let n = num(value)?;
+            o.gid_idx = match n {
+                ..=-1 => None,
+                _ => Some(u8::try_from(n).map_err(|_| bad())?),
+            };
+        }
+        'c' => o.validate = true,
+        _ => unreachable!("every option in OPTIONS is handled"),
     }
-    Ok(Endpoint {
-        qpn: f[0].parse().map_err(|_| bad())?,
-        psn: f[1].parse().map_err(|_| bad())?,
-        lid: f[2].parse().map_err(|_| bad())?,
-        gid: f[3].parse::<Ipv6Addr>().map_err(|_| bad())?,
-        port: local.port,
-        mtu: f[4].parse().map_err(|_| bad())?,
-    })
-}
-
-/// Waits for the next completion; fails on an error status or after 10 s of silence.
-fn next_completion(cq: &CompletionQueue) -> Result<WorkCompletion, String> {
-    let mut wc = [WorkCompletion::default()];
-    let start = Instant::now();
-    loop {
-        if let [done] = cq.poll(&mut wc).map_err(|e| e.to_string())? {
-            done.ok().map_err(|e| e.to_string())?;
-            return Ok(*done);
-        }
-        if start.elapsed() > Duration::from_secs(10) {
-            return Err("no completion for 10 s: is the peer alive?".into());
-        }
-    }
-}
-
-fn run(args: &Args) -> Result<(), String> {
-    let ctx = match &args.device {
-        Some(name) => Context::open(name),
-        None => Context::open_first(),
-    }
-    .map_err(|e| e.to_string())?;
-    let pd = ctx.alloc_pd().map_err(|e| e.to_string())?;
-    let send_cq = ctx.create_cq(1, None).map_err(|e| e.to_string())?;
-    let recv_cq = ctx.create_cq(1, None).map_err(|e| e.to_string())?;
-    let mut mr = pd
-        .alloc_mr(2 * args.size, AccessFlags::LOCAL_WRITE)
-        .map_err(|e| e.to_string())?;
-    mr.write(args.size, &vec![0x5a; args.size])
-        .map_err(|e| e.to_string())?;
-    let qp = pd
-        .create_qp(QpType::Rc, &send_cq, &recv_cq)
-        .max_send_wr(1)
-        .max_recv_wr(1)
-        .build()
-        .map_err(|e| e.to_string())?;
-
-    // The first half of the buffer receives, the second half sends.
-    let recv_sge = [mr.sge(..args.size).map_err(|e| e.to_string())?];
-    let send_sge = [mr.sge(args.size..).map_err(|e| e.to_string())?];
-    qp.post_recv(&mut [RecvRequest::new(RECV_ID, &recv_sge)])
-        .map_err(|e| e.to_string())?;
-
-    let stream = match &args.host {
-        Some(host) => connect(host, args.port)?,
-        None => {
-            let listener = TcpListener::bind(("0.0.0.0", args.port))
-                .map_err(|e| format!("listening on port {}: {e}", args.port))?;
-            listener.accept().map_err(|e| e.to_string())?.0
-        }
-    };
-    // One buffered reader for the whole session, so that no line is read ahead and lost.
-    let mut stream = BufReader::new(stream);
-    let local = qp.endpoint();
-    let remote = exchange(&mut stream, &local)?;
-    println!(
-        "  local address:  QPN {:#08x}, PSN {:#08x}, GID {}",
-        local.qpn, local.psn, local.gid
-    );
-    println!(
-        "  remote address: QPN {:#08x}, PSN {:#08x}, GID {}",
-        remote.qpn, remote.psn, remote.gid
-    );
-    let qp = qp
-        .connect(&remote, &ConnectOptions::default())
-        .map_err(|e| e.to_string())?;
-    // Both sides have posted their receive and connected before the first send.
-    exchange(&mut stream, &local)?;
-
-    // The client sends first; each side re-posts its receive before the message that the
-    // peer answers, so a receive is always waiting.
-    let client = args.host.is_some();
-    let start = Instant::now();
-    for i in 0..args.iters {
-        if client {
-            send(&qp, &send_cq, &send_sge)?;
-        }
-        let wc = next_completion(&recv_cq)?;
-        if wc.byte_len() as usize != args.size {
-            return Err(format!(
-                "received {} bytes, expected {}",
-                wc.byte_len(),
-                args.size
-            ));
-        }
-        if i + 1 < args.iters {
-            qp.post_recv(&mut [RecvRequest::new(RECV_ID, &recv_sge)])
-                .map_err(|e| e.to_string())?;
-        }
-        if !client {
-            send(&qp, &send_cq, &send_sge)?;
-        }
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-
-    let bytes = 2 * args.size as u64 * args.iters;
-    println!(
-        "{bytes} bytes in {elapsed:.2} seconds = {:.2} Mbit/sec",
-        bytes as f64 * 8.0 / elapsed / 1e6
-    );
-    println!(
-        "{} iters in {elapsed:.2} seconds = {:.2} usec/iter",
-        args.iters,
-        elapsed * 1e6 / args.iters as f64
-    );
     Ok(())
 }
 
-/// Connects to the server, retrying for 10 s while it is not listening yet.
-fn connect(host: &str, port: u16) -> Result<TcpStream, String> {
-    let start = Instant::now();
-    loop {
-        match TcpStream::connect((host, port)) {
-            Ok(stream) => return Ok(stream),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ConnectionRefused
-                    && start.elapsed() < Duration::from_secs(10) =>
-            {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => return Err(format!("connecting to {host}:{port}: {e}")),
-        }
+/// A number as C's `strtol(s, NULL, 0)` reads it: decimal, `0x` hex or `0` octal.
+fn parse_c_number(s: &str) -> Option<i64> {
+    let (negative, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let value = if let Some(hex) = digits.strip_prefix("0x").or(digits.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16).ok()?
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        i64::from_str_radix(&digits[1..], 8).ok()?
+    } else {
+        digits.parse().ok()?
+    };
+    Some(if negative { -value } else { value })
+}
+
+/// The address message: `LID:QPN:PSN:GID` in hex, NUL-padded to [`MSG_LEN`] bytes.
+fn encode(me: &Endpoint) -> [u8; MSG_LEN] {
+    let text = format!(
+        "{:04x}:{:06x}:{:06x}:{:032x}",
+        me.lid,
+        me.qpn,
+        me.psn,
+        u128::from_be_bytes(me.gid.octets())
+    );
+    let mut msg = [0; MSG_LEN];
+    msg[..text.len()].copy_from_slice(text.as_bytes());
+    msg
+}
+
+/// Reads the peer's address message. It carries no port or MTU: a remote [`Endpoint`]
+/// needs both, so they are ours (the path MTU is `-m` anyway, as in C).
+fn decode(msg: &[u8; MSG_LEN], o: &Options) -> Result<Endpoint, String> {
+    let bad = || {
+        format!(
+            "malformed address from the peer: {:?}",
+            String::from_utf8_lossy(msg)
+        )
+    };
+    let end = msg.iter().position(|&b| b == 0).ok_or_else(bad)?;
+    let text = std::str::from_utf8(&msg[..end]).map_err(|_| bad())?;
+    let mut fields = text.splitn(4, ':');
+    let mut next = || fields.next().ok_or_else(bad);
+    let (lid, qpn, psn, gid) = (next()?, next()?, next()?, next()?);
+    if gid.len() != 32 {
+        return Err(bad());
+    }
+    Ok(Endpoint {
+        lid: u16::from_str_radix(lid, 16).map_err(|_| bad())?,
+        qpn: u32::from_str_radix(qpn, 16).map_err(|_| bad())?,
+        psn: u32::from_str_radix(psn, 16).map_err(|_| bad())?,
+        gid: Ipv6Addr::from(u128::from_str_radix(gid, 16).map_err(|_| bad())?),
+        port: o.ib_port,
+        mtu: o.mtu,
+    })
+}
+
+/// Adds what failed to an error, like the C program's messages.
+trait Say<T> {
+    fn or_say(self, what: &str) -> Result<T, String>;
+}
+
+impl<T, E: Display> Say<T> for Result<T, E> {
+    fn or_say(self, what: &str) -> Result<T, String> {
+        self.map_err(|e| format!("{what}: {e}"))
     }
 }
 
-fn send(qp: &QueuePair, cq: &CompletionQueue, sge: &[ibverbs::Sge<'_>]) -> Result<(), String> {
-    qp.post_send(&mut [SendRequest::send(SEND_ID, sge).signaled()])
-        .map_err(|e| e.to_string())?;
-    next_completion(cq).map(drop)
+/// Posts up to `n` receives one by one, as C does, and returns how many were posted.
+fn post_recvs(
+    post: impl Fn(&mut [RecvRequest<'_>]) -> ibverbs::Result<()>,
+    sge: &[Sge<'_>],
+    n: u32,
+) -> u32 {
+    (0..n)
+        .take_while(|_| post(&mut [RecvRequest::new(RECV_WRID, sge)]).is_ok())
+        .count() as u32
+}
+
+/// The page size, from the auxiliary vector the kernel gives every process (`AT_PAGESZ`):
+/// `sysconf(_SC_PAGESIZE)` would need `unsafe`.
+fn page_size() -> usize {
+    const AT_PAGESZ: usize = 6;
+    const W: usize = std::mem::size_of::<usize>();
+    let auxv = std::fs::read("/proc/self/auxv").unwrap_or_default();
+    let word = |b: &[u8]| usize::from_ne_bytes(b.try_into().expect("W bytes"));
+    auxv.chunks_exact(2 * W)
+        .find(|pair| word(&pair[..W]) == AT_PAGESZ)
+        .map_or(4096, |pair| word(&pair[W..]))
+}
+
+fn print_address(which: &str, e: &Endpoint) {
+    println!(
+        "  {which} LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+        e.lid, e.qpn, e.psn, e.gid
+    );
+}
+
+fn run(o: &Options) -> Result<(), String> {
+    let ctx = match &o.ib_dev {
+        Some(name) => Context::open(name),
+        None => Context::open_first(),
+    }
+    .or_say("Couldn't get context")?;
+    let port = ctx.query_port(o.ib_port).or_say("Couldn't get port info")?;
+    if port.link_layer != LinkLayer::Ethernet && port.lid == 0 {
+        return Err("Couldn't get local LID".into());
+    }
+    if port.link_layer == LinkLayer::Ethernet && o.gid_idx.is_none() {
+        return Err("the port is RoCE: give a GID index with -g (1 on rxe: its IPv4 GID)".into());
+    }
+
+    let channel = match o.events {
+        true => Some(
+            ctx.create_comp_channel()
+                .or_say("Couldn't create completion channel")?,
+        ),
+        false => None,
+    };
+    let pd = ctx.alloc_pd().or_say("Couldn't allocate PD")?;
+    let size = o.size as usize;
+    // One buffer both sends and receives, as in C (a region cannot be empty: -s 0 gets one
+    // byte and sends none of it).
+    let mut mr = pd
+        .alloc_mr(size.max(1), AccessFlags::LOCAL_WRITE)
+        .or_say("Couldn't register MR")?;
+    mr.write(0, &vec![0x7b; size])
+        .or_say("Couldn't fill the buffer")?;
+    let client = o.host.is_some();
+    let page = page_size();
+    if o.validate && client {
+        for offset in (0..size).step_by(page) {
+            mr.write(offset, &[0])
+                .or_say("Couldn't write the pattern")?;
+        }
+    }
+    // One CQ for both queues, with room for every receive and the one send.
+    let mut cq = ctx
+        .create_cq(o.rx_depth + 1, channel.as_ref())
+        .or_say("Couldn't create CQ")?;
+    let mut builder = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .max_send_wr(1)
+        .max_recv_wr(o.rx_depth)
+        .max_send_sge(1)
+        .max_recv_sge(1)
+        .port(o.ib_port)
+        .access(AccessFlags::empty());
+    if let Some(index) = o.gid_idx {
+        builder = builder.gid_index(index);
+    }
+    let qp = builder.build().or_say("Couldn't create QP")?;
+
+    let sge = [mr.sge(..size).or_say("Couldn't describe the buffer")?];
+    let mut routs = post_recvs(|wr| qp.post_recv(wr), &sge, o.rx_depth);
+    if routs < o.rx_depth {
+        return Err(format!("Couldn't post receive ({routs})"));
+    }
+    if o.events {
+        cq.req_notify(false)
+            .or_say("Couldn't request CQ notification")?;
+    }
+
+    // Without -g the C program sends an all-zero GID (and expects no GRH on InfiniBand).
+    let mut me = qp.endpoint();
+    if o.gid_idx.is_none() {
+        me.gid = Ipv6Addr::UNSPECIFIED;
+    }
+    print_address("local address: ", &me);
+    // The RTR and RTS attributes of the C program. The GID index of the route is the QP's
+    // own (the one given to gid_index above), whatever `sgid_index` says.
+    let opts = ConnectOptions {
+        path_mtu: Some(o.mtu),
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: 1,
+        max_dest_rd_atomic: 1,
+        route: Route {
+            hop_limit: 1,
+            sl: o.sl,
+            ..Route::default()
+        },
+    };
+    let mut msg = [0; MSG_LEN];
+    let (peer, qp) = match &o.host {
+        Some(host) => {
+            let mut tcp = TcpStream::connect((host.as_str(), o.port))
+                .or_say(&format!("Couldn't connect to {host}:{}", o.port))?;
+            tcp.write_all(&encode(&me))
+                .or_say("Couldn't send local address")?;
+            tcp.read_exact(&mut msg)
+                .or_say("Couldn't read remote address")?;
+            tcp.write_all(DONE).or_say("Couldn't send done")?;
+            let peer = decode(&msg, o)?;
+            let qp = qp
+                .connect(&peer, &opts)
+                .or_say("Couldn't connect to remote QP")?;
+            (peer, qp)
+        }
+        None => {
+            // Both the IPv6 and the IPv4 wildcard, as getaddrinfo(NULL) offers them.
+            let any = [
+                SocketAddr::from((Ipv6Addr::UNSPECIFIED, o.port)),
+                SocketAddr::from(([0, 0, 0, 0], o.port)),
+            ];
+            let listener = TcpListener::bind(&any[..])
+                .or_say(&format!("Couldn't listen to port {}", o.port))?;
+            let (mut tcp, _) = listener.accept().or_say("accept() failed")?;
+            drop(listener);
+            tcp.read_exact(&mut msg)
+                .or_say("Couldn't read remote address")?;
+            let peer = decode(&msg, o)?;
+            let qp = qp
+                .connect(&peer, &opts)
+                .or_say("Couldn't connect to remote QP")?;
+            tcp.write_all(&encode(&me))
+                .or_say("Couldn't send local address")?;
+            let mut done = [0; DONE.len()];
+            tcp.read_exact(&mut done).or_say("Couldn't read done")?;
+            (peer, qp)
+        }
+    };
+    print_address("remote address:", &peer);
+
+    // As in C: inline sends when the QP can take the whole message inline.
+    let send = || {
+        let wr = SendRequest::send(SEND_WRID, &sge).signaled();
+        let wr = if qp.max_inline_data() >= o.size {
+            wr.inline()
+        } else {
+            wr
+        };
+        qp.post_send(&mut [wr]).or_say("Couldn't post send")
+    };
+    // Which of our last send and a receive are still outstanding; a new send goes out when
+    // neither is. The client sends first; the server's first send answers it.
+    let mut pending = RECV_WRID;
+    if client {
+        send()?;
+        pending |= SEND_WRID;
+    }
+
+    let start = Instant::now();
+    let (mut rcnt, mut scnt) = (0, 0);
+    let mut wc = [WorkCompletion::default(); 2];
+    while rcnt < o.iters || scnt < o.iters {
+        if o.events {
+            if !cq.wait().or_say("Failed to get cq_event")? {
+                return Err("Failed to get cq_event".into());
+            }
+            cq.req_notify(false)
+                .or_say("Couldn't request CQ notification")?;
+        }
+        // With events, one poll after each event (as C does); else poll until something
+        // completes. The count is kept, not the slice, so the loop can poll again.
+        let n = loop {
+            let n = cq.poll(&mut wc).or_say("poll CQ failed")?.len();
+            if n > 0 || o.events {
+                break n;
+            }
+        };
+        for c in &wc[..n] {
+            if !c.is_success() {
+                return Err(format!(
+                    "Failed status {} for wr_id {}",
+                    c.status(),
+                    c.wr_id()
+                ));
+            }
+            match c.wr_id() {
+                SEND_WRID => scnt += 1,
+                RECV_WRID => {
+                    routs -= 1;
+                    if routs <= 1 {
+                        routs += post_recvs(|wr| qp.post_recv(wr), &sge, o.rx_depth - routs);
+                        if routs < o.rx_depth {
+                            return Err(format!("Couldn't post receive ({routs})"));
+                        }
+                    }
+                    rcnt += 1;
+                }
+                id => return Err(format!("Completion for unknown wr_id {id}")),
+            }
+            pending &= !c.wr_id();
+            if scnt < o.iters && pending == 0 {
+                send()?;
+                pending = RECV_WRID | SEND_WRID;
+            }
+        }
+    }
+    let usec = start.elapsed().as_secs_f64() * 1e6;
+
+    let bytes = 2 * u64::from(o.size) * u64::from(o.iters);
+    println!(
+        "{bytes} bytes in {:.2} seconds = {:.2} Mbit/sec",
+        usec / 1e6,
+        bytes as f64 * 8.0 / usec
+    );
+    println!(
+        "{} iters in {:.2} seconds = {:.2} usec/iter",
+        o.iters,
+        usec / 1e6,
+        usec / f64::from(o.iters)
+    );
+    if o.validate && !client {
+        for offset in (0..size).step_by(page) {
+            let mut byte = [0];
+            mr.read(offset, &mut byte)
+                .or_say("Couldn't read the buffer")?;
+            if byte[0] != 0 {
+                println!("invalid data in page {}", offset / page);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn usage(argv0: &str) {
+    println!("Usage: {argv0} [OPTIONS]         wait for a client");
+    println!("       {argv0} [OPTIONS] HOST    connect to the server on HOST");
+    println!("Options: -p PORT (18515) -d DEV -i IB_PORT (1) -s SIZE (4096) -m MTU (1024)");
+    println!("         -r RX_DEPTH (500) -n ITERS (1000) -l SL (0) -e (events) -g GID_INDEX");
+    println!("         -c (validate the buffer); long forms as ibv_rc_pingpong's");
 }
 
 fn main() -> ExitCode {
-    let result = parse_args().and_then(|args| run(&args));
-    match result {
+    let args: Vec<String> = std::env::args().collect();
+    let argv0 = args.first().map_or("rc_pingpong", String::as_str);
+    let options = match parse_args(args.get(1..).unwrap_or_default()) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{argv0}: {msg}");
+            usage(argv0);
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("rc_pingpong: {msg}");
+            eprintln!("{argv0}: {msg}");
             ExitCode::FAILURE
         }
     }
