@@ -12,32 +12,21 @@
 //! `--nocapture` to see them) are not skewed by each other. Every test checks at its end that
 //! no destroy call failed in a destructor.
 
-use std::io::{BufRead, BufReader, ErrorKind, Write};
-use std::net::{Ipv6Addr, TcpListener, TcpStream};
+use std::io::ErrorKind;
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, Endpoint, MemoryRegion, QpState, QpType,
-    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
+use ibverbs_test_kit::{
+    assert_clean_drops, assert_empty, hello, mix, open, parse_hello, pattern, record, Wire,
 };
 
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-fn open() -> Context {
-    Context::open(&device()).unwrap_or_else(|e| {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
-    })
-}
-
-/// Asserts that no destroy call has failed in a destructor so far.
-fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
-}
+use ibverbs::{
+    AccessFlags, CompletionQueue, ConnectOptions, Endpoint, MemoryRegion, QpState, QpType,
+    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
+};
 
 /// Runs the tests of this binary one at a time.
 fn serial() -> MutexGuard<'static, ()> {
@@ -46,27 +35,6 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 const REMOTE: AccessFlags = AccessFlags::LOCAL_WRITE.union(AccessFlags::REMOTE_WRITE);
-
-/// The `len` bytes of message `id` (unique per message): each 8-byte word mixes the id with
-/// the word's index, so stale, misplaced, shifted or torn data does not compare equal.
-fn pattern(id: u64, len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 8);
-    let mut word = 0u64;
-    while out.len() < len {
-        let w = (id ^ word.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        out.extend_from_slice(&w.to_le_bytes());
-        word += 1;
-    }
-    out.truncate(len);
-    out
-}
-
-/// A well-mixed hash of `x` (splitmix64's finaliser), for message lengths and op choice.
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 /// Asserts that `mr[offset..offset + len]` holds message `id`.
 fn assert_holds(mr: &MemoryRegion, offset: usize, id: u64, len: usize, what: &str) {
@@ -77,14 +45,6 @@ fn assert_holds(mr: &MemoryRegion, offset: usize, id: u64, len: usize, what: &st
         let at = got.iter().zip(&want).position(|(a, b)| a != b).unwrap();
         panic!("{what}: message {id:#x} ({len} bytes) differs at byte {at}");
     }
-}
-
-/// Asserts that `cq` stays empty for a moment.
-fn assert_empty(cq: &CompletionQueue, what: &str) {
-    std::thread::sleep(Duration::from_millis(100));
-    let mut wc = [WorkCompletion::default(); 4];
-    let got = cq.poll(&mut wc).expect("ibv_poll_cq");
-    assert!(got.is_empty(), "{what}: unexpected completions: {got:?}");
 }
 
 // ---------------------------------------------------------------- load
@@ -446,87 +406,6 @@ impl ChildMode {
     }
 }
 
-/// The text line a peer sends about itself: its endpoint and the memory it lets the peer
-/// write.
-fn hello(ep: &Endpoint, mem: &RemoteMemory) -> String {
-    format!(
-        "{} {} {} {} {} {} {} {} {}\n",
-        ep.qpn, ep.psn, ep.lid, ep.gid, ep.port, ep.mtu, mem.addr, mem.len, mem.rkey
-    )
-}
-
-fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(f.len(), 9, "bad hello line {line:?}");
-    let num = |i: usize| -> u64 {
-        f[i].parse()
-            .unwrap_or_else(|_| panic!("bad hello {line:?}"))
-    };
-    let ep = Endpoint {
-        qpn: num(0) as u32,
-        psn: num(1) as u32,
-        lid: num(2) as u16,
-        gid: f[3]
-            .parse::<Ipv6Addr>()
-            .unwrap_or_else(|_| panic!("bad hello {line:?}")),
-        port: num(4) as u8,
-        mtu: num(5) as u32,
-    };
-    let mem = RemoteMemory {
-        addr: num(6),
-        len: num(7),
-        rkey: num(8) as u32,
-    };
-    (ep, mem)
-}
-
-/// One side's TCP connection to the other, read by lines.
-struct Wire {
-    out: TcpStream,
-    lines: BufReader<TcpStream>,
-}
-
-impl Wire {
-    fn new(stream: TcpStream) -> Wire {
-        stream.set_read_timeout(Some(PEER_GUARD)).unwrap();
-        Wire {
-            out: stream.try_clone().unwrap(),
-            lines: BufReader::new(stream),
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        self.out.write_all(line.as_bytes()).unwrap();
-    }
-
-    fn recv(&mut self, what: &str) -> String {
-        let mut line = String::new();
-        let n = self
-            .lines
-            .read_line(&mut line)
-            .unwrap_or_else(|e| panic!("reading {what} from the peer: {e}"));
-        assert!(
-            n > 0,
-            "the peer closed the connection before sending {what}"
-        );
-        line
-    }
-
-    /// Whether the peer has closed the connection, without blocking: `Some(how)` once it
-    /// has (`"EOF"` or the error), `None` while it is open and quiet.
-    fn closed(&mut self) -> Option<String> {
-        self.out.set_nonblocking(true).unwrap();
-        let got = match self.lines.fill_buf() {
-            Ok([]) => Some("EOF".to_owned()),
-            Ok(data) => panic!("unexpected data from the peer: {data:?}"),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => None,
-            Err(e) => Some(format!("{:?}", e.kind())),
-        };
-        self.out.set_nonblocking(false).unwrap();
-        got
-    }
-}
-
 /// One side's verbs objects: a QP on its own CQ, memory the peer may write (`inbox`) and
 /// memory to send from (`outbox`).
 struct Side {
@@ -575,8 +454,8 @@ fn connect_side(
     wire.send(&hello(&qp.endpoint(), &inbox.remote()));
     let (peer, peer_mem) = parse_hello(&wire.recv("its endpoint"));
     let qp = qp.connect(&peer, opts).unwrap();
-    wire.send("connected\n");
-    assert_eq!(wire.recv("that it is connected"), "connected\n");
+    wire.send("connected");
+    assert_eq!(wire.recv("that it is connected"), "connected");
     let side = Side {
         qp,
         cq,
@@ -584,14 +463,6 @@ fn connect_side(
         outbox,
     };
     (side, peer_mem)
-}
-
-/// A record the writer puts into slot `seq % RECORDS` of its peer's memory: `seq` in the
-/// first 8 bytes, then the pattern of `seq`.
-fn record(seq: u64) -> Vec<u8> {
-    let mut r = seq.to_le_bytes().to_vec();
-    r.extend(pattern(seq, RECORD - 8));
-    r
 }
 
 /// Checks the memory a writer wrote into until it died: every slot is untouched (zero) or
@@ -606,7 +477,11 @@ fn check_records(mr: &MemoryRegion) -> usize {
         }
         let seq = u64::from_le_bytes(got[..8].try_into().unwrap());
         assert_eq!(seq as usize % RECORDS, slot, "record {seq} in slot {slot}");
-        assert_eq!(got, record(seq), "record {seq} in slot {slot} is corrupt");
+        assert_eq!(
+            got,
+            record(seq, RECORD),
+            "record {seq} in slot {slot} is corrupt"
+        );
         written += 1;
     }
     written
@@ -629,7 +504,7 @@ fn message(seq: u64) -> Vec<u8> {
 fn post_stream(side: &mut Side, mode: ChildMode, seq: u64, peer_mem: RemoteMemory) {
     let slot = (seq % u64::from(PEER_DEPTH)) as usize * RECV_BUF;
     let data = match mode {
-        ChildMode::Writer => record(seq),
+        ChildMode::Writer => record(seq, RECORD),
         ChildMode::Sender => message(seq),
     };
     side.outbox.write(slot, &data).unwrap();
@@ -646,7 +521,7 @@ fn post_stream(side: &mut Side, mode: ChildMode, seq: u64, peer_mem: RemoteMemor
 
 /// The child's side: stream in `mode` to the parent until killed.
 fn run_child(mode: ChildMode, parent: &str) {
-    let mut wire = Wire::new(TcpStream::connect(parent).unwrap());
+    let mut wire = Wire::new(TcpStream::connect(parent).unwrap(), PEER_GUARD);
     let inbox_len = RECORDS * RECORD;
     let (mut side, peer_mem) = connect_side(&mut wire, &ConnectOptions::default(), inbox_len, 0);
     let depth = u64::from(PEER_DEPTH);
@@ -664,7 +539,7 @@ fn run_child(mode: ChildMode, parent: &str) {
             done += 1;
         }
         if !told && done >= 2 * depth {
-            wire.send("streaming\n");
+            wire.send("streaming");
             told = true;
         }
         assert!(
@@ -723,7 +598,7 @@ impl Peer {
             }
         };
         stream.set_nonblocking(false).unwrap();
-        (peer, Wire::new(stream))
+        (peer, Wire::new(stream, PEER_GUARD))
     }
 
     /// Sends SIGKILL; returns when it was sent.
@@ -773,7 +648,7 @@ fn writer_whose_peer_is_killed_gets_an_error_completion() {
         ..Default::default()
     };
     let (mut side, peer_mem) = connect_side(&mut wire, &opts, RECORDS * RECORD, 0);
-    assert_eq!(wire.recv("that it streams"), "streaming\n");
+    assert_eq!(wire.recv("that it streams"), "streaming");
 
     let depth = u64::from(PEER_DEPTH);
     let (mut posted, mut done) = (0u64, 0u64);
@@ -924,7 +799,7 @@ fn receiver_whose_peer_is_killed_keeps_receives_until_flushed() {
         RECVS * RECV_BUF,
         RECVS,
     );
-    assert_eq!(wire.recv("that it streams"), "streaming\n");
+    assert_eq!(wire.recv("that it streams"), "streaming");
     let mut rx = Receiver {
         side,
         posted: RECVS as u64,

@@ -4,26 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
+
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, Error, MemoryRegion, MwType,
-    PreparedQueuePair, ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, Route,
-    SendRequest, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CompletionQueue, ConnectOptions, Error, MemoryRegion, MwType, PreparedQueuePair,
+    ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, Route, SendRequest, WcOpcode,
+    WcStatus, WorkCompletion,
 };
-
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-fn open() -> Context {
-    Context::open(&device()).unwrap_or_else(|e| {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
-    })
-}
-
-/// Asserts that no destroy call has failed in a destructor so far.
-fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
-}
 
 const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
     .union(AccessFlags::REMOTE_WRITE)
@@ -44,14 +31,6 @@ fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
         );
         std::thread::yield_now();
     }
-}
-
-/// Asserts that `cq` stays empty for a moment.
-fn assert_empty(cq: &CompletionQueue) {
-    std::thread::sleep(Duration::from_millis(50));
-    let mut wc = [WorkCompletion::default(); 4];
-    let got = cq.poll(&mut wc).expect("ibv_poll_cq");
-    assert!(got.is_empty(), "unexpected completions: {got:?}");
 }
 
 /// Two QPs of one type on one device, connected to each other.
@@ -279,7 +258,7 @@ fn inline_sends_scatter_gather_and_post_lists() {
     list.push(last);
     p.a.post_send(&mut list).unwrap();
     assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), 15);
-    assert_empty(&p.a_cq);
+    assert_empty(&p.a_cq, "after the one signaled request of the list");
     assert_eq!(&contents(&dst)[..128], &[b'a'; 128]);
     drop(p);
     assert_clean_drops();
@@ -779,7 +758,7 @@ fn posting_more_than_the_queue_depth() {
     for i in 0..index as u64 {
         assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), i);
     }
-    assert_empty(&p.a_cq);
+    assert_empty(&p.a_cq, "after the requests before the failing one");
 
     let n = 64 * p.b.max_recv_wr() as u64;
     let mut rs: Vec<_> = (0..n).map(|i| RecvRequest::new(i, &sge)).collect();
@@ -1045,7 +1024,7 @@ fn extended_send_api_batches() {
         .push(&SendRequest::write(6, &sge, dst.remote()).signaled())
         .unwrap();
     drop(batch);
-    assert_empty(&p.a_cq);
+    assert_empty(&p.a_cq, "after an aborted batch");
 
     // A QP built without send ops has no batch.
     let mut plain = Pair::new(QpType::Rc);
