@@ -1,9 +1,4 @@
-//! Devices, device and port attributes, GIDs and asynchronous events on a real device (run
-//! through `scripts/with-rdma`; rxe0 on `lo` in CI).
-//!
-//! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
-//! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
-//! netdev `$IBVERBS_TEST_NETDEV` (default `lo`). A missing device is a failure, not a skip.
+//! Devices, device and port attributes, GIDs and asynchronous events.
 
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
