@@ -26,8 +26,8 @@ fn open_device(name: &str) -> *mut ibv_context {
     let devices = unsafe { std::slice::from_raw_parts(list, num) };
     let names: Vec<String> = devices
         .iter()
-        // SAFETY: each device is valid; its name is a NUL-terminated string.
         .map(|&d| {
+            // SAFETY: each device is valid; its name is a NUL-terminated string.
             unsafe { CStr::from_ptr(ibv_get_device_name(d)) }
                 .to_string_lossy()
                 .into_owned()

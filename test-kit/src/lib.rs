@@ -1,9 +1,9 @@
 //! What the test files of the workspace share, so that none of them copies it:
 //!
-//! - [`device`]: the test device and its GID and network device (from the environment),
+//! - [`device`](mod@device): the test device and its GID and network device (from the environment),
 //!   opening it, and the check that no destructor failed;
 //! - [`data`]: data patterns that catch stale, misplaced, shifted or torn bytes;
-//! - [`hello`]: the text line two test processes exchange to connect their QPs;
+//! - [`hello`](mod@hello): the text line two test processes exchange to connect their QPs;
 //! - [`wire`]: a TCP connection carrying text lines, between test processes;
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;

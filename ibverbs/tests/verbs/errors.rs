@@ -481,17 +481,12 @@ fn cq_overrun_raises_a_cq_error_event() {
         revents: 0,
     };
     // SAFETY: pfd is valid for the call.
-    assert_eq!(
-        unsafe { libc::poll(&mut pfd, 1, 10_000) },
-        1,
-        "no async event within 10 s"
-    );
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no async event within 10 s");
     let mut event = std::mem::MaybeUninit::<ibverbs::ffi::ibv_async_event>::zeroed();
     // SAFETY: the context is open and event is writable.
-    assert_eq!(
-        unsafe { ibverbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) },
-        0
-    );
+    let rc = unsafe { ibverbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) };
+    assert_eq!(rc, 0);
     // SAFETY: ibv_get_async_event filled it.
     let mut event = unsafe { event.assume_init() };
     assert_eq!(
