@@ -4,7 +4,8 @@
 //! server) must finish with a result line on both sides, and bad input must fail with a
 //! message and a nonzero status instead of hanging or panicking.
 //!
-//! The C tools must be on `PATH`. The examples are the ones `cargo test` builds beside this
+//! The C tools are run by absolute path (`ibverbs_test_kit::c_tool`), never from `PATH`,
+//! which may hold ours. The examples are the ones `cargo test` builds beside this
 //! test (`target/<profile>/examples/`); `cargo test --test perftest` alone does not build
 //! them, so run `cargo test` for the package (or `cargo build --examples` first).
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`). Both sides run here and talk over
@@ -14,9 +15,7 @@
 //! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
 
-mod common;
-
-use common::{device, example};
+use ibverbs_test_kit::{c_tool, device, example, free_port, listening};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -41,17 +40,9 @@ enum Side {
 
 fn program(side: Side, tool: &str) -> PathBuf {
     match side {
-        Side::C => PathBuf::from(tool),
+        Side::C => c_tool(tool),
         Side::Rust => example(tool),
     }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("0.0.0.0:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free TCP port")
 }
 
 /// A started program whose output is being collected.
@@ -251,19 +242,6 @@ impl Running {
             thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// Whether a socket listens on TCP `port` (`/proc/net/tcp`, state 0A).
-fn listening(port: u16) -> bool {
-    let hex = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && cols[1].ends_with(&hex) && cols[3] == "0A"
-            })
-        })
-    })
 }
 
 fn args(port: u16, extra: &[&str], server: Option<&str>) -> Vec<String> {

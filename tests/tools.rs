@@ -2,30 +2,15 @@
 //! `scripts/with-rdma`; rxe0 on `lo` in CI): same stdout byte for byte, same exit status, a
 //! message on stderr exactly when the C tool writes one, and never a panic.
 //!
-//! The C tools (rdma-core's `ibv_devices` and `ibv_devinfo`, infiniband-diags' `ibstat`) must
-//! be on `PATH`. The examples are the ones `cargo test` builds beside this test
+//! The C tools (rdma-core's `ibv_devices` and `ibv_devinfo`, infiniband-diags' `ibstat`) are
+//! run by absolute path (`ibverbs_test_kit::c_tool`), never from `PATH`, which may hold ours. The examples are the ones `cargo test` builds beside this test
 //! (`target/<profile>/examples/`); `cargo test --test tools` alone does not rebuild them, so
 //! run `cargo test` for the package (or `cargo build --examples` first).
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`).
 
-mod common;
-
-use common::{device, example};
+use ibverbs_test_kit::{c_tool, device, example, open};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// The C tool `tool`: on `PATH`, or in the sbin directories a user's `PATH` may lack.
-fn c_tool(tool: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(tool))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!("the C tool {tool} is missing (install ibverbs-utils and infiniband-diags)")
-        })
-}
 
 /// Runs `cmd`, failing with `what` if it cannot start.
 fn run(mut cmd: Command, what: &str) -> Output {
@@ -36,13 +21,7 @@ fn run(mut cmd: Command, what: &str) -> Output {
 /// Fails unless the test device is there: without one both tools would fail alike, and
 /// matching failures prove nothing.
 fn require_device() {
-    let dev = device();
-    match ibverbs::Context::open(&dev) {
-        Ok(_) => {}
-        Err(e) => {
-            panic!("the test device {dev} cannot be opened (run through scripts/with-rdma): {e}")
-        }
-    }
+    drop(open());
 }
 
 /// Runs the C tool `tool` and our example of the same name with `args` (both with `tool` as

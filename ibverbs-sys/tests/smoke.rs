@@ -11,10 +11,6 @@ use std::ptr;
 
 use ibverbs_sys::*;
 
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
 /// Opens `name` from the device list, or panics saying which devices there are.
 fn open_device(name: &str) -> *mut ibv_context {
     let mut num = 0;
@@ -57,10 +53,8 @@ fn open_device(name: &str) -> *mut ibv_context {
 
 #[test]
 fn device_port_gid_and_pd() {
-    let name = env_or("IBVERBS_TEST_DEVICE", "rxe0");
-    let want_gid: Ipv6Addr = env_or("IBVERBS_TEST_GID", "::ffff:127.0.0.1")
-        .parse()
-        .expect("IBVERBS_TEST_GID is an IPv6 address");
+    let name = ibverbs_test_kit::device();
+    let want_gid = Ipv6Addr::from(ibverbs_test_kit::gid());
     let ctx = open_device(&name);
 
     let mut dev = MaybeUninit::<ibv_device_attr>::zeroed();
@@ -117,7 +111,7 @@ fn device_port_gid_and_pd() {
 
 #[test]
 fn port_out_of_range_is_einval() {
-    let ctx = open_device(&env_or("IBVERBS_TEST_DEVICE", "rxe0"));
+    let ctx = open_device(&ibverbs_test_kit::device());
     let mut port = MaybeUninit::<ibv_port_attr>::zeroed();
     // SAFETY: ctx is open and port is writable.
     let rc = unsafe { ibv_query_port(ctx, 0, port.as_mut_ptr()) };

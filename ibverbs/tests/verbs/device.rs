@@ -1,45 +1,14 @@
-//! Devices, device and port attributes, GIDs and asynchronous events on a real device (run
-//! through `scripts/with-rdma`; rxe0 on `lo` in CI).
-//!
-//! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
-//! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
-//! netdev `$IBVERBS_TEST_NETDEV` (default `lo`). A missing device is a failure, not a skip.
+//! Devices, device and port attributes, GIDs and asynchronous events.
 
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
+
+use ibverbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
 
 use ibverbs::{
     AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
     LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Transport,
 };
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
-fn device() -> String {
-    env_or("IBVERBS_TEST_DEVICE", "rxe0")
-}
-
-fn test_gid() -> Gid {
-    env_or("IBVERBS_TEST_GID", "::ffff:127.0.0.1")
-        .parse()
-        .expect("IBVERBS_TEST_GID is an IPv6 address")
-}
-
-fn netdev() -> String {
-    env_or("IBVERBS_TEST_NETDEV", "lo")
-}
-
-fn open() -> Context {
-    Context::open(&device()).unwrap_or_else(|e| {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
-    })
-}
-
-fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
-}
 
 #[test]
 fn lists_the_test_device() {
@@ -172,13 +141,13 @@ fn ports_outside_the_device_are_out_of_range() {
 #[test]
 fn gid_index_one_is_the_ipv4_address_on_roce_v2() {
     let ctx = open();
-    let gid = ctx.query_gid(1, 1).expect("ibv_query_gid");
-    assert_eq!(gid, test_gid());
+    let got = ctx.query_gid(1, 1).expect("ibv_query_gid");
+    assert_eq!(got, gid());
     let entry = ctx
         .query_gid_ex(1, 1)
         .expect("ibv_query_gid_ex")
         .expect("GID index 1 is set");
-    assert_eq!(entry.gid, test_gid());
+    assert_eq!(entry.gid, gid());
     assert_eq!((entry.port, entry.index), (1, 1));
     assert_eq!(entry.gid_type, GidType::RoceV2);
     assert_eq!(entry.gid_type.to_string(), "RoCE v2");
@@ -192,7 +161,7 @@ fn gid_index_one_is_the_ipv4_address_on_roce_v2() {
 fn gid_table_matches_single_queries() {
     let ctx = open();
     let table = ctx.gid_table(1).expect("ibv_query_gid_table");
-    assert!(table.iter().any(|e| e.index == 1 && e.gid == test_gid()));
+    assert!(table.iter().any(|e| e.index == 1 && e.gid == gid()));
     assert!(table.windows(2).all(|w| w[0].index < w[1].index));
     for entry in &table {
         assert_eq!(entry.port, 1);

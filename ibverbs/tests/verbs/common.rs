@@ -1,0 +1,104 @@
+//! What the tests of several areas share: a connected pair of QPs, polling, memory contents.
+
+use std::time::{Duration, Instant};
+
+use ibverbs_test_kit::open;
+
+use ibverbs::{
+    AccessFlags, CompletionQueue, ConnectOptions, MemoryRegion, PreparedQueuePair,
+    ProtectionDomain, QpType, QueuePair, WorkCompletion,
+};
+
+/// Every access right: local write, remote write, read and atomic.
+pub const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ)
+    .union(AccessFlags::REMOTE_ATOMIC);
+
+/// Polls `cq` until one completion arrives, failing after 10 s instead of hanging.
+pub fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default(); 1];
+    let start = Instant::now();
+    loop {
+        if let [done] = cq.poll(&mut wc).expect("ibv_poll_cq") {
+            return *done;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no completion within 10 s"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Two QPs of one type on one device, connected to each other.
+pub struct Pair {
+    pub pd: ProtectionDomain,
+    pub a: QueuePair,
+    pub a_cq: CompletionQueue,
+    pub b: QueuePair,
+    pub b_cq: CompletionQueue,
+}
+
+impl Pair {
+    /// A pair of `qp_type` QPs built and connected with the defaults.
+    pub fn new(qp_type: QpType) -> Pair {
+        Self::with(qp_type, |b| b, |_| {})
+    }
+
+    /// A pair of `qp_type` QPs, each built through `config`, passed to `before_connect`
+    /// once built, then connected to each other (UD QPs: made ready to send).
+    pub fn with(
+        qp_type: QpType,
+        config: impl Fn(ibverbs::QueuePairBuilder<'_>) -> ibverbs::QueuePairBuilder<'_>,
+        before_connect: impl Fn(&PreparedQueuePair),
+    ) -> Pair {
+        let ctx = open();
+        let pd = ctx.alloc_pd().unwrap();
+        let a_cq = ctx.create_cq(64, None).unwrap();
+        let b_cq = ctx.create_cq(64, None).unwrap();
+        let a = config(pd.create_qp(qp_type, &a_cq, &a_cq).access(ALL))
+            .build()
+            .unwrap();
+        let b = config(pd.create_qp(qp_type, &b_cq, &b_cq).access(ALL))
+            .build()
+            .unwrap();
+        before_connect(&a);
+        before_connect(&b);
+        let (a, b) = if qp_type == QpType::Ud {
+            (a.ready().unwrap(), b.ready().unwrap())
+        } else {
+            let (ea, eb) = (a.endpoint(), b.endpoint());
+            let opts = ConnectOptions::default();
+            (
+                a.connect(&eb, &opts).unwrap(),
+                b.connect(&ea, &opts).unwrap(),
+            )
+        };
+        Pair {
+            pd,
+            a,
+            a_cq,
+            b,
+            b_cq,
+        }
+    }
+
+    /// `len` bytes of memory with [`ALL`] access on the pair's PD.
+    pub fn mr(&self, len: usize) -> MemoryRegion {
+        self.pd.alloc_mr(len, ALL).unwrap()
+    }
+}
+
+/// Fills `mr` with `byte`.
+pub fn filled(mr: &mut MemoryRegion, byte: u8) {
+    let len = mr.len();
+    mr.write(0, &vec![byte; len]).unwrap();
+}
+
+/// The bytes of `mr`.
+pub fn contents(mr: &MemoryRegion) -> Vec<u8> {
+    let mut out = vec![0; mr.len()];
+    mr.read(0, &mut out).unwrap();
+    out
+}

@@ -1,0 +1,507 @@
+//! Misuse and failures: objects of another context, bad registrations, ports and GIDs,
+//! wrong connect calls, overfull queues, protection and access errors, retries exceeded, CQ
+//! overrun.
+
+use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
+
+use ibverbs::{
+    AccessFlags, ConnectOptions, Error, MwType, QpState, QpType, RecvRequest, SendRequest,
+    WcStatus, WorkCompletion,
+};
+
+use crate::common::{poll_one, Pair, ALL};
+
+#[test]
+fn objects_of_another_context_are_rejected() {
+    let ctx1 = open();
+    let ctx2 = open();
+    let pd = ctx1.alloc_pd().unwrap();
+    let foreign = ctx2.create_cq(4, None).unwrap();
+    let own = ctx1.create_cq(4, None).unwrap();
+    let err = pd
+        .create_qp(QpType::Rc, &own, &foreign)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                what: "receive completion queue",
+                owner: "device context"
+            }
+        ),
+        "{err}"
+    );
+    let chan = ctx2.create_comp_channel().unwrap();
+    let err = ctx1.create_cq(4, Some(&chan)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                what: "completion channel",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let pd2 = ctx1.alloc_pd().unwrap();
+    let mr = pd2.alloc_mr(64, ALL | AccessFlags::MW_BIND).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &own, &own).build().unwrap();
+    let peer = pd.create_qp(QpType::Rc, &own, &own).build().unwrap();
+    let (e1, e2) = (qp.endpoint(), peer.endpoint());
+    let qp = qp.connect(&e2, &ConnectOptions::default()).unwrap();
+    let _peer = peer.connect(&e1, &ConnectOptions::default()).unwrap();
+    let mut mw = pd.alloc_mw(MwType::Type1).unwrap();
+    let err = qp
+        .bind_mw(&mut mw, &mr, .., AccessFlags::REMOTE_READ, 1)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                what: "memory region",
+                owner: "protection domain"
+            }
+        ),
+        "{err}"
+    );
+    drop((mw, qp, _peer, mr));
+    assert_clean_drops();
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input: each gives the error named.
+
+#[test]
+fn bad_memory_registrations() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let err = pd.alloc_mr(0, ALL).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "buffer length",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = pd.register(Vec::new(), ALL).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "memory region length",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Larger than the address space can hold.
+    let err = pd.alloc_mr(usize::MAX - 4095, ALL).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "buffer length",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Larger than memory: the allocation fails cleanly.
+    let err = pd.alloc_mr(1 << 46, ALL).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOMEM), "{err}");
+    // Remote write without local write is refused by the verb.
+    let err = pd.alloc_mr(4096, AccessFlags::REMOTE_WRITE).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Verb {
+                verb: "ibv_reg_mr",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+    // Ranges outside the region.
+    let mr = pd.alloc_mr(64, ALL).unwrap();
+    let err = mr.sge(60..65).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "range end",
+                value: 65,
+                max: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = mr.read(64, &mut [0]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "range end",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = mr.remote().slice(60, 5).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "remote range end",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A deregistered buffer comes back intact.
+    let mut mr = pd.register(vec![1u8; 16], ALL).unwrap();
+    mr.write(0, &[9; 4]).unwrap();
+    assert_eq!(
+        mr.deregister().unwrap(),
+        [9, 9, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    );
+    assert_clean_drops();
+}
+
+#[test]
+fn bad_ports_and_gid_indexes() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    for port in [0, 2] {
+        let err = pd
+            .create_qp(QpType::Rc, &cq, &cq)
+            .port(port)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::OutOfRange {
+                    what: "port",
+                    min: 1,
+                    max: 1,
+                    ..
+                }
+            ),
+            "port {port}: {err}"
+        );
+    }
+    // rxe's table is longer than any u8 index; an unused entry is refused.
+    let err = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .gid_index(200)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "GID index",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = ctx.create_cq(u32::MAX, None).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "CQ entries",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop((cq, pd));
+    assert_clean_drops();
+}
+
+#[test]
+fn wrong_connect_calls_and_mtu() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let ud = pd.create_qp(QpType::Ud, &cq, &cq).build().unwrap();
+    let e = ud.endpoint();
+    let err = ud.connect(&e, &ConnectOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "queue pair type",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let rc = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let e = rc.endpoint();
+    let opts = ConnectOptions {
+        path_mtu: Some(1500),
+        ..Default::default()
+    };
+    let err = rc.connect(&e, &opts).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "path MTU",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let rc = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let err = rc.ready().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "queue pair type",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop(cq);
+    assert_clean_drops();
+}
+
+#[test]
+fn posting_more_than_the_queue_depth() {
+    let p = Pair::with(QpType::Rc, |b| b.max_send_wr(4).max_recv_wr(4), |_| {});
+    let buf = p.mr(8);
+    let sge = [buf.sge(..).unwrap()];
+    // One list far longer than the queue: the provider fills the queue, then stops.
+    let n = 64 * p.a.max_send_wr() as u64;
+    let mut wrs: Vec<_> = (0..n)
+        .map(|i| SendRequest::write(i, &sge, buf.remote()).signaled())
+        .collect();
+    let err = p.a.post_send(&mut wrs).unwrap_err();
+    let Error::Post {
+        verb: "ibv_post_send",
+        index,
+        ref source,
+    } = err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert_eq!(source.raw_os_error(), Some(libc::ENOMEM), "{err}");
+    assert!(
+        index >= p.a.max_send_wr() as usize && (index as u64) < n,
+        "{err}"
+    );
+    // The requests before the failing one were posted, and complete in order.
+    for i in 0..index as u64 {
+        assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), i);
+    }
+    assert_empty(&p.a_cq, "after the requests before the failing one");
+
+    let n = 64 * p.b.max_recv_wr() as u64;
+    let mut rs: Vec<_> = (0..n).map(|i| RecvRequest::new(i, &sge)).collect();
+    let err = p.b.post_recv(&mut rs).unwrap_err();
+    let Error::Post {
+        verb: "ibv_post_recv",
+        index,
+        ref source,
+    } = err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert_eq!(source.raw_os_error(), Some(libc::ENOMEM), "{err}");
+    assert!(
+        index >= p.b.max_recv_wr() as usize && (index as u64) < n,
+        "{err}"
+    );
+    drop(p);
+    assert_clean_drops();
+}
+
+#[test]
+fn sge_outside_its_region_is_a_local_protection_error() {
+    let p = Pair::new(QpType::Rc);
+    let buf = p.mr(64);
+    let remote = p.mr(4096);
+    // The safe API refuses the range up front; the raw path shows what the HCA does.
+    // SAFETY: the lkey is a live region's; the range overruns it on purpose, which the HCA
+    // checks and reports as a completion error without touching memory.
+    let bad = [unsafe { ibverbs::Sge::from_raw(buf.addr(), 4096, buf.lkey()) }];
+    p.a.post_send(&mut [SendRequest::write(1, &bad, remote.remote()).signaled()])
+        .unwrap();
+    let wc = poll_one(&p.a_cq);
+    assert_eq!(wc.status(), WcStatus::LOC_PROT_ERR, "{wc:?}");
+    let err = wc.ok().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Completion {
+                wr_id: 1,
+                status: WcStatus::LOC_PROT_ERR,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(p.a.state().unwrap(), QpState::Error);
+    drop(p);
+    assert_clean_drops();
+}
+
+#[test]
+fn wrong_rkey_is_a_remote_access_error_and_errors_the_qp() {
+    let p = Pair::new(QpType::Rc);
+    let buf = p.mr(64);
+    let remote = p.mr(64);
+    let sge = [buf.sge(..).unwrap()];
+    let mut wrong = remote.remote();
+    wrong.rkey ^= 0x100;
+    p.a.post_send(&mut [
+        SendRequest::write(1, &sge, wrong).signaled(),
+        SendRequest::write(2, &sge, remote.remote()).signaled(),
+    ])
+    .unwrap();
+    let wc = poll_one(&p.a_cq);
+    assert_eq!((wc.wr_id(), wc.status()), (1, WcStatus::REM_ACCESS_ERR));
+    assert_eq!(wc.status().as_str(), "remote access error");
+    let wc = poll_one(&p.a_cq);
+    assert_eq!((wc.wr_id(), wc.status()), (2, WcStatus::WR_FLUSH_ERR));
+    assert_eq!(p.a.state().unwrap(), QpState::Error);
+    drop(p);
+    assert_clean_drops();
+}
+
+#[test]
+fn posting_in_reset_and_init_fails() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let buf = pd.alloc_mr(64, ALL).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    // The safe API has no send on a prepared QP; the raw verb refuses it in INIT...
+    let sge = [buf.sge(..).unwrap()];
+    let mut wr = SendRequest::write(1, &sge, buf.remote()).signaled();
+    let post_raw = |raw_qp| {
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; the request references a live region.
+        unsafe {
+            ibverbs::ffi::ibv_post_send(raw_qp, (&mut wr as *mut SendRequest<'_>).cast(), &mut bad)
+        }
+    };
+    let mut post_raw = post_raw;
+    assert_eq!(post_raw(qp.as_raw()), libc::EINVAL, "post_send in INIT");
+    // ...and in RESET.
+    let mut attr = ibverbs::ffi::ibv_qp_attr {
+        qp_state: ibverbs::ffi::ibv_qp_state::IBV_QPS_RESET,
+        ..Default::default()
+    };
+    // SAFETY: the QP is live; attr is initialised.
+    let rc = unsafe {
+        ibverbs::ffi::ibv_modify_qp(
+            qp.as_raw(),
+            &mut attr,
+            ibverbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
+        )
+    };
+    assert_eq!(rc, 0);
+    assert_eq!(post_raw(qp.as_raw()), libc::EINVAL, "post_send in RESET");
+    drop((qp, buf, cq));
+    assert_clean_drops();
+}
+
+#[test]
+fn connecting_to_a_missing_qpn_exceeds_retries() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let mut ghost = qp.endpoint();
+    ghost.qpn = 0xfff_fff;
+    // 4.096 µs × 2^10 ≈ 4 ms per try, 1 retry.
+    let opts = ConnectOptions {
+        timeout: 10,
+        retry_cnt: 1,
+        ..Default::default()
+    };
+    let qp = qp.connect(&ghost, &opts).unwrap();
+    let buf = pd.alloc_mr(8, ALL).unwrap();
+    let sge = [buf.sge(..).unwrap()];
+    qp.post_send(&mut [SendRequest::send(1, &sge).signaled()])
+        .unwrap();
+    let wc = poll_one(&cq);
+    assert_eq!(wc.status(), WcStatus::RETRY_EXC_ERR, "{wc:?}");
+    assert_eq!(qp.state().unwrap(), QpState::Error);
+    drop((qp, buf, cq));
+    assert_clean_drops();
+}
+
+#[test]
+fn cq_overrun_raises_a_cq_error_event() {
+    let p = Pair::new(QpType::Rc);
+    let ctx = p.pd.context().clone();
+    let small = ctx.create_cq(1, None).unwrap();
+    let cap = small.capacity() as usize;
+    let qp =
+        p.pd.create_qp(QpType::Rc, &small, &small)
+            .access(ALL)
+            .build()
+            .unwrap();
+    let peer =
+        p.pd.create_qp(QpType::Rc, &p.b_cq, &p.b_cq)
+            .access(ALL)
+            .build()
+            .unwrap();
+    let (e1, e2) = (qp.endpoint(), peer.endpoint());
+    let qp = qp.connect(&e2, &ConnectOptions::default()).unwrap();
+    let _peer = peer.connect(&e1, &ConnectOptions::default()).unwrap();
+    let buf = p.mr(8);
+    let sge = [buf.sge(..).unwrap()];
+    let mut wrs: Vec<_> = (0..cap as u64 + 4)
+        .map(|i| SendRequest::write(i, &sge, buf.remote()).signaled())
+        .collect();
+    qp.post_send(&mut wrs).unwrap();
+
+    // The overrun is reported as an asynchronous CQ error; nothing is written past the queue.
+    // SAFETY: the context is open; the fd is its async event fd.
+    let fd = unsafe { (*ctx.as_raw()).async_fd };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is valid for the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no async event within 10 s");
+    let mut event = std::mem::MaybeUninit::<ibverbs::ffi::ibv_async_event>::zeroed();
+    // SAFETY: the context is open and event is writable.
+    let rc = unsafe { ibverbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    // SAFETY: ibv_get_async_event filled it.
+    let mut event = unsafe { event.assume_init() };
+    assert_eq!(
+        event.event_type,
+        ibverbs::ffi::ibv_event_type::IBV_EVENT_CQ_ERR
+    );
+    // SAFETY: for a CQ event the union holds the CQ.
+    assert_eq!(unsafe { event.element.cq }, small.as_raw());
+    // SAFETY: the event was returned by ibv_get_async_event and is acknowledged once.
+    unsafe { ibverbs::ffi::ibv_ack_async_event(&mut event) };
+
+    let mut wc = vec![WorkCompletion::default(); cap + 8];
+    let got = small.poll(&mut wc).unwrap().len();
+    assert!(got <= cap, "{got} completions from a CQ of {cap}");
+    drop((qp, _peer, small));
+    drop(p);
+    assert_clean_drops();
+}

@@ -1,0 +1,15 @@
+//! The safe API on a real device (run through `scripts/with-rdma`; rxe0 on `lo` in CI), one
+//! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
+//! (moving data on every kind of QP), `errors` (misuse and failures); `common` holds what
+//! several share.
+//!
+//! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
+//! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
+//! netdev `$IBVERBS_TEST_NETDEV` (default `lo`) (see `ibverbs_test_kit::device`). A missing
+//! device is a failure, not a skip. Every test checks at its end that no destroy call failed
+//! in a destructor.
+
+mod common;
+mod device;
+mod errors;
+mod transfers;

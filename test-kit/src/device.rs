@@ -1,0 +1,58 @@
+//! The test device, named by the environment:
+//!
+//! - `IBVERBS_TEST_DEVICE`: the RDMA device (default `rxe0`);
+//! - `IBVERBS_TEST_GID`: the GID at index 1 of its port 1, a RoCE v2 GID (default
+//!   `::ffff:127.0.0.1`, which rxe on `lo` has);
+//! - `IBVERBS_TEST_NETDEV`: the network device of that GID (default `lo`).
+//!
+//! A missing device is a failure, not a skip: [`open`] panics.
+
+use std::time::Duration;
+
+use ibverbs::{CompletionQueue, Context, Gid, WorkCompletion};
+
+/// `$name`, or `default` when it is not set.
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// The device under test: `$IBVERBS_TEST_DEVICE`, default `rxe0`.
+pub fn device() -> String {
+    env_or("IBVERBS_TEST_DEVICE", "rxe0")
+}
+
+/// The GID at index 1 of port 1 of the test device: `$IBVERBS_TEST_GID`, default
+/// `::ffff:127.0.0.1`.
+pub fn gid() -> Gid {
+    env_or("IBVERBS_TEST_GID", "::ffff:127.0.0.1")
+        .parse()
+        .expect("IBVERBS_TEST_GID is an IPv6 address")
+}
+
+/// The network device of the test GID: `$IBVERBS_TEST_NETDEV`, default `lo`.
+pub fn netdev() -> String {
+    env_or("IBVERBS_TEST_NETDEV", "lo")
+}
+
+/// Opens the test device (`ibv_open_device`); panics if it cannot.
+pub fn open() -> Context {
+    let name = device();
+    Context::open(&name).unwrap_or_else(|e| {
+        panic!("cannot open the test device {name} (run the tests through scripts/with-rdma): {e}")
+    })
+}
+
+/// Asserts that no destroy call has failed in a destructor of this process so far
+/// ([`ibverbs::drop_error::count`]).
+pub fn assert_clean_drops() {
+    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
+}
+
+/// Asserts that `cq` stays empty for 100 ms (`ibv_poll_cq`); `what` names the moment in
+/// the failure message.
+pub fn assert_empty(cq: &CompletionQueue, what: &str) {
+    std::thread::sleep(Duration::from_millis(100));
+    let mut wc = [WorkCompletion::default(); 4];
+    let got = cq.poll(&mut wc).expect("ibv_poll_cq");
+    assert!(got.is_empty(), "{what}: unexpected completions: {got:?}");
+}
