@@ -14,37 +14,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const C_PINGPONG: &str = "/usr/bin/ibv_rc_pingpong";
+use ibverbs_test_kit::{c_tool, device, example, listening, open};
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 const ITERS: u32 = 100;
-
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-/// Fails unless the test device opens (this also makes the runner start the test where the
-/// device is).
-fn open_device() {
-    if let Err(e) = ibverbs::Context::open(&device()) {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}");
-    }
-}
-
-/// `target/<profile>/examples/rc_pingpong`, beside `target/<profile>/deps/<this test>`.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test binary is in target/<profile>/deps")
-        .join("examples/rc_pingpong");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p ibverbs --examples` first",
-        path.display()
-    );
-    path
-}
 
 /// One side of a run: the program, its output read by two threads, killed when dropped.
 struct Side {
@@ -122,19 +95,8 @@ impl Side {
     /// the server takes the first connection as its peer).
     fn wait_listening(&mut self, port: u16) {
         let deadline = Instant::now() + TIMEOUT;
-        let needle = format!(":{port:04X} ");
         loop {
-            let listening = ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-                let text = std::fs::read_to_string(table).unwrap_or_default();
-                text.lines().skip(1).any(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    // local_address is field 1, the state field 3 (0A: LISTEN).
-                    fields.len() > 3
-                        && format!("{} ", fields[1]).ends_with(&needle)
-                        && fields[3] == "0A"
-                })
-            });
-            if listening {
+            if listening(port) {
                 return;
             }
             if let Some(status) = self.child.try_wait().expect("waiting for a child") {
@@ -163,8 +125,8 @@ enum Program {
 impl Program {
     fn path(self) -> PathBuf {
         match self {
-            Program::Rust => example(),
-            Program::C => PathBuf::from(C_PINGPONG),
+            Program::Rust => example("rc_pingpong"),
+            Program::C => c_tool("ibv_rc_pingpong"),
         }
     }
 }
@@ -211,7 +173,7 @@ fn assert_success(side: &str, o: &Outcome, size: u64) {
 /// Runs `server` and `client` on `port` with `extra` options on both, checks both
 /// succeeded, and that each read the address the other printed.
 fn pingpong(server: Program, client: Program, port: u16, size: u64, extra: &[&str]) {
-    open_device();
+    open();
     let mut args: Vec<String> = ["-d", &device(), "-g", "1", "-c", "-p", &port.to_string()]
         .iter()
         .map(|s| s.to_string())
@@ -275,7 +237,7 @@ fn c_server_rust_client_with_events() {
 
 #[test]
 fn client_without_server_exits_1_as_c_does() {
-    open_device();
+    open();
     for program in [Program::C, Program::Rust] {
         let args: Vec<String> = ["-d", &device(), "-g", "1", "-p", "18616", "127.0.0.1"]
             .iter()

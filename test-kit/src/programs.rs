@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The example binary `tool` of the root package (`ibverbs-tools`), from
+/// The example binary `tool` (of any package of the workspace), from
 /// `target/<profile>/examples/`, beside the running test (`target/<profile>/deps/`). Panics
 /// if it has not been built: `cargo test -p ibverbs-tools` builds the examples,
 /// `cargo test --test NAME` and the other packages' tests do not (`cargo build --examples`).
@@ -25,11 +25,11 @@ pub fn example(tool: &str) -> PathBuf {
 /// The C tool `tool` by its absolute path where Debian installs it (`/usr/bin` or
 /// `/usr/sbin`), never found on `PATH`: a user's `PATH` may hold our tools of the same
 /// names, and the tests would then compare ours with ours. Panics, naming the Debian package
-/// to install, if it is missing or unknown: rdma-core's `ibv_devices` and `ibv_devinfo`
-/// (ibverbs-utils), `ibstat` (infiniband-diags) and perftest's `ib_*` tools (perftest).
+/// to install, if it is missing or unknown: rdma-core's `ibv_devices`, `ibv_devinfo` and
+/// `ibv_rc_pingpong` (ibverbs-utils), `ibstat` (infiniband-diags) and perftest's `ib_*` tools (perftest).
 pub fn c_tool(tool: &str) -> PathBuf {
     let (dir, package) = match tool {
-        "ibv_devices" | "ibv_devinfo" => ("/usr/bin", "ibverbs-utils"),
+        "ibv_devices" | "ibv_devinfo" | "ibv_rc_pingpong" => ("/usr/bin", "ibverbs-utils"),
         "ibstat" => ("/usr/sbin", "infiniband-diags"),
         _ if tool.starts_with("ib_") => ("/usr/bin", "perftest"),
         _ => panic!("{tool} is not a C tool the tests know"),
