@@ -2,7 +2,7 @@
 
 use std::io;
 
-use crate::cq::WcStatus;
+use crate::wc_status::WcStatus;
 
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

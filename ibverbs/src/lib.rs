@@ -173,18 +173,21 @@ mod error;
 mod gid;
 mod mr;
 mod mw;
+mod opcode;
 mod pd;
 mod port;
 mod qp;
 mod qp_ex;
+mod route;
 mod srq;
+mod wc_status;
 mod wr;
 
 pub use ah::AddressHandle;
 pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use channel::CompletionChannel;
 pub use context::Context;
-pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
+pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
 pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
@@ -194,14 +197,16 @@ pub use error::{Error, Result};
 pub use gid::{Gid, GidEntry, GidType};
 pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
+pub use opcode::SendOps;
 pub use pd::ProtectionDomain;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
 pub use qp::{
-    ConnectOptions, Endpoint, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder,
-    Route, DEFAULT_QKEY,
+    ConnectOptions, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
 };
-pub use qp_ex::{SendOps, WrBatch};
+pub use qp_ex::WrBatch;
+pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;
+pub use wc_status::WcStatus;
 pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};

@@ -6,33 +6,11 @@
 //! `ibv_wr_complete`. The requests are the same [`SendRequest`]s as for
 //! [`QueuePair::post_send`](crate::QueuePair::post_send).
 
-use bitflags::bitflags;
-
 use crate::error::{check, Error, Result};
 use crate::ffi;
+use crate::opcode::SendOps;
 use crate::qp::{QpType, QueuePair};
 use crate::wr::SendRequest;
-
-bitflags! {
-    /// The operations an extended QP is created for (`enum ibv_qp_create_send_ops_flags`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    pub struct SendOps: u64 {
-        /// `IBV_QP_EX_WITH_RDMA_WRITE`.
-        const RDMA_WRITE = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0 as u64;
-        /// `IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM`.
-        const RDMA_WRITE_WITH_IMM = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0 as u64;
-        /// `IBV_QP_EX_WITH_SEND`.
-        const SEND = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND.0 as u64;
-        /// `IBV_QP_EX_WITH_SEND_WITH_IMM`.
-        const SEND_WITH_IMM = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND_WITH_IMM.0 as u64;
-        /// `IBV_QP_EX_WITH_RDMA_READ`.
-        const RDMA_READ = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0 as u64;
-        /// `IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP`.
-        const ATOMIC_CMP_AND_SWP = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0 as u64;
-        /// `IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD`.
-        const ATOMIC_FETCH_AND_ADD = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0 as u64;
-    }
-}
 
 /// A batch of requests on an extended QP, started by [`QueuePair::batch`]. Posted by
 /// [`complete`](Self::complete); dropped without it, the batch is aborted (`ibv_wr_abort`).
