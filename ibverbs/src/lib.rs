@@ -171,6 +171,7 @@ mod device_attr;
 pub mod drop_error;
 mod error;
 mod gid;
+mod limits;
 mod mr;
 mod mw;
 mod opcode;
@@ -178,6 +179,7 @@ mod pd;
 mod port;
 mod qp;
 mod qp_ex;
+mod qp_type;
 mod route;
 mod srq;
 mod wc_status;
@@ -193,19 +195,20 @@ pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
-pub use error::{Error, Result};
+pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
 pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
-pub use opcode::SendOps;
+pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
 pub use qp::{
-    ConnectOptions, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
+    ConnectOptions, PreparedQueuePair, QpState, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
 };
 pub use qp_ex::WrBatch;
+pub use qp_type::QpType;
 pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;
 pub use wc_status::WcStatus;

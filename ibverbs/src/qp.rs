@@ -15,34 +15,15 @@ use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::gid::{GidEntry, GidType};
+use crate::limits::{RecvLimits, SendLimits};
 use crate::mr::AccessFlags;
 use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
 use crate::port::{LinkLayer, Mtu, PortAttr};
+use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
-
-/// The transport of a queue pair (`enum ibv_qp_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpType {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-impl QpType {
-    fn raw(self) -> ffi::ibv_qp_type {
-        match self {
-            QpType::Rc => ffi::ibv_qp_type::IBV_QPT_RC,
-            QpType::Uc => ffi::ibv_qp_type::IBV_QPT_UC,
-            QpType::Ud => ffi::ibv_qp_type::IBV_QPT_UD,
-        }
-    }
-}
 
 /// The state of a queue pair (`enum ibv_qp_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -300,6 +281,11 @@ impl<'a> QueuePairBuilder<'a> {
             send_ops: self.send_ops,
             qp_type: self.qp_type,
             caps: init.cap,
+            send_limits: SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw()),
+            recv_limits: match self.srq {
+                Some(_) => RecvLimits::srq(),
+                None => RecvLimits::new(init.cap.max_recv_sge),
+            },
             port: self.port,
             gid_index,
             gid,
@@ -465,7 +451,10 @@ pub struct QueuePair {
     qp_ex: Option<NonNull<ffi::ibv_qp_ex>>,
     send_ops: SendOps,
     qp_type: QpType,
+    /// The capabilities `ibv_create_qp` granted (it writes them back into the request).
     caps: ffi::ibv_qp_cap,
+    send_limits: SendLimits,
+    recv_limits: RecvLimits,
     port: u8,
     gid_index: u8,
     gid: Ipv6Addr,
@@ -519,7 +508,7 @@ impl QueuePair {
         &self.pd
     }
 
-    /// Queue sizes and inline limit as created (at least what was asked).
+    /// Send queue size as created (the provider grants at least what was asked).
     pub fn max_send_wr(&self) -> u32 {
         self.caps.max_send_wr
     }
@@ -529,9 +518,27 @@ impl QueuePair {
         self.caps.max_recv_wr
     }
 
-    /// Inline data limit as created.
+    /// Scatter/gather entries per send request as created: the most [`post_send`]
+    /// accepts.
+    ///
+    /// [`post_send`]: QueuePair::post_send
+    pub fn max_send_sge(&self) -> u32 {
+        self.caps.max_send_sge
+    }
+
+    /// Scatter/gather entries per receive request as created: the most `post_recv`
+    /// accepts.
+    pub fn max_recv_sge(&self) -> u32 {
+        self.caps.max_recv_sge
+    }
+
+    /// Inline data limit as created: the most bytes an inline request may carry.
     pub fn max_inline_data(&self) -> u32 {
         self.caps.max_inline_data
+    }
+
+    pub(crate) fn send_limits(&self) -> &SendLimits {
+        &self.send_limits
     }
 
     /// What a peer needs to reach this QP.
@@ -579,24 +586,42 @@ impl QueuePair {
         self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
     }
 
-    /// Posts a list of send requests (`ibv_post_send`). On failure, the requests before
-    /// [`Error::Post::index`](Error::Post) were posted.
+    /// Posts a list of send requests (`ibv_post_send`).
+    ///
+    /// Every request is first checked against the QP's transport and the capabilities it
+    /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
+    /// posted. If the provider fails, the requests before [`Error::Post::index`](Error::Post)
+    /// were posted.
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
-        post_list("ibv_post_send", wrs, |head, bad| {
-            // SAFETY: the QP is live; the list is linked and every SGE it references
-            // borrows a live registered region (or was vouched for by Sge::from_raw).
-            unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
-        })
+        let limits = &self.send_limits;
+        post_list(
+            "ibv_post_send",
+            wrs,
+            |wr| limits.check(wr),
+            |head, bad| {
+                // SAFETY: the QP is live; every request was checked against its limits, the
+                // list is linked and every SGE it references borrows a live registered region
+                // (or was vouched for by Sge::from_raw).
+                unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
+            },
+        )
     }
 
-    /// Posts a list of receive requests (`ibv_post_recv`).
+    /// Posts a list of receive requests (`ibv_post_recv`), checked as
+    /// [`post_send`](Self::post_send) checks sends.
     #[inline]
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
-        post_list("ibv_post_recv", wrs, |head, bad| {
-            // SAFETY: as for post_send.
-            unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
-        })
+        let limits = &self.recv_limits;
+        post_list(
+            "ibv_post_recv",
+            wrs,
+            |wr| limits.check(wr),
+            |head, bad| {
+                // SAFETY: as for post_send.
+                unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
+            },
+        )
     }
 
     /// The port's active MTU in bytes (256 if the provider reports an unknown one).

@@ -8,8 +8,9 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use crate::ah::AddressHandle;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, WrError};
 use crate::ffi;
+use crate::opcode::WrOpcode;
 
 /// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
 ///
@@ -132,7 +133,8 @@ impl<'a> SendRequest<'a> {
             ..Default::default()
         };
         raw.sg_list = sges.as_ptr().cast_mut().cast();
-        // A list longer than i32::MAX cannot be posted; the provider rejects the clamp.
+        // A list longer than i32::MAX cannot be posted; posting refuses the clamp, which is
+        // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
             raw,
@@ -250,8 +252,8 @@ impl<'a> SendRequest<'a> {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SIGNALED)
     }
 
-    /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`), up to the QP's
-    /// `max_inline_data`.
+    /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
+    /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
     pub fn inline(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_INLINE)
     }
@@ -266,7 +268,10 @@ impl<'a> SendRequest<'a> {
         self.flag(ffi::ibv_send_flags::IBV_SEND_FENCE)
     }
 
-    /// Addresses a UD send: the address handle, remote QP number and Q_Key.
+    /// Addresses a UD send: the address handle, remote QP number and Q_Key. A send on a
+    /// UD QP needs it (posting checks that it was called, with a handle of the QP's PD);
+    /// RC and UC QPs ignore it on sends, and on RDMA or atomic requests, which are not for
+    /// UD QPs, it overwrites the remote address and key.
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
             ah: ah.as_raw(),
@@ -279,6 +284,11 @@ impl<'a> SendRequest<'a> {
     /// The caller's identifier, returned in the completion.
     pub fn wr_id(&self) -> u64 {
         self.raw.wr_id
+    }
+
+    /// The operation.
+    pub fn opcode(&self) -> WrOpcode {
+        WrOpcode::from_raw(self.raw.opcode)
     }
 
     /// The raw request.
@@ -317,6 +327,11 @@ impl<'a> RecvRequest<'a> {
         self.raw.wr_id
     }
 
+    /// The raw request.
+    pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
+        &self.raw
+    }
+
     pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
         &mut self.raw
     }
@@ -349,28 +364,35 @@ impl Linked for RecvRequest<'_> {
     }
 }
 
-/// Hands `wrs` to `post` as one list (the provider's return code and the request it stopped
-/// at come back) and maps a failure to [`Error::Post`] with its index.
+/// Checks every request of `wrs` with `check`, then hands them to `post` as one list (the
+/// provider's return code and the request it stopped at come back) and maps a failure to
+/// [`Error::Post`] with its index. A refused request refuses the whole list: nothing is
+/// posted and the error is [`Error::Request`] with its index.
 ///
 /// Every request's `next` is null outside this function (the constructors make it so and
 /// nothing else can write it), so a single request is posted as it is, at the cost of the
-/// raw call; a longer list is linked for the call and unlinked after it.
+/// check and the raw call; a longer list is checked and linked in one pass for the call and
+/// unlinked after it.
 #[inline]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
+    check: impl Fn(&W) -> Result<(), WrError>,
     post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
 ) -> Result<()> {
     let mut bad = ptr::null_mut();
     let rc = match wrs {
         [] => return Ok(()),
-        [one] => post(one.raw(), &mut bad),
-        _ => {
-            link(wrs);
-            let rc = post(wrs[0].raw(), &mut bad);
-            for wr in wrs.iter_mut() {
-                wr.set_next(ptr::null_mut());
+        [one] => {
+            if let Err(reason) = check(one) {
+                return Err(refused(0, reason));
             }
+            post(one.raw(), &mut bad)
+        }
+        _ => {
+            check_and_link(wrs, check)?;
+            let rc = post(wrs[0].raw(), &mut bad);
+            unlink(wrs);
             rc
         }
     };
@@ -380,12 +402,38 @@ pub(crate) fn post_list<W: Linked>(
     }
 }
 
-/// Points each request's `next` at the one after it (the last keeps its null).
-fn link<W: Linked>(wrs: &mut [W]) {
-    for i in 1..wrs.len() {
-        let next = wrs[i].raw();
-        wrs[i - 1].set_next(next);
+/// Checks each request and points the one before it at it (the last keeps its null `next`);
+/// on a refusal, unlinks what it linked.
+#[inline]
+fn check_and_link<W: Linked>(
+    wrs: &mut [W],
+    check: impl Fn(&W) -> Result<(), WrError>,
+) -> Result<()> {
+    for i in 0..wrs.len() {
+        if let Err(reason) = check(&wrs[i]) {
+            unlink(&mut wrs[..i]);
+            return Err(refused(i, reason));
+        }
+        if i > 0 {
+            let next = wrs[i].raw();
+            wrs[i - 1].set_next(next);
+        }
     }
+    Ok(())
+}
+
+/// Sets every request's `next` back to null.
+fn unlink<W: Linked>(wrs: &mut [W]) {
+    for wr in wrs {
+        wr.set_next(ptr::null_mut());
+    }
+}
+
+/// The [`Error::Request`] for request `index`, refused for `reason`.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused(index: usize, reason: WrError) -> Error {
+    Error::Request { index, reason }
 }
 
 /// The [`Error::Post`] for a failed post that stopped at `bad`.
