@@ -314,7 +314,7 @@ impl<'a> QueuePairBuilder<'a> {
             attr.qp_access_flags = self.access.bits();
             mask |= M::IBV_QP_ACCESS_FLAGS;
         }
-        qp.modify(&mut attr, mask)?;
+        qp.transition(&mut attr, mask)?;
         Ok(PreparedQueuePair { qp })
     }
 }
@@ -390,7 +390,7 @@ impl PreparedQueuePair {
         if qp.qp_type == QpType::Rc {
             mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
-        qp.modify(&mut rtr, mask)?;
+        qp.transition(&mut rtr, mask)?;
 
         let mut rts = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
@@ -408,7 +408,7 @@ impl PreparedQueuePair {
                 | M::IBV_QP_RNR_RETRY
                 | M::IBV_QP_MAX_QP_RD_ATOMIC;
         }
-        qp.modify(&mut rts, mask)?;
+        qp.transition(&mut rts, mask)?;
         Ok(qp)
     }
 
@@ -426,13 +426,13 @@ impl PreparedQueuePair {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
             ..Default::default()
         };
-        qp.modify(&mut rtr, M::IBV_QP_STATE)?;
+        qp.transition(&mut rtr, M::IBV_QP_STATE)?;
         let mut rts = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
             sq_psn: qp.psn,
             ..Default::default()
         };
-        qp.modify(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
+        qp.transition(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
         Ok(qp)
     }
 }
@@ -553,7 +553,8 @@ impl QueuePair {
         }
     }
 
-    /// The current state (`ibv_query_qp`).
+    /// The current state (`ibv_query_qp`): RTS, or SQE or ERROR once a request failed or
+    /// after [`to_error`](Self::to_error).
     pub fn state(&self) -> Result<QpState> {
         let mut attr = ffi::ibv_qp_attr::default();
         let mut init = ffi::ibv_qp_init_attr::default();
@@ -571,7 +572,30 @@ impl QueuePair {
     }
 
     /// Modifies the QP (`ibv_modify_qp`) with the raw attributes selected by `mask`.
-    pub fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
+    ///
+    /// The safe transitions are the typed ones ([`QueuePairBuilder::build`] to INIT,
+    /// [`PreparedQueuePair::connect`] / [`PreparedQueuePair::ready`] to RTS,
+    /// [`to_error`](Self::to_error)); this is the way around them.
+    ///
+    /// # Safety
+    /// The QP must keep what its type and the checks on posting rely on:
+    /// - its state stays one a [`QueuePair`] may be in: RTS, or SQD, SQE or ERROR (where
+    ///   the HCA also moves a QP by itself), never RESET, INIT or RTR, so that
+    ///   [`state`](Self::state) agrees with the type;
+    /// - its capabilities (`IBV_QP_CAP`) do not change: requests are checked against the
+    ///   ones granted at creation;
+    /// - its transport, port and protection domain stay as created.
+    pub unsafe fn modify(
+        &self,
+        attr: &mut ffi::ibv_qp_attr,
+        mask: ffi::ibv_qp_attr_mask,
+    ) -> Result<()> {
+        self.transition(attr, mask)
+    }
+
+    /// `ibv_modify_qp` for the typed transitions, which keep the promises of
+    /// [`modify`](Self::modify).
+    fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
         let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
         check("ibv_modify_qp", rc)
@@ -583,7 +607,7 @@ impl QueuePair {
             qp_state: ffi::ibv_qp_state::IBV_QPS_ERR,
             ..Default::default()
         };
-        self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
+        self.transition(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
     }
 
     /// Posts a list of send requests (`ibv_post_send`).
