@@ -146,12 +146,6 @@ pub enum WrError {
         /// 2^31.
         max: u64,
     },
-    /// An atomic's result entry is not 8 bytes.
-    #[error("an atomic's result entry has {len} bytes, not 8")]
-    AtomicResultLength {
-        /// The entry's length.
-        len: u64,
-    },
     /// A send on a UD queue pair without [`SendRequest::ud`](crate::SendRequest::ud).
     #[error("a send on a UD queue pair needs an address handle (SendRequest::ud)")]
     MissingAddressHandle,

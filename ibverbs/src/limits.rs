@@ -12,7 +12,7 @@ use crate::error::WrError;
 use crate::ffi;
 use crate::opcode::{SendOps, WrOpcode};
 use crate::qp_type::QpType;
-use crate::wr::{RecvRequest, SendRequest};
+use crate::wr::{Limits, RecvRequest, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
@@ -45,17 +45,19 @@ fn transport_ops(qp_type: QpType) -> u32 {
     }
 }
 
-/// Whether `mask` has the bit of raw opcode `op` (never for opcodes past the mask).
+/// Whether `mask` has the bit of raw opcode `op`. Every opcode a request can be built with
+/// is below 32 (the constructors are the crate's), so the shift is taken as it comes.
 #[inline(always)]
 fn has(mask: u32, op: u32) -> bool {
-    mask.checked_shr(op).unwrap_or(0) & 1 != 0
+    debug_assert!(op < 32, "opcode {op}");
+    mask.wrapping_shr(op) & 1 != 0
 }
 
-/// The send queue limits of a queue pair, checked by [`SendLimits::check`].
+/// The send queue limits of a queue pair.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SendLimits {
-    /// The operations allowed, by raw opcode bit: `[plain, inline]`.
-    ops: [u32; 2],
+    /// The operations allowed: bit `opcode` without inline data, bit `32 + opcode` with.
+    ops: u64,
     /// The largest total length: `[MAX_MESSAGE, max_inline_data]`.
     max_total: [u64; 2],
     max_sge: u32,
@@ -72,7 +74,7 @@ impl SendLimits {
     pub(crate) fn new(qp_type: QpType, cap: &ffi::ibv_qp_cap, pd: *mut ffi::ibv_pd) -> Self {
         let all = transport_ops(qp_type);
         SendLimits {
-            ops: [all, all & ops::INLINE],
+            ops: u64::from(all) | u64::from(all & ops::INLINE) << 32,
             max_total: [MAX_MESSAGE, u64::from(cap.max_inline_data).min(MAX_MESSAGE)],
             max_sge: cap.max_send_sge,
             max_inline: cap.max_inline_data,
@@ -89,43 +91,29 @@ impl SendLimits {
 
     /// These limits narrowed to the operations the extended send API was created for.
     pub(crate) fn for_batch(mut self, send_ops: SendOps) -> Self {
-        let mut enabled = 0;
+        let mut enabled = 0u32;
         for op in 0..32 {
             let raw = WrOpcode::from_raw(ffi::ibv_wr_opcode(op));
             if raw.send_op().is_some_and(|flag| send_ops.contains(flag)) {
                 enabled |= 1 << op;
             }
         }
-        self.ops = self.ops.map(|mask| mask & enabled);
+        self.ops &= u64::from(enabled) | u64::from(enabled) << 32;
         self.send_ops = Some(send_ops);
         self
     }
 
-    /// Checks `wr` against the limits: its operation exists on the transport (and was
-    /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at
-    /// most 2^31 bytes or, inline, `max_inline_data`, an atomic's result is 8 bytes, and a
-    /// UD send has an address handle of the QP's PD.
     #[inline(always)]
-    pub(crate) fn check(&self, wr: &SendRequest<'_>) -> Result<(), WrError> {
-        if self.fits(wr.as_raw()) {
-            Ok(())
-        } else {
-            Err(self.refusal(wr.as_raw()))
-        }
-    }
-
-    #[inline(always)]
-    fn fits(&self, raw: &ffi::ibv_send_wr) -> bool {
-        let inline = usize::from(raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0);
-        let op = raw.opcode.0;
+    fn fits_raw(&self, raw: &ffi::ibv_send_wr) -> bool {
+        let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
+        // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
+        let bit = raw.opcode.0.wrapping_add(inline << 2);
+        debug_assert!(raw.opcode.0 < 32 && inline >> 3 <= 1);
         // Never negative: the request constructors set it from a slice length.
         let n = raw.num_sge as u32;
-        if !has(self.ops[inline], op) | (n > self.max_sge) {
-            return false;
-        }
-        let total = total_len(raw.sg_list, n);
-        let atomic_ok = !has(ops::ATOMICS, op) || total == 8;
-        (total <= self.max_total[inline]) & atomic_ok
+        self.ops.wrapping_shr(bit) & 1 != 0
+            && n <= self.max_sge
+            && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
     }
 
@@ -139,9 +127,7 @@ impl SendLimits {
     }
 
     /// Which limit `raw` broke (it did not fit).
-    #[cold]
-    #[inline(never)]
-    fn refusal(&self, raw: &ffi::ibv_send_wr) -> WrError {
+    fn refusal_raw(&self, raw: &ffi::ibv_send_wr) -> WrError {
         let opcode = WrOpcode::from_raw(raw.opcode);
         let op = raw.opcode.0;
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
@@ -151,7 +137,7 @@ impl SendLimits {
                 qp_type: self.qp_type,
             };
         }
-        if !has(self.ops[0], op) {
+        if self.ops & 1 << op == 0 {
             return WrError::OpcodeNotEnabled { opcode };
         }
         if inline && !has(ops::INLINE, op) {
@@ -177,9 +163,6 @@ impl SendLimits {
                 max: MAX_MESSAGE,
             };
         }
-        if has(ops::ATOMICS, op) {
-            return WrError::AtomicResultLength { len: total };
-        }
         // SAFETY: as in address_fits.
         if unsafe { raw.wr.ud.ah }.is_null() {
             WrError::MissingAddressHandle
@@ -189,7 +172,24 @@ impl SendLimits {
     }
 }
 
-/// The receive queue limits of a queue pair or SRQ, checked by [`RecvLimits::check`].
+/// Checks a send against the limits: its operation exists on the transport (and was
+/// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
+/// 2^31 bytes or, inline, `max_inline_data`, and a UD send has an address handle of the
+/// QP's PD.
+impl Limits<SendRequest<'_>> for SendLimits {
+    #[inline(always)]
+    fn fits(&self, wr: &SendRequest<'_>) -> bool {
+        self.fits_raw(wr.as_raw())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, wr: &SendRequest<'_>) -> WrError {
+        self.refusal_raw(wr.as_raw())
+    }
+}
+
+/// The receive queue limits of a queue pair or SRQ.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvLimits {
     /// `max_sge + 1`, or 0 for a QP whose receives come from an SRQ (nothing fits).
@@ -213,24 +213,23 @@ impl RecvLimits {
             max_sge: 0,
         }
     }
+}
 
-    /// Checks `wr`: the queue takes receives, it has at most `max_sge` entries, and they
-    /// add up to at most 2^31 bytes.
+/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, and they
+/// add up to at most 2^31 bytes.
+impl Limits<RecvRequest<'_>> for RecvLimits {
     #[inline(always)]
-    pub(crate) fn check(&self, wr: &RecvRequest<'_>) -> Result<(), WrError> {
+    fn fits(&self, wr: &RecvRequest<'_>) -> bool {
         let raw = wr.as_raw();
         // Never negative: RecvRequest::new sets it from a slice length.
         let n = raw.num_sge as u32;
-        if n < self.sge_bound && total_len(raw.sg_list, n) <= MAX_MESSAGE {
-            Ok(())
-        } else {
-            Err(self.refusal(raw))
-        }
+        n < self.sge_bound && total_len(raw.sg_list, n) <= MAX_MESSAGE
     }
 
     #[cold]
     #[inline(never)]
-    fn refusal(&self, raw: &ffi::ibv_recv_wr) -> WrError {
+    fn refusal(&self, wr: &RecvRequest<'_>) -> WrError {
+        let raw = wr.as_raw();
         let n = raw.num_sge as u32;
         if self.sge_bound == 0 {
             WrError::ReceivesFromSrq
@@ -251,8 +250,19 @@ impl RecvLimits {
 /// The sum of the lengths of the `n` entries at `sges`.
 #[inline(always)]
 fn total_len(sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    // SAFETY: a request's list is the slice of Sges it borrows (Sge is a transparent
-    // ibv_sge), at least `n` long; an empty slice's pointer is dangling but aligned.
-    let sges = unsafe { std::slice::from_raw_parts(sges, n as usize) };
+    if n <= 1 {
+        // SAFETY: a request's list is never dangling, even when empty (wr::sg_list), and an
+        // empty one points at an entry of length 0.
+        u64::from(unsafe { (*sges).length })
+    } else {
+        // SAFETY: a request's list is the slice of Sges it borrows (Sge is a transparent
+        // ibv_sge), at least `n` long.
+        sum_lengths(unsafe { std::slice::from_raw_parts(sges, n as usize) })
+    }
+}
+
+/// The sum of the lengths of `sges`, a list of several entries.
+#[inline(never)]
+fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
     sges.iter().map(|s| u64::from(s.length)).sum()
 }

@@ -618,34 +618,22 @@ impl QueuePair {
     /// were posted.
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
-        let limits = &self.send_limits;
-        post_list(
-            "ibv_post_send",
-            wrs,
-            |wr| limits.check(wr),
-            |head, bad| {
-                // SAFETY: the QP is live; every request was checked against its limits, the
-                // list is linked and every SGE it references borrows a live registered region
-                // (or was vouched for by Sge::from_raw).
-                unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
-            },
-        )
+        post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {
+            // SAFETY: the QP is live; every request was checked against its limits, the
+            // list is linked and every SGE it references borrows a live registered region
+            // (or was vouched for by Sge::from_raw).
+            unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
+        })
     }
 
     /// Posts a list of receive requests (`ibv_post_recv`), checked as
     /// [`post_send`](Self::post_send) checks sends.
     #[inline]
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
-        let limits = &self.recv_limits;
-        post_list(
-            "ibv_post_recv",
-            wrs,
-            |wr| limits.check(wr),
-            |head, bad| {
-                // SAFETY: as for post_send.
-                unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
-            },
-        )
+        post_list("ibv_post_recv", wrs, &self.recv_limits, |head, bad| {
+            // SAFETY: as for post_send.
+            unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
+        })
     }
 
     /// The port's active MTU in bytes (256 if the provider reports an unknown one).

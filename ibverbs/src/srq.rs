@@ -90,17 +90,11 @@ impl SharedReceiveQueue {
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
-        let limits = &self.inner.limits;
-        post_list(
-            "ibv_post_srq_recv",
-            wrs,
-            |wr| limits.check(wr),
-            |head, bad| {
-                // SAFETY: the SRQ is live; every request was checked against its limits and
-                // every SGE borrows a live registered region.
-                unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
-            },
-        )
+        post_list("ibv_post_srq_recv", wrs, &self.inner.limits, |head, bad| {
+            // SAFETY: the SRQ is live; every request was checked against its limits and
+            // every SGE borrows a live registered region.
+            unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
+        })
     }
 }
 

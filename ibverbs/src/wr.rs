@@ -71,6 +71,24 @@ impl fmt::Debug for Sge<'_> {
     }
 }
 
+/// The entry an empty list points at.
+static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
+    addr: 0,
+    length: 0,
+    lkey: 0,
+};
+
+/// The `sg_list` of a request over `sges`: never dangling, so that the first entry's
+/// length can be read without looking at the count (an empty list points at [`NO_SGE`],
+/// of length 0). Providers only read the list.
+fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
+    if sges.is_empty() {
+        ptr::addr_of!(NO_SGE).cast_mut()
+    } else {
+        sges.as_ptr().cast_mut().cast()
+    }
+}
+
 /// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -132,7 +150,7 @@ impl<'a> SendRequest<'a> {
             opcode,
             ..Default::default()
         };
-        raw.sg_list = sges.as_ptr().cast_mut().cast();
+        raw.sg_list = sg_list(sges);
         // A list longer than i32::MAX cannot be posted; posting refuses the clamp, which is
         // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
@@ -315,7 +333,7 @@ impl<'a> RecvRequest<'a> {
             raw: ffi::ibv_recv_wr {
                 wr_id,
                 next: ptr::null_mut(),
-                sg_list: sges.as_ptr().cast_mut().cast(),
+                sg_list: sg_list(sges),
                 num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
             },
             _borrows: PhantomData,
@@ -335,6 +353,14 @@ impl<'a> RecvRequest<'a> {
     pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
         &mut self.raw
     }
+}
+
+/// The limits a queue checks its work requests `W` against before posting them.
+pub(crate) trait Limits<W> {
+    /// Whether `wr` is within the limits (the data path: cheap).
+    fn fits(&self, wr: &W) -> bool;
+    /// Which limit `wr` broke (it did not fit).
+    fn refusal(&self, wr: &W) -> WrError;
 }
 
 /// The work requests of a post, linked through their `next` pointers.
@@ -364,7 +390,7 @@ impl Linked for RecvRequest<'_> {
     }
 }
 
-/// Checks every request of `wrs` with `check`, then hands them to `post` as one list (the
+/// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
 /// provider's return code and the request it stopped at come back) and maps a failure to
 /// [`Error::Post`] with its index. A refused request refuses the whole list: nothing is
 /// posted and the error is [`Error::Request`] with its index.
@@ -373,29 +399,41 @@ impl Linked for RecvRequest<'_> {
 /// nothing else can write it), so a single request is posted as it is, at the cost of the
 /// check and the raw call; a longer list is checked and linked in one pass for the call and
 /// unlinked after it.
-#[inline]
+#[inline(always)]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
-    check: impl Fn(&W) -> Result<(), WrError>,
+    limits: &impl Limits<W>,
     post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
 ) -> Result<()> {
-    let mut bad = ptr::null_mut();
-    let rc = match wrs {
-        [] => return Ok(()),
-        [one] => {
-            if let Err(reason) = check(one) {
-                return Err(refused(0, reason));
-            }
-            post(one.raw(), &mut bad)
-        }
-        _ => {
-            check_and_link(wrs, check)?;
-            let rc = post(wrs[0].raw(), &mut bad);
-            unlink(wrs);
-            rc
-        }
+    let [one] = wrs else {
+        return post_many(verb, wrs, limits, post);
     };
+    if !limits.fits(one) {
+        return Err(refused(0, limits.refusal(one)));
+    }
+    let mut bad = ptr::null_mut();
+    match post(one.raw(), &mut bad) {
+        0 => Ok(()),
+        rc => Err(post_failed(verb, 0, rc)),
+    }
+}
+
+/// [`post_list`] for lists of other lengths than one.
+#[inline(never)]
+fn post_many<W: Linked>(
+    verb: &'static str,
+    wrs: &mut [W],
+    limits: &impl Limits<W>,
+    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
+) -> Result<()> {
+    if wrs.is_empty() {
+        return Ok(());
+    }
+    check_and_link(wrs, limits)?;
+    let mut bad = ptr::null_mut();
+    let rc = post(wrs[0].raw(), &mut bad);
+    unlink(wrs);
     match rc {
         0 => Ok(()),
         rc => Err(post_error(verb, wrs, bad, rc)),
@@ -405,14 +443,11 @@ pub(crate) fn post_list<W: Linked>(
 /// Checks each request and points the one before it at it (the last keeps its null `next`);
 /// on a refusal, unlinks what it linked.
 #[inline]
-fn check_and_link<W: Linked>(
-    wrs: &mut [W],
-    check: impl Fn(&W) -> Result<(), WrError>,
-) -> Result<()> {
+fn check_and_link<W: Linked>(wrs: &mut [W], limits: &impl Limits<W>) -> Result<()> {
     for i in 0..wrs.len() {
-        if let Err(reason) = check(&wrs[i]) {
+        if !limits.fits(&wrs[i]) {
             unlink(&mut wrs[..i]);
-            return Err(refused(i, reason));
+            return Err(refused(i, limits.refusal(&wrs[i])));
         }
         if i > 0 {
             let next = wrs[i].raw();
@@ -444,6 +479,13 @@ fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc
         .iter_mut()
         .position(|w| ptr::eq(w.raw(), bad))
         .unwrap_or(0);
+    post_failed(verb, index, rc)
+}
+
+/// The [`Error::Post`] for a post that failed with `rc` at request `index`.
+#[cold]
+#[inline(never)]
+fn post_failed(verb: &'static str, index: usize, rc: i32) -> Error {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {
