@@ -106,7 +106,7 @@ struct Pair {
 
 impl Pair {
     fn new(pd: &ProtectionDomain, qp_type: QpType, max_sge: u32, max_inline: u32) -> Pair {
-        let ctx = open();
+        let ctx = pd.context();
         let a_cq = ctx.create_cq(64, None).unwrap();
         let b_cq = ctx.create_cq(64, None).unwrap();
         let build = |cq: &CompletionQueue| {
