@@ -348,6 +348,18 @@ fn inline_totals_sge_counts_and_long_messages_are_refused() {
             max: 1 << 31,
         },
     );
+    // A QP that takes its receives from the SRQ has no receive queue to post to.
+    let on_srq = pd
+        .create_qp(QpType::Rc, &p.b_cq, &p.b_cq)
+        .srq(&srq)
+        .build()
+        .unwrap();
+    assert_refused(
+        on_srq.post_recv(&mut [RecvRequest::new(10, &rsges[..1])]),
+        0,
+        WrError::ReceivesFromSrq,
+    );
+    drop(on_srq);
     // A list with one bad request is refused whole: the good one before it is not posted.
     let ok = [dst.sge(..8).unwrap()];
     let mut list = [
