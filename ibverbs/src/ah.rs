@@ -7,7 +7,7 @@ use crate::drop_error;
 use crate::error::{check_ptr, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
-use crate::qp::{Endpoint, Route};
+use crate::route::{Endpoint, Route};
 
 /// An address handle (`ibv_create_ah`): where UD sends go.
 pub struct AddressHandle {

@@ -4,7 +4,6 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::device::DeviceList;
 use crate::drop_error;
 use crate::error::{Error, Result};
 use crate::ffi;
@@ -40,16 +39,6 @@ impl Drop for Inner {
 }
 
 impl Context {
-    /// Opens the device named `name`.
-    pub fn open(name: &str) -> Result<Self> {
-        DeviceList::new()?.find(name)?.open()
-    }
-
-    /// Opens the first device libibverbs lists.
-    pub fn open_first() -> Result<Self> {
-        DeviceList::new()?.first()?.open()
-    }
-
     /// Takes ownership of an open context.
     ///
     /// # Safety

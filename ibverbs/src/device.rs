@@ -213,6 +213,18 @@ impl<'list> Device<'list> {
     }
 }
 
+impl Context {
+    /// Opens the device named `name`.
+    pub fn open(name: &str) -> Result<Self> {
+        DeviceList::new()?.find(name)?.open()
+    }
+
+    /// Opens the first device libibverbs lists.
+    pub fn open_first() -> Result<Self> {
+        DeviceList::new()?.first()?.open()
+    }
+}
+
 impl fmt::Debug for Device<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Device")

@@ -2,7 +2,9 @@
 
 use std::io;
 
-use crate::cq::WcStatus;
+use crate::opcode::WrOpcode;
+use crate::qp_type::QpType;
+use crate::wc_status::WcStatus;
 
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -70,6 +72,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A work request was refused before anything reached the provider: of a list, none
+    /// was posted; in a [`WrBatch`](crate::WrBatch), this one was not added.
+    #[error("work request {index} refused: {reason}")]
+    Request {
+        /// Index in the list (or the batch) of the refused request.
+        index: usize,
+        /// What is wrong with it.
+        reason: WrError,
+    },
     /// A work completion carries an error status.
     #[error("work request {wr_id} completed with {status} (vendor error {vendor_err:#x})")]
     Completion {
@@ -83,6 +94,68 @@ pub enum Error {
     /// Waiting for something took longer than allowed.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(std::time::Duration, &'static str),
+}
+
+/// What is wrong with a work request that the crate refuses to post ([`Error::Request`]):
+/// each names the queue's limit it broke, as granted when the queue was created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WrError {
+    /// The operation does not exist on this transport (UC has no read or atomics, UD has
+    /// only sends).
+    #[error("{opcode} is not an operation of a {qp_type} queue pair")]
+    OpcodeNotSupported {
+        /// The request's operation.
+        opcode: WrOpcode,
+        /// The queue pair's transport.
+        qp_type: QpType,
+    },
+    /// The queue pair's extended send API was not created for the operation.
+    #[error("{opcode} is not among the queue pair's send_ops")]
+    OpcodeNotEnabled {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
+    /// More scatter/gather entries than the queue takes.
+    #[error("{requested} scatter/gather entries, more than the queue's {max}")]
+    TooManySge {
+        /// Entries in the request.
+        requested: u32,
+        /// The queue's `max_send_sge` / `max_recv_sge` / SRQ `max_sge`.
+        max: u32,
+    },
+    /// Only sends and RDMA writes can carry inline data.
+    #[error("{opcode} cannot carry inline data")]
+    InlineNotSupported {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
+    /// More inline data than the queue pair takes.
+    #[error("{total} bytes of inline data, more than the queue pair's {max}")]
+    InlineTooLarge {
+        /// The sum of the entries' lengths.
+        total: u64,
+        /// The queue pair's `max_inline_data`.
+        max: u32,
+    },
+    /// A message longer than a message may be (2^31 bytes).
+    #[error("a message of {total} bytes, more than {max}")]
+    MessageTooLong {
+        /// The sum of the entries' lengths.
+        total: u64,
+        /// 2^31.
+        max: u64,
+    },
+    /// A send on a UD queue pair without [`SendRequest::ud`](crate::SendRequest::ud).
+    #[error("a send on a UD queue pair needs an address handle (SendRequest::ud)")]
+    MissingAddressHandle,
+    /// The address handle belongs to another protection domain than the queue pair.
+    #[error("the address handle belongs to a different protection domain")]
+    ForeignAddressHandle,
+    /// A receive posted to a queue pair that takes its receives from a shared receive
+    /// queue.
+    #[error("the queue pair takes its receives from a shared receive queue")]
+    ReceivesFromSrq,
 }
 
 impl Error {

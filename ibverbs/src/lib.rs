@@ -91,6 +91,19 @@
 //!    into Rust memory afterwards except through the region's keys (rule 1). Remote
 //!    addresses and keys are plain numbers: the remote HCA checks them, so a wrong one gives
 //!    a `REM_ACCESS_ERR` completion, never memory corruption.
+//! 4. **Nothing reaches the provider that the queue cannot take.** Providers trust the
+//!    requests they are given: rxe and mlx5 read `wr.ud.ah` of every UD request, copy inline
+//!    data after checking a 32-bit (rxe) or `int` (mlx5) total, and rxe's
+//!    `ibv_wr_set_inline_data_list` never added to its total. So every request, before
+//!    `ibv_post_send`, `ibv_post_recv`, `ibv_post_srq_recv` or an `ibv_wr_*` call, is checked
+//!    against the queue's transport and the capabilities the provider granted at creation
+//!    (cached in the queue): the operation exists on the transport (UC has no reads or
+//!    atomics, UD only sends) and, in a batch, was enabled; at most `max_send_sge` /
+//!    `max_recv_sge` / the SRQ's `max_sge` entries; inline data only on sends and writes and
+//!    at most `max_inline_data` bytes; at most 2^31 bytes in all, summed in a `u64` that
+//!    cannot overflow; a UD send addressed with an address handle of the QP's PD. A refused
+//!    request is an [`Error::Request`] naming the limit ([`WrError`]); of a list, none is
+//!    posted.
 //!
 //! Destructors never panic: a failed destroy call is counted and reported on stderr with
 //! write errors ignored ([`drop_error`]), so a destructor running during an unwind cannot
@@ -100,10 +113,28 @@
 //! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a
 //! [`PreparedQueuePair`] in INIT, which can post receives and tell its [`Endpoint`] but has
 //! no `post_send`; [`PreparedQueuePair::connect`] (RC, UC) or
-//! [`PreparedQueuePair::ready`] (UD) gives the [`QueuePair`] that sends.
+//! [`PreparedQueuePair::ready`] (UD) gives the [`QueuePair`] that sends. Its state is RTS,
+//! or SQE / ERROR once a request failed or after [`QueuePair::to_error`]; the raw
+//! [`QueuePair::modify`], which could move it anywhere, is `unsafe`.
 //!
-//! What this costs on the data path: posting links the `next` pointers of the request list
-//! and calls the provider; polling writes completions into the caller's buffer, which
+//! Between `ibv_wr_start` and its `ibv_wr_complete` / `ibv_wr_abort` a provider holds the
+//! send queue's lock, so a [`WrBatch`] exists only inside the closure of
+//! [`QueuePair::batch`], owned by the crate, which ends it on every way out (completed on
+//! `Ok`, aborted on an error or a panic).
+//!
+//! How each hole an adversarial review found in the posting path was closed:
+//!
+//! | hole | closed by | why that way |
+//! |---|---|---|
+//! | a UD send without an address handle (null `wr.ud.ah`), an RDMA or atomic request on a UD QP (a peer's address read as `wr.ud.ah`) | typed error: [`WrError::MissingAddressHandle`], [`WrError::OpcodeNotSupported`] | the transport is a run-time property of a [`QueuePair`]; one request type serves all transports |
+//! | inline data over `max_inline_data`, more entries than `max_send_sge`, totals that wrap | typed error: [`WrError::InlineTooLarge`], [`WrError::TooManySge`], [`WrError::MessageTooLong`], [`WrError::InlineNotSupported`] | the limits are what the provider granted at run time |
+//! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure, the old call does not compile (E0061), the batch cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
+//! | the safe raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
+//!
+//! What this costs on the data path: posting checks each request against the cached
+//! limits (one opcode mask test, an entry count and a length compare; the reason is worked
+//! out only for a refused request), links the `next` pointers of the request list and
+//! calls the provider; polling writes completions into the caller's buffer, which
 //! [`WorkCompletion`] shares the layout of. Neither allocates or touches a reference count.
 //! Copies through [`MemoryRegion::read`] / [`MemoryRegion::write`] run a word-at-a-time
 //! atomic copy, which the compiler does not vectorize (so slower than `memcpy` on large
@@ -160,6 +191,49 @@
 //! qp.post_send(&mut [ibverbs::SendRequest::send(1, &sge)])?;
 //! # Ok(()) }
 //! ```
+//! A batch cannot be forgotten: the old `batch()` that returned it is gone,
+//! ```compile_fail,E0061
+//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! std::mem::forget(qp.batch()?);
+//! # Ok(()) }
+//! ```
+//! the closure's batch cannot be moved out of its reference,
+//! ```compile_fail,E0507
+//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! qp.batch(|batch| {
+//!     std::mem::forget(*batch);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! nor kept past the closure, nor swapped with another QP's batch:
+//! ```compile_fail,E0521
+//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! let mut kept = None;
+//! qp.batch(|batch| {
+//!     kept = Some(batch);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! ```compile_fail,E0521
+//! # fn f(mut x: ibverbs::QueuePair, mut y: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! x.batch(|bx| y.batch(|by| {
+//!     std::mem::swap(bx, by);
+//!     Ok(())
+//! }))
+//! # }
+//! ```
+//! The type states cannot be bypassed without `unsafe`:
+//! ```compile_fail,E0133
+//! # fn f(qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! let mut attr = ibverbs::ffi::ibv_qp_attr {
+//!     qp_state: ibverbs::ffi::ibv_qp_state::IBV_QPS_RESET,
+//!     ..Default::default()
+//! };
+//! qp.modify(&mut attr, ibverbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE)?;
+//! # Ok(()) }
+//! ```
 //! Borrowed memory cannot be registered (a leaked region would outlive the borrow):
 //! ```compile_fail,E0277
 //! # fn f(pd: ibverbs::ProtectionDomain) -> ibverbs::Result<()> {
@@ -199,7 +273,8 @@
 //!
 //! # Errors
 //! Every fallible call returns [`Error`], which names the verb and carries the errno, or
-//! names the argument that was out of range. Work completions carry their status
+//! names the argument that was out of range, or (for work requests refused before posting)
+//! the limit a request broke. Work completions carry their status
 //! ([`WcStatus`]); [`WorkCompletion::ok`] turns a failed one into [`Error::Completion`].
 //! Destroy calls cannot return errors from `Drop`; a failure is written to stderr (a write
 //! error is ignored) and counted by [`drop_error::count`], which the test suite asserts to
@@ -219,37 +294,45 @@ mod device_attr;
 pub mod drop_error;
 mod error;
 mod gid;
+mod limits;
 mod mr;
 mod mw;
+mod opcode;
 mod pd;
 mod port;
 mod qp;
 mod qp_ex;
+mod qp_type;
+mod route;
 mod srq;
+mod wc_status;
 mod wr;
 
 pub use ah::AddressHandle;
 pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use channel::CompletionChannel;
 pub use context::Context;
-pub use cq::{CompletionQueue, WcOpcode, WcStatus, WorkCompletion};
+pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
 pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
-pub use error::{Error, Result};
+pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
 pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
+pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
 pub use qp::{
-    ConnectOptions, Endpoint, PreparedQueuePair, QpState, QpType, QueuePair, QueuePairBuilder,
-    Route, DEFAULT_QKEY,
+    ConnectOptions, PreparedQueuePair, QpState, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
 };
-pub use qp_ex::{SendOps, WrBatch};
+pub use qp_ex::WrBatch;
+pub use qp_type::QpType;
+pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;
+pub use wc_status::WcStatus;
 pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};

@@ -15,33 +15,15 @@ use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::gid::{GidEntry, GidType};
+use crate::limits::{RecvLimits, SendLimits};
 use crate::mr::AccessFlags;
+use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
 use crate::port::{LinkLayer, Mtu, PortAttr};
-use crate::qp_ex::SendOps;
+use crate::qp_type::QpType;
+use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
-
-/// The transport of a queue pair (`enum ibv_qp_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpType {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-impl QpType {
-    fn raw(self) -> ffi::ibv_qp_type {
-        match self {
-            QpType::Rc => ffi::ibv_qp_type::IBV_QPT_RC,
-            QpType::Uc => ffi::ibv_qp_type::IBV_QPT_UC,
-            QpType::Ud => ffi::ibv_qp_type::IBV_QPT_UD,
-        }
-    }
-}
 
 /// The state of a queue pair (`enum ibv_qp_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,78 +59,6 @@ impl QpState {
             S::IBV_QPS_SQE => QpState::Sqe,
             S::IBV_QPS_ERR => QpState::Error,
             other => QpState::Unknown(other.0),
-        }
-    }
-}
-
-/// What a peer needs to reach a queue pair; exchange it out of band (it is `serde`
-/// serialisable with the `serde` feature).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Endpoint {
-    /// The QP number.
-    pub qpn: u32,
-    /// The first packet sequence number the QP sends (24 bits).
-    pub psn: u32,
-    /// The port's LID (InfiniBand; 0 on RoCE).
-    pub lid: u16,
-    /// The GID the QP sends from (all zero where none is used).
-    pub gid: Ipv6Addr,
-    /// The local port number.
-    pub port: u8,
-    /// The port's active MTU in bytes.
-    pub mtu: u32,
-}
-
-/// How packets travel to a peer: the address vector fields of `struct ibv_ah_attr`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
-    /// Index of the local GID to send from.
-    pub sgid_index: u8,
-    /// Hop limit of the GRH (RoCE v2: IP TTL).
-    pub hop_limit: u8,
-    /// Traffic class of the GRH (RoCE v2: DSCP and ECN).
-    pub traffic_class: u8,
-    /// Flow label of the GRH (RoCE v2: the UDP source port derives from it).
-    pub flow_label: u32,
-    /// Service level.
-    pub sl: u8,
-    /// Whether to send a GRH even when the peer's GID is zero (always on RoCE).
-    pub force_grh: bool,
-}
-
-impl Default for Route {
-    fn default() -> Self {
-        Route {
-            sgid_index: 0,
-            hop_limit: 64,
-            traffic_class: 0,
-            flow_label: 0,
-            sl: 0,
-            force_grh: false,
-        }
-    }
-}
-
-impl Route {
-    pub(crate) fn ah_attr(&self, port: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
-        let global = self.force_grh || !remote.gid.is_unspecified();
-        ffi::ibv_ah_attr {
-            grh: ffi::ibv_global_route {
-                dgid: ffi::ibv_gid {
-                    raw: remote.gid.octets(),
-                },
-                flow_label: self.flow_label,
-                sgid_index: self.sgid_index,
-                hop_limit: self.hop_limit,
-                traffic_class: self.traffic_class,
-            },
-            dlid: remote.lid,
-            sl: self.sl,
-            src_path_bits: 0,
-            static_rate: 0,
-            is_global: u8::from(global),
-            port_num: port,
         }
     }
 }
@@ -371,6 +281,11 @@ impl<'a> QueuePairBuilder<'a> {
             send_ops: self.send_ops,
             qp_type: self.qp_type,
             caps: init.cap,
+            send_limits: SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw()),
+            recv_limits: match self.srq {
+                Some(_) => RecvLimits::srq(),
+                None => RecvLimits::new(init.cap.max_recv_sge),
+            },
             port: self.port,
             gid_index,
             gid,
@@ -399,7 +314,7 @@ impl<'a> QueuePairBuilder<'a> {
             attr.qp_access_flags = self.access.bits();
             mask |= M::IBV_QP_ACCESS_FLAGS;
         }
-        qp.modify(&mut attr, mask)?;
+        qp.transition(&mut attr, mask)?;
         Ok(PreparedQueuePair { qp })
     }
 }
@@ -475,7 +390,7 @@ impl PreparedQueuePair {
         if qp.qp_type == QpType::Rc {
             mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
-        qp.modify(&mut rtr, mask)?;
+        qp.transition(&mut rtr, mask)?;
 
         let mut rts = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
@@ -493,7 +408,7 @@ impl PreparedQueuePair {
                 | M::IBV_QP_RNR_RETRY
                 | M::IBV_QP_MAX_QP_RD_ATOMIC;
         }
-        qp.modify(&mut rts, mask)?;
+        qp.transition(&mut rts, mask)?;
         Ok(qp)
     }
 
@@ -511,13 +426,13 @@ impl PreparedQueuePair {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
             ..Default::default()
         };
-        qp.modify(&mut rtr, M::IBV_QP_STATE)?;
+        qp.transition(&mut rtr, M::IBV_QP_STATE)?;
         let mut rts = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
             sq_psn: qp.psn,
             ..Default::default()
         };
-        qp.modify(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
+        qp.transition(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
         Ok(qp)
     }
 }
@@ -536,7 +451,10 @@ pub struct QueuePair {
     qp_ex: Option<NonNull<ffi::ibv_qp_ex>>,
     send_ops: SendOps,
     qp_type: QpType,
+    /// The capabilities `ibv_create_qp` granted (it writes them back into the request).
     caps: ffi::ibv_qp_cap,
+    send_limits: SendLimits,
+    recv_limits: RecvLimits,
     port: u8,
     gid_index: u8,
     gid: Ipv6Addr,
@@ -590,7 +508,7 @@ impl QueuePair {
         &self.pd
     }
 
-    /// Queue sizes and inline limit as created (at least what was asked).
+    /// Send queue size as created (the provider grants at least what was asked).
     pub fn max_send_wr(&self) -> u32 {
         self.caps.max_send_wr
     }
@@ -600,9 +518,27 @@ impl QueuePair {
         self.caps.max_recv_wr
     }
 
-    /// Inline data limit as created.
+    /// Scatter/gather entries per send request as created: the most [`post_send`]
+    /// accepts.
+    ///
+    /// [`post_send`]: QueuePair::post_send
+    pub fn max_send_sge(&self) -> u32 {
+        self.caps.max_send_sge
+    }
+
+    /// Scatter/gather entries per receive request as created: the most `post_recv`
+    /// accepts.
+    pub fn max_recv_sge(&self) -> u32 {
+        self.caps.max_recv_sge
+    }
+
+    /// Inline data limit as created: the most bytes an inline request may carry.
     pub fn max_inline_data(&self) -> u32 {
         self.caps.max_inline_data
+    }
+
+    pub(crate) fn send_limits(&self) -> &SendLimits {
+        &self.send_limits
     }
 
     /// What a peer needs to reach this QP.
@@ -617,7 +553,8 @@ impl QueuePair {
         }
     }
 
-    /// The current state (`ibv_query_qp`).
+    /// The current state (`ibv_query_qp`): RTS, or SQE or ERROR once a request failed or
+    /// after [`to_error`](Self::to_error).
     pub fn state(&self) -> Result<QpState> {
         let mut attr = ffi::ibv_qp_attr::default();
         let mut init = ffi::ibv_qp_init_attr::default();
@@ -635,7 +572,30 @@ impl QueuePair {
     }
 
     /// Modifies the QP (`ibv_modify_qp`) with the raw attributes selected by `mask`.
-    pub fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
+    ///
+    /// The safe transitions are the typed ones ([`QueuePairBuilder::build`] to INIT,
+    /// [`PreparedQueuePair::connect`] / [`PreparedQueuePair::ready`] to RTS,
+    /// [`to_error`](Self::to_error)); this is the way around them.
+    ///
+    /// # Safety
+    /// The QP must keep what its type and the checks on posting rely on:
+    /// - its state stays one a [`QueuePair`] may be in: RTS, or SQD, SQE or ERROR (where
+    ///   the HCA also moves a QP by itself), never RESET, INIT or RTR, so that
+    ///   [`state`](Self::state) agrees with the type;
+    /// - its capabilities (`IBV_QP_CAP`) do not change: requests are checked against the
+    ///   ones granted at creation;
+    /// - its transport, port and protection domain stay as created.
+    pub unsafe fn modify(
+        &self,
+        attr: &mut ffi::ibv_qp_attr,
+        mask: ffi::ibv_qp_attr_mask,
+    ) -> Result<()> {
+        self.transition(attr, mask)
+    }
+
+    /// `ibv_modify_qp` for the typed transitions, which keep the promises of
+    /// [`modify`](Self::modify).
+    fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
         let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
         check("ibv_modify_qp", rc)
@@ -647,24 +607,30 @@ impl QueuePair {
             qp_state: ffi::ibv_qp_state::IBV_QPS_ERR,
             ..Default::default()
         };
-        self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
+        self.transition(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE)
     }
 
-    /// Posts a list of send requests (`ibv_post_send`). On failure, the requests before
-    /// [`Error::Post::index`](Error::Post) were posted.
+    /// Posts a list of send requests (`ibv_post_send`).
+    ///
+    /// Every request is first checked against the QP's transport and the capabilities it
+    /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
+    /// posted. If the provider fails, the requests before [`Error::Post::index`](Error::Post)
+    /// were posted.
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
-        post_list("ibv_post_send", wrs, |head, bad| {
-            // SAFETY: the QP is live; the list is linked and every SGE it references
-            // borrows a live registered region (or was vouched for by Sge::from_raw).
+        post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {
+            // SAFETY: the QP is live; every request was checked against its limits, the
+            // list is linked and every SGE it references borrows a live registered region
+            // (or was vouched for by Sge::from_raw).
             unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
         })
     }
 
-    /// Posts a list of receive requests (`ibv_post_recv`).
+    /// Posts a list of receive requests (`ibv_post_recv`), checked as
+    /// [`post_send`](Self::post_send) checks sends.
     #[inline]
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
-        post_list("ibv_post_recv", wrs, |head, bad| {
+        post_list("ibv_post_recv", wrs, &self.recv_limits, |head, bad| {
             // SAFETY: as for post_send.
             unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
         })
@@ -760,33 +726,5 @@ mod tests {
     #[test]
     fn psn_is_24_bits() {
         assert!(random_psn() <= 0xff_ffff);
-    }
-}
-
-#[cfg(all(test, feature = "serde"))]
-mod serde_tests {
-    use super::*;
-    use crate::wr::RemoteMemory;
-
-    #[test]
-    fn endpoint_and_remote_memory_round_trip_through_json() {
-        let ep = Endpoint {
-            qpn: 0x11,
-            psn: 0xabcdef,
-            lid: 0,
-            gid: "::ffff:127.0.0.1".parse().unwrap(),
-            port: 1,
-            mtu: 4096,
-        };
-        let json = serde_json::to_string(&ep).unwrap();
-        assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), ep);
-        let mem = RemoteMemory {
-            addr: 0x7f00_0000_1000,
-            len: 4096,
-            rkey: 0x1234,
-        };
-        let json = serde_json::to_string(&mem).unwrap();
-        assert_eq!(serde_json::from_str::<RemoteMemory>(&json).unwrap(), mem);
-        assert!(serde_json::from_str::<Endpoint>("{\"qpn\":1}").is_err());
     }
 }

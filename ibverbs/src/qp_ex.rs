@@ -4,97 +4,99 @@
 //! created with `ibv_create_qp_ex` and can post through a [`WrBatch`]: `ibv_wr_start`, one
 //! `ibv_wr_*` call per request writing straight into the send queue, then
 //! `ibv_wr_complete`. The requests are the same [`SendRequest`]s as for
-//! [`QueuePair::post_send`](crate::QueuePair::post_send).
+//! [`QueuePair::post_send`](crate::QueuePair::post_send), checked the same way.
+//!
+//! Between `ibv_wr_start` and `ibv_wr_complete` / `ibv_wr_abort` the provider holds the
+//! send queue's lock, so a batch that is never ended would deadlock the next post. The
+//! batch therefore lives only inside [`QueuePair::batch`]'s closure, owned by the crate,
+//! which ends it on every way out: completed when the closure returns `Ok`, aborted when it
+//! returns an error or panics. The closure gets `&mut WrBatch`, which cannot be moved out,
+//! forgotten or swapped with another QP's batch.
 
-use bitflags::bitflags;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use crate::error::{check, Error, Result};
 use crate::ffi;
-use crate::qp::{QpType, QueuePair};
-use crate::wr::SendRequest;
+use crate::limits::SendLimits;
+use crate::qp::QueuePair;
+use crate::qp_type::QpType;
+use crate::wr::{refused, Limits, SendRequest};
 
-bitflags! {
-    /// The operations an extended QP is created for (`enum ibv_qp_create_send_ops_flags`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    pub struct SendOps: u64 {
-        /// `IBV_QP_EX_WITH_RDMA_WRITE`.
-        const RDMA_WRITE = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0 as u64;
-        /// `IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM`.
-        const RDMA_WRITE_WITH_IMM = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0 as u64;
-        /// `IBV_QP_EX_WITH_SEND`.
-        const SEND = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND.0 as u64;
-        /// `IBV_QP_EX_WITH_SEND_WITH_IMM`.
-        const SEND_WITH_IMM = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND_WITH_IMM.0 as u64;
-        /// `IBV_QP_EX_WITH_RDMA_READ`.
-        const RDMA_READ = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0 as u64;
-        /// `IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP`.
-        const ATOMIC_CMP_AND_SWP = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0 as u64;
-        /// `IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD`.
-        const ATOMIC_FETCH_AND_ADD = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0 as u64;
-    }
-}
-
-/// A batch of requests on an extended QP, started by [`QueuePair::batch`]. Posted by
-/// [`complete`](Self::complete); dropped without it, the batch is aborted (`ibv_wr_abort`).
+/// A batch of requests on an extended QP, open inside [`QueuePair::batch`].
 pub struct WrBatch<'qp> {
-    qp: &'qp mut QueuePair,
-    qpx: *mut ffi::ibv_qp_ex,
-    done: bool,
+    qpx: NonNull<ffi::ibv_qp_ex>,
+    limits: SendLimits,
+    /// Requests pushed so far.
+    pushed: usize,
+    /// Whether the batch still has to be completed or aborted.
+    open: bool,
+    _qp: PhantomData<&'qp mut QueuePair>,
 }
 
 impl QueuePair {
-    /// Starts a batch of extended work requests (`ibv_wr_start`). Fails unless the QP was
-    /// built with [`send_ops`](crate::QueuePairBuilder::send_ops).
-    pub fn batch(&mut self) -> Result<WrBatch<'_>> {
-        let Some(qpx) = self.qp_ex() else {
+    /// Posts a batch of extended work requests: `ibv_wr_start`, then `f` adds requests
+    /// with [`WrBatch::push`]; when `f` returns `Ok` the batch is posted
+    /// (`ibv_wr_complete`, all or nothing), when it returns an error or panics the batch
+    /// is aborted (`ibv_wr_abort`) and nothing is posted. Fails before calling `f` unless
+    /// the QP was built with [`send_ops`](crate::QueuePairBuilder::send_ops).
+    ///
+    /// ```no_run
+    /// # fn f(mut qp: ibverbs::QueuePair, mr: ibverbs::MemoryRegion, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
+    /// let sge = [mr.sge(0..8)?];
+    /// qp.batch(|batch| {
+    ///     batch.push(&ibverbs::SendRequest::write(1, &sge, peer))?;
+    ///     batch.push(&ibverbs::SendRequest::send(2, &sge).signaled())
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn batch<R>(&mut self, f: impl FnOnce(&mut WrBatch<'_>) -> Result<R>) -> Result<R> {
+        let Some(qpx) = self.qp_ex().and_then(NonNull::new) else {
             return Err(Error::InvalidArgument {
                 what: "queue pair",
                 reason: "it was built without send_ops, so it has no ibv_wr_* API".into(),
             });
         };
+        let limits = self.send_limits().for_batch(self.send_ops());
         // SAFETY: qpx is this live QP's extended view; `&mut self` keeps other posts off the
-        // QP until the batch ends.
-        unsafe { ffi::ibv_wr_start(qpx) };
-        Ok(WrBatch {
-            qp: self,
+        // QP until the batch below is completed or aborted, which its owner (this frame)
+        // does on every path, unwinding included.
+        unsafe { ffi::ibv_wr_start(qpx.as_ptr()) };
+        let mut batch = WrBatch {
             qpx,
-            done: false,
-        })
+            limits,
+            pushed: 0,
+            open: true,
+            _qp: PhantomData,
+        };
+        let value = f(&mut batch)?;
+        batch.complete()?;
+        Ok(value)
     }
 }
 
 impl WrBatch<'_> {
     /// Adds `wr` to the batch (`ibv_wr_send`, `ibv_wr_rdma_write`, ... then
     /// `ibv_wr_set_ud_addr` for UD and `ibv_wr_set_sge_list` or, for inline requests,
-    /// `ibv_wr_set_inline_data_list`).
+    /// `ibv_wr_set_inline_data` / `ibv_wr_set_inline_data_list`).
+    ///
+    /// The request is checked as [`QueuePair::post_send`] checks it, and against the
+    /// operations the QP's extended API was created for; a refused request
+    /// ([`Error::Request`], with its index in the batch) is not added, and ending the
+    /// closure with the error (`?`) aborts the whole batch.
     pub fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
         use ffi::ibv_wr_opcode as O;
-        let raw = wr.as_raw();
-        let need = match raw.opcode {
-            O::IBV_WR_SEND => SendOps::SEND,
-            O::IBV_WR_SEND_WITH_IMM => SendOps::SEND_WITH_IMM,
-            O::IBV_WR_RDMA_WRITE => SendOps::RDMA_WRITE,
-            O::IBV_WR_RDMA_WRITE_WITH_IMM => SendOps::RDMA_WRITE_WITH_IMM,
-            O::IBV_WR_RDMA_READ => SendOps::RDMA_READ,
-            O::IBV_WR_ATOMIC_CMP_AND_SWP => SendOps::ATOMIC_CMP_AND_SWP,
-            O::IBV_WR_ATOMIC_FETCH_AND_ADD => SendOps::ATOMIC_FETCH_AND_ADD,
-            other => {
-                return Err(Error::InvalidArgument {
-                    what: "work request",
-                    reason: format!("opcode {} has no ibv_wr_* form here", other.0),
-                })
-            }
-        };
-        if !self.qp.send_ops().contains(need) {
-            return Err(Error::InvalidArgument {
-                what: "work request",
-                reason: format!("the queue pair was built without {need:?}"),
-            });
+        if !self.limits.fits(wr) {
+            return Err(refused(self.pushed, self.limits.refusal(wr)));
         }
-        let qpx = self.qpx;
-        let num_sge = usize::try_from(raw.num_sge).unwrap_or(0);
-        // SAFETY: qpx is live and inside ibv_wr_start; the operation was enabled at creation
-        // (checked above), so its function pointer is set. The union members read are the
+        let raw = wr.as_raw();
+        let qpx = self.qpx.as_ptr();
+        // Never negative: the request constructors set it from a slice length.
+        let num_sge = raw.num_sge as usize;
+        // SAFETY: qpx is live and inside ibv_wr_start; the request passed the check, so its
+        // operation exists on the transport and was enabled at creation (its function
+        // pointer is set), a UD send carries a live address handle, the entries fit
+        // max_send_sge and inline data fits max_inline_data. The union members read are the
         // ones the opcode's constructor wrote. The SGE list is valid for `num_sge` entries
         // (it borrows the request's slice) and, like inline data, is consumed by the calls.
         unsafe {
@@ -125,7 +127,7 @@ impl WrBatch<'_> {
                     atomic.compare_add,
                 ),
             }
-            if self.qp.qp_type() == QpType::Ud {
+            if self.limits.qp_type() == QpType::Ud {
                 let ud = raw.wr.ud;
                 ffi::ibv_wr_set_ud_addr(qpx, ud.ah, ud.remote_qpn, ud.remote_qkey);
             }
@@ -147,22 +149,35 @@ impl WrBatch<'_> {
                 ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list);
             }
         }
+        self.pushed += 1;
         Ok(())
     }
 
+    /// Requests pushed so far.
+    pub fn len(&self) -> usize {
+        self.pushed
+    }
+
+    /// Whether nothing was pushed yet.
+    pub fn is_empty(&self) -> bool {
+        self.pushed == 0
+    }
+
     /// Posts the batch (`ibv_wr_complete`). On failure none of it was posted.
-    pub fn complete(mut self) -> Result<()> {
-        self.done = true;
-        // SAFETY: qpx is live and inside ibv_wr_start.
-        check("ibv_wr_complete", unsafe { ffi::ibv_wr_complete(self.qpx) })
+    fn complete(mut self) -> Result<()> {
+        self.open = false;
+        // SAFETY: qpx is live and inside ibv_wr_start; complete ends it, even on failure.
+        check("ibv_wr_complete", unsafe {
+            ffi::ibv_wr_complete(self.qpx.as_ptr())
+        })
     }
 }
 
 impl Drop for WrBatch<'_> {
     fn drop(&mut self) {
-        if !self.done {
+        if self.open {
             // SAFETY: qpx is live and inside ibv_wr_start.
-            unsafe { ffi::ibv_wr_abort(self.qpx) };
+            unsafe { ffi::ibv_wr_abort(self.qpx.as_ptr()) };
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::drop_error;
 use crate::error::{check_ptr, Result};
 use crate::ffi;
+use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
 use crate::wr::{post_list, RecvRequest};
 
@@ -20,6 +21,9 @@ pub struct SharedReceiveQueue {
 
 struct Inner {
     raw: NonNull<ffi::ibv_srq>,
+    /// The size `ibv_create_srq` granted (it writes it back into the request).
+    attr: ffi::ibv_srq_attr,
+    limits: RecvLimits,
     pd: ProtectionDomain,
 }
 
@@ -53,6 +57,8 @@ impl ProtectionDomain {
         Ok(SharedReceiveQueue {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,
+                attr: attr.attr,
+                limits: RecvLimits::new(attr.attr.max_sge),
                 pd: self.clone(),
             }),
         })
@@ -70,10 +76,23 @@ impl SharedReceiveQueue {
         &self.inner.pd
     }
 
-    /// Posts a list of receive requests (`ibv_post_srq_recv`).
+    /// Requests the SRQ holds, as created (at least what was asked).
+    pub fn max_wr(&self) -> u32 {
+        self.inner.attr.max_wr
+    }
+
+    /// Scatter/gather entries per request, as created: the most `post_recv` accepts.
+    pub fn max_sge(&self) -> u32 {
+        self.inner.attr.max_sge
+    }
+
+    /// Posts a list of receive requests (`ibv_post_srq_recv`). Every request is first
+    /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
+    /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
-        post_list("ibv_post_srq_recv", wrs, |head, bad| {
-            // SAFETY: the SRQ is live; every SGE borrows a live registered region.
+        post_list("ibv_post_srq_recv", wrs, &self.inner.limits, |head, bad| {
+            // SAFETY: the SRQ is live; every request was checked against its limits and
+            // every SGE borrows a live registered region.
             unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
         })
     }

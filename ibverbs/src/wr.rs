@@ -8,8 +8,9 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use crate::ah::AddressHandle;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, WrError};
 use crate::ffi;
+use crate::opcode::WrOpcode;
 
 /// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
 ///
@@ -67,6 +68,24 @@ impl fmt::Debug for Sge<'_> {
             .field("len", &self.raw.length)
             .field("lkey", &format_args!("{:#x}", self.raw.lkey))
             .finish()
+    }
+}
+
+/// The entry an empty list points at.
+static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
+    addr: 0,
+    length: 0,
+    lkey: 0,
+};
+
+/// The `sg_list` of a request over `sges`: never dangling, so that the first entry's
+/// length can be read without looking at the count (an empty list points at [`NO_SGE`],
+/// of length 0). Providers only read the list.
+fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
+    if sges.is_empty() {
+        ptr::addr_of!(NO_SGE).cast_mut()
+    } else {
+        sges.as_ptr().cast_mut().cast()
     }
 }
 
@@ -131,8 +150,9 @@ impl<'a> SendRequest<'a> {
             opcode,
             ..Default::default()
         };
-        raw.sg_list = sges.as_ptr().cast_mut().cast();
-        // A list longer than i32::MAX cannot be posted; the provider rejects the clamp.
+        raw.sg_list = sg_list(sges);
+        // A list longer than i32::MAX cannot be posted; posting refuses the clamp, which is
+        // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
             raw,
@@ -250,8 +270,8 @@ impl<'a> SendRequest<'a> {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SIGNALED)
     }
 
-    /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`), up to the QP's
-    /// `max_inline_data`.
+    /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
+    /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
     pub fn inline(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_INLINE)
     }
@@ -266,7 +286,10 @@ impl<'a> SendRequest<'a> {
         self.flag(ffi::ibv_send_flags::IBV_SEND_FENCE)
     }
 
-    /// Addresses a UD send: the address handle, remote QP number and Q_Key.
+    /// Addresses a UD send: the address handle, remote QP number and Q_Key. A send on a
+    /// UD QP needs it (posting checks that it was called, with a handle of the QP's PD);
+    /// RC and UC QPs ignore it on sends, and on RDMA or atomic requests, which are not for
+    /// UD QPs, it overwrites the remote address and key.
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
             ah: ah.as_raw(),
@@ -279,6 +302,11 @@ impl<'a> SendRequest<'a> {
     /// The caller's identifier, returned in the completion.
     pub fn wr_id(&self) -> u64 {
         self.raw.wr_id
+    }
+
+    /// The operation.
+    pub fn opcode(&self) -> WrOpcode {
+        WrOpcode::from_raw(self.raw.opcode)
     }
 
     /// The raw request.
@@ -305,7 +333,7 @@ impl<'a> RecvRequest<'a> {
             raw: ffi::ibv_recv_wr {
                 wr_id,
                 next: ptr::null_mut(),
-                sg_list: sges.as_ptr().cast_mut().cast(),
+                sg_list: sg_list(sges),
                 num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
             },
             _borrows: PhantomData,
@@ -317,9 +345,22 @@ impl<'a> RecvRequest<'a> {
         self.raw.wr_id
     }
 
+    /// The raw request.
+    pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
+        &self.raw
+    }
+
     pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
         &mut self.raw
     }
+}
+
+/// The limits a queue checks its work requests `W` against before posting them.
+pub(crate) trait Limits<W> {
+    /// Whether `wr` is within the limits (the data path: cheap).
+    fn fits(&self, wr: &W) -> bool;
+    /// Which limit `wr` broke (it did not fit).
+    fn refusal(&self, wr: &W) -> WrError;
 }
 
 /// The work requests of a post, linked through their `next` pointers.
@@ -349,43 +390,85 @@ impl Linked for RecvRequest<'_> {
     }
 }
 
-/// Hands `wrs` to `post` as one list (the provider's return code and the request it stopped
-/// at come back) and maps a failure to [`Error::Post`] with its index.
+/// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
+/// provider's return code and the request it stopped at come back) and maps a failure to
+/// [`Error::Post`] with its index. A refused request refuses the whole list: nothing is
+/// posted and the error is [`Error::Request`] with its index.
 ///
 /// Every request's `next` is null outside this function (the constructors make it so and
 /// nothing else can write it), so a single request is posted as it is, at the cost of the
-/// raw call; a longer list is linked for the call and unlinked after it.
-#[inline]
+/// check and the raw call; a longer list is checked and linked in one pass for the call and
+/// unlinked after it.
+#[inline(always)]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
+    limits: &impl Limits<W>,
     post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
 ) -> Result<()> {
-    let mut bad = ptr::null_mut();
-    let rc = match wrs {
-        [] => return Ok(()),
-        [one] => post(one.raw(), &mut bad),
-        _ => {
-            link(wrs);
-            let rc = post(wrs[0].raw(), &mut bad);
-            for wr in wrs.iter_mut() {
-                wr.set_next(ptr::null_mut());
-            }
-            rc
-        }
+    let [one] = wrs else {
+        return post_many(verb, wrs, limits, post);
     };
+    if !limits.fits(one) {
+        return Err(refused(0, limits.refusal(one)));
+    }
+    let mut bad = ptr::null_mut();
+    match post(one.raw(), &mut bad) {
+        0 => Ok(()),
+        rc => Err(post_failed(verb, 0, rc)),
+    }
+}
+
+/// [`post_list`] for lists of other lengths than one.
+#[inline(never)]
+fn post_many<W: Linked>(
+    verb: &'static str,
+    wrs: &mut [W],
+    limits: &impl Limits<W>,
+    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
+) -> Result<()> {
+    if wrs.is_empty() {
+        return Ok(());
+    }
+    check_and_link(wrs, limits)?;
+    let mut bad = ptr::null_mut();
+    let rc = post(wrs[0].raw(), &mut bad);
+    unlink(wrs);
     match rc {
         0 => Ok(()),
         rc => Err(post_error(verb, wrs, bad, rc)),
     }
 }
 
-/// Points each request's `next` at the one after it (the last keeps its null).
-fn link<W: Linked>(wrs: &mut [W]) {
-    for i in 1..wrs.len() {
-        let next = wrs[i].raw();
-        wrs[i - 1].set_next(next);
+/// Checks each request and points the one before it at it (the last keeps its null `next`);
+/// on a refusal, unlinks what it linked.
+#[inline]
+fn check_and_link<W: Linked>(wrs: &mut [W], limits: &impl Limits<W>) -> Result<()> {
+    for i in 0..wrs.len() {
+        if !limits.fits(&wrs[i]) {
+            unlink(&mut wrs[..i]);
+            return Err(refused(i, limits.refusal(&wrs[i])));
+        }
+        if i > 0 {
+            let next = wrs[i].raw();
+            wrs[i - 1].set_next(next);
+        }
     }
+    Ok(())
+}
+
+/// Sets every request's `next` back to null.
+fn unlink<W: Linked>(wrs: &mut [W]) {
+    for wr in wrs {
+        wr.set_next(ptr::null_mut());
+    }
+}
+
+/// The [`Error::Request`] for request `index`, refused for `reason`.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused(index: usize, reason: WrError) -> Error {
+    Error::Request { index, reason }
 }
 
 /// The [`Error::Post`] for a failed post that stopped at `bad`.
@@ -396,6 +479,13 @@ fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc
         .iter_mut()
         .position(|w| ptr::eq(w.raw(), bad))
         .unwrap_or(0);
+    post_failed(verb, index, rc)
+}
+
+/// The [`Error::Post`] for a post that failed with `rc` at request `index`.
+#[cold]
+#[inline(never)]
+fn post_failed(verb: &'static str, index: usize, rc: i32) -> Error {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {

@@ -5,7 +5,7 @@ use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
 
 use ibverbs::{
     AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, Route,
-    SendRequest, WcOpcode, WcStatus,
+    SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
 };
 
 use crate::common::{contents, filled, poll_one, Pair, ALL};
@@ -387,36 +387,34 @@ fn extended_send_api_batches() {
 
     let sge = [src.sge(0..8).unwrap()];
     let result = src.sge(56..64).unwrap();
-    let mut batch = p.a.batch().unwrap();
-    batch
-        .push(&SendRequest::write(1, &sge, dst.remote()).signaled())
-        .unwrap();
-    batch
-        .push(
+    p.a.batch(|batch| {
+        batch.push(&SendRequest::write(1, &sge, dst.remote()).signaled())?;
+        batch.push(
             &SendRequest::write(2, &sge, dst.remote().slice(8, 8).unwrap())
                 .inline()
                 .signaled(),
-        )
-        .unwrap();
-    batch.push(&SendRequest::send(3, &sge).signaled()).unwrap();
-    batch
-        .push(&SendRequest::fetch_add(4, &result, counter.remote(), 3).signaled())
-        .unwrap();
-    // Not enabled at creation: refused, and the rest of the batch still posts.
-    let err = batch
-        .push(&SendRequest::send_with_imm(5, &sge, 1))
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::InvalidArgument {
-                what: "work request",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    batch.complete().unwrap();
+        )?;
+        batch.push(&SendRequest::send(3, &sge).signaled())?;
+        batch.push(&SendRequest::fetch_add(4, &result, counter.remote(), 3).signaled())?;
+        // Not enabled at creation: refused, and the rest of the batch still posts.
+        let err = batch
+            .push(&SendRequest::send_with_imm(5, &sge, 1))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Request {
+                    index: 4,
+                    reason: WrError::OpcodeNotEnabled {
+                        opcode: WrOpcode::SendWithImm
+                    }
+                }
+            ),
+            "{err}"
+        );
+        Ok(())
+    })
+    .unwrap();
     for want in 1..=4 {
         assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), want);
     }
@@ -427,17 +425,19 @@ fn extended_send_api_batches() {
     assert_eq!(&got[32..40], b"batched!");
     assert_eq!(contents(&counter), 3u64.to_ne_bytes());
 
-    // An aborted batch posts nothing.
-    let mut batch = p.a.batch().unwrap();
-    batch
-        .push(&SendRequest::write(6, &sge, dst.remote()).signaled())
-        .unwrap();
-    drop(batch);
+    // An aborted batch (the closure fails) posts nothing.
+    let err =
+        p.a.batch(|batch| {
+            batch.push(&SendRequest::write(6, &sge, dst.remote()).signaled())?;
+            batch.push(&SendRequest::send_with_imm(7, &sge, 1))
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::Request { index: 1, .. }), "{err}");
     assert_empty(&p.a_cq, "after an aborted batch");
 
     // A QP built without send ops has no batch.
     let mut plain = Pair::new(QpType::Rc);
-    let err = plain.a.batch().err().unwrap();
+    let err = plain.a.batch(|_| Ok(())).unwrap_err();
     assert!(
         matches!(
             err,

@@ -1,0 +1,268 @@
+//! The limits a queue was created with (`struct ibv_qp_cap`, `struct ibv_srq_attr`, as the
+//! provider granted them) and the check of every work request against them before it
+//! reaches the provider.
+//!
+//! The check is on the data path, so it is built to be cheap: the limits are cached when
+//! the queue is created, the allowed operations are one bit mask per QP (one for requests
+//! with inline data, one without), the lengths are summed in a `u64` (at most `i32::MAX`
+//! entries of at most `u32::MAX` bytes cannot overflow it), and working out which limit a
+//! refused request broke is left to a cold function.
+
+use crate::error::WrError;
+use crate::ffi;
+use crate::opcode::{SendOps, WrOpcode};
+use crate::qp_type::QpType;
+use crate::wr::{Limits, RecvRequest, SendRequest};
+
+/// The longest message RDMA carries: 2^31 bytes.
+pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
+
+/// The bit of a raw opcode in the masks below.
+const fn bit(op: ffi::ibv_wr_opcode) -> u32 {
+    1 << op.0
+}
+
+mod ops {
+    use super::bit;
+    use crate::ffi::ibv_wr_opcode as O;
+
+    pub const SENDS: u32 = bit(O::IBV_WR_SEND) | bit(O::IBV_WR_SEND_WITH_IMM);
+    pub const WRITES: u32 = bit(O::IBV_WR_RDMA_WRITE) | bit(O::IBV_WR_RDMA_WRITE_WITH_IMM);
+    pub const ATOMICS: u32 =
+        bit(O::IBV_WR_ATOMIC_CMP_AND_SWP) | bit(O::IBV_WR_ATOMIC_FETCH_AND_ADD);
+    pub const READ: u32 = bit(O::IBV_WR_RDMA_READ);
+    pub const BIND_MW: u32 = bit(O::IBV_WR_BIND_MW);
+    /// What may carry inline data.
+    pub const INLINE: u32 = SENDS | WRITES;
+}
+
+/// The operations a transport has.
+fn transport_ops(qp_type: QpType) -> u32 {
+    match qp_type {
+        QpType::Rc => ops::SENDS | ops::WRITES | ops::READ | ops::ATOMICS | ops::BIND_MW,
+        QpType::Uc => ops::SENDS | ops::WRITES | ops::BIND_MW,
+        QpType::Ud => ops::SENDS,
+    }
+}
+
+/// Whether `mask` has the bit of raw opcode `op`. Every opcode a request can be built with
+/// is below 32 (the constructors are the crate's), so the shift is taken as it comes.
+#[inline(always)]
+fn has(mask: u32, op: u32) -> bool {
+    debug_assert!(op < 32, "opcode {op}");
+    mask.wrapping_shr(op) & 1 != 0
+}
+
+/// The send queue limits of a queue pair.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendLimits {
+    /// The operations allowed: bit `opcode` without inline data, bit `32 + opcode` with.
+    ops: u64,
+    /// The largest total length: `[MAX_MESSAGE, max_inline_data]`.
+    max_total: [u64; 2],
+    max_sge: u32,
+    max_inline: u32,
+    qp_type: QpType,
+    /// The QP's protection domain, which UD address handles must share.
+    pd: *mut ffi::ibv_pd,
+    /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
+    send_ops: Option<SendOps>,
+}
+
+impl SendLimits {
+    /// The limits of a QP of `qp_type` in `pd` that was granted `cap`.
+    pub(crate) fn new(qp_type: QpType, cap: &ffi::ibv_qp_cap, pd: *mut ffi::ibv_pd) -> Self {
+        let all = transport_ops(qp_type);
+        SendLimits {
+            ops: u64::from(all) | u64::from(all & ops::INLINE) << 32,
+            max_total: [MAX_MESSAGE, u64::from(cap.max_inline_data).min(MAX_MESSAGE)],
+            max_sge: cap.max_send_sge,
+            max_inline: cap.max_inline_data,
+            qp_type,
+            pd,
+            send_ops: None,
+        }
+    }
+
+    /// The QP's transport.
+    pub(crate) fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// These limits narrowed to the operations the extended send API was created for.
+    pub(crate) fn for_batch(mut self, send_ops: SendOps) -> Self {
+        let mut enabled = 0u32;
+        for op in 0..32 {
+            let raw = WrOpcode::from_raw(ffi::ibv_wr_opcode(op));
+            if raw.send_op().is_some_and(|flag| send_ops.contains(flag)) {
+                enabled |= 1 << op;
+            }
+        }
+        self.ops &= u64::from(enabled) | u64::from(enabled) << 32;
+        self.send_ops = Some(send_ops);
+        self
+    }
+
+    #[inline(always)]
+    fn fits_raw(&self, raw: &ffi::ibv_send_wr) -> bool {
+        let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
+        // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
+        let bit = raw.opcode.0.wrapping_add(inline << 2);
+        debug_assert!(raw.opcode.0 < 32 && inline >> 3 <= 1);
+        // Never negative: the request constructors set it from a slice length.
+        let n = raw.num_sge as u32;
+        self.ops.wrapping_shr(bit) & 1 != 0
+            && n <= self.max_sge
+            && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
+            && (self.qp_type != QpType::Ud || self.address_fits(raw))
+    }
+
+    /// Whether a UD send's address handle is set and of the QP's PD.
+    fn address_fits(&self, raw: &ffi::ibv_send_wr) -> bool {
+        // SAFETY: on a UD QP only sends get here, whose `wr` union is zero unless
+        // SendRequest::ud wrote it, with the handle of an AddressHandle the request borrows.
+        let ah = unsafe { raw.wr.ud.ah };
+        // SAFETY: a non-null handle is live (see above).
+        !ah.is_null() && unsafe { (*ah).pd } == self.pd
+    }
+
+    /// Which limit `raw` broke (it did not fit).
+    fn refusal_raw(&self, raw: &ffi::ibv_send_wr) -> WrError {
+        let opcode = WrOpcode::from_raw(raw.opcode);
+        let op = raw.opcode.0;
+        let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
+        if !has(transport_ops(self.qp_type), op) {
+            return WrError::OpcodeNotSupported {
+                opcode,
+                qp_type: self.qp_type,
+            };
+        }
+        if self.ops & 1 << op == 0 {
+            return WrError::OpcodeNotEnabled { opcode };
+        }
+        if inline && !has(ops::INLINE, op) {
+            return WrError::InlineNotSupported { opcode };
+        }
+        let n = raw.num_sge as u32;
+        if n > self.max_sge {
+            return WrError::TooManySge {
+                requested: n,
+                max: self.max_sge,
+            };
+        }
+        let total = total_len(raw.sg_list, n);
+        if inline && total > self.max_total[1] {
+            return WrError::InlineTooLarge {
+                total,
+                max: self.max_inline,
+            };
+        }
+        if total > MAX_MESSAGE {
+            return WrError::MessageTooLong {
+                total,
+                max: MAX_MESSAGE,
+            };
+        }
+        // SAFETY: as in address_fits.
+        if unsafe { raw.wr.ud.ah }.is_null() {
+            WrError::MissingAddressHandle
+        } else {
+            WrError::ForeignAddressHandle
+        }
+    }
+}
+
+/// Checks a send against the limits: its operation exists on the transport (and was
+/// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
+/// 2^31 bytes or, inline, `max_inline_data`, and a UD send has an address handle of the
+/// QP's PD.
+impl Limits<SendRequest<'_>> for SendLimits {
+    #[inline(always)]
+    fn fits(&self, wr: &SendRequest<'_>) -> bool {
+        self.fits_raw(wr.as_raw())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, wr: &SendRequest<'_>) -> WrError {
+        self.refusal_raw(wr.as_raw())
+    }
+}
+
+/// The receive queue limits of a queue pair or SRQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecvLimits {
+    /// `max_sge + 1`, or 0 for a QP whose receives come from an SRQ (nothing fits).
+    sge_bound: u32,
+    max_sge: u32,
+}
+
+impl RecvLimits {
+    /// The limits of a queue granted `max_sge` entries per receive.
+    pub(crate) fn new(max_sge: u32) -> Self {
+        RecvLimits {
+            sge_bound: max_sge.saturating_add(1),
+            max_sge,
+        }
+    }
+
+    /// The limits of a QP that takes its receives from an SRQ: none may be posted to it.
+    pub(crate) fn srq() -> Self {
+        RecvLimits {
+            sge_bound: 0,
+            max_sge: 0,
+        }
+    }
+}
+
+/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, and they
+/// add up to at most 2^31 bytes.
+impl Limits<RecvRequest<'_>> for RecvLimits {
+    #[inline(always)]
+    fn fits(&self, wr: &RecvRequest<'_>) -> bool {
+        let raw = wr.as_raw();
+        // Never negative: RecvRequest::new sets it from a slice length.
+        let n = raw.num_sge as u32;
+        n < self.sge_bound && total_len(raw.sg_list, n) <= MAX_MESSAGE
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, wr: &RecvRequest<'_>) -> WrError {
+        let raw = wr.as_raw();
+        let n = raw.num_sge as u32;
+        if self.sge_bound == 0 {
+            WrError::ReceivesFromSrq
+        } else if n > self.max_sge {
+            WrError::TooManySge {
+                requested: n,
+                max: self.max_sge,
+            }
+        } else {
+            WrError::MessageTooLong {
+                total: total_len(raw.sg_list, n),
+                max: MAX_MESSAGE,
+            }
+        }
+    }
+}
+
+/// The sum of the lengths of the `n` entries at `sges`.
+#[inline(always)]
+fn total_len(sges: *const ffi::ibv_sge, n: u32) -> u64 {
+    if n <= 1 {
+        // SAFETY: a request's list is never dangling, even when empty (wr::sg_list), and an
+        // empty one points at an entry of length 0.
+        u64::from(unsafe { (*sges).length })
+    } else {
+        // SAFETY: a request's list is the slice of Sges it borrows (Sge is a transparent
+        // ibv_sge), at least `n` long.
+        sum_lengths(unsafe { std::slice::from_raw_parts(sges, n as usize) })
+    }
+}
+
+/// The sum of the lengths of `sges`, a list of several entries.
+#[inline(never)]
+fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
+    sges.iter().map(|s| u64::from(s.length)).sum()
+}

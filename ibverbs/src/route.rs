@@ -1,0 +1,107 @@
+//! Where a queue pair's packets go: the peer's [`Endpoint`] and the [`Route`] to it, the
+//! address vector both connected QPs (`ibv_modify_qp` to RTR) and address handles
+//! (`ibv_create_ah`) are made from.
+
+use std::net::Ipv6Addr;
+
+use crate::ffi;
+
+/// What a peer needs to reach a queue pair; exchange it out of band (it is `serde`
+/// serialisable with the `serde` feature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Endpoint {
+    /// The QP number.
+    pub qpn: u32,
+    /// The first packet sequence number the QP sends (24 bits).
+    pub psn: u32,
+    /// The port's LID (InfiniBand; 0 on RoCE).
+    pub lid: u16,
+    /// The GID the QP sends from (all zero where none is used).
+    pub gid: Ipv6Addr,
+    /// The local port number.
+    pub port: u8,
+    /// The port's active MTU in bytes.
+    pub mtu: u32,
+}
+
+/// How packets travel to a peer: the address vector fields of `struct ibv_ah_attr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Index of the local GID to send from.
+    pub sgid_index: u8,
+    /// Hop limit of the GRH (RoCE v2: IP TTL).
+    pub hop_limit: u8,
+    /// Traffic class of the GRH (RoCE v2: DSCP and ECN).
+    pub traffic_class: u8,
+    /// Flow label of the GRH (RoCE v2: the UDP source port derives from it).
+    pub flow_label: u32,
+    /// Service level.
+    pub sl: u8,
+    /// Whether to send a GRH even when the peer's GID is zero (always on RoCE).
+    pub force_grh: bool,
+}
+
+impl Default for Route {
+    fn default() -> Self {
+        Route {
+            sgid_index: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            sl: 0,
+            force_grh: false,
+        }
+    }
+}
+
+impl Route {
+    pub(crate) fn ah_attr(&self, port: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
+        let global = self.force_grh || !remote.gid.is_unspecified();
+        ffi::ibv_ah_attr {
+            grh: ffi::ibv_global_route {
+                dgid: ffi::ibv_gid {
+                    raw: remote.gid.octets(),
+                },
+                flow_label: self.flow_label,
+                sgid_index: self.sgid_index,
+                hop_limit: self.hop_limit,
+                traffic_class: self.traffic_class,
+            },
+            dlid: remote.lid,
+            sl: self.sl,
+            src_path_bits: 0,
+            static_rate: 0,
+            is_global: u8::from(global),
+            port_num: port,
+        }
+    }
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod serde_tests {
+    use super::*;
+    use crate::wr::RemoteMemory;
+
+    #[test]
+    fn endpoint_and_remote_memory_round_trip_through_json() {
+        let ep = Endpoint {
+            qpn: 0x11,
+            psn: 0xabcdef,
+            lid: 0,
+            gid: "::ffff:127.0.0.1".parse().unwrap(),
+            port: 1,
+            mtu: 4096,
+        };
+        let json = serde_json::to_string(&ep).unwrap();
+        assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), ep);
+        let mem = RemoteMemory {
+            addr: 0x7f00_0000_1000,
+            len: 4096,
+            rkey: 0x1234,
+        };
+        let json = serde_json::to_string(&mem).unwrap();
+        assert_eq!(serde_json::from_str::<RemoteMemory>(&json).unwrap(), mem);
+        assert!(serde_json::from_str::<Endpoint>("{\"qpn\":1}").is_err());
+    }
+}
