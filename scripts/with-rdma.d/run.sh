@@ -152,8 +152,12 @@ run_oneshot() {
 # link libibverbs (nor librdmacm, libibumad, a provider, ...), so it cannot open a device
 # itself and runs on the host. A script, a static binary, any other library, or no
 # readelf: not known to be free of RDMA, so it is not.
+# Under scripts/with-ibsim (IBSIM_SOCKNAME set, libumad2sim.so in LD_PRELOAD) libibumad
+# talks to the simulator, so a program that links it (and no other RDMA library) runs on
+# the host too.
 links_no_rdma() {
-	local path=$1 line lib dynamic=0
+	local path=$1 line lib dynamic=0 umad=
+	[[ -n ${IBSIM_SOCKNAME:-} && ${LD_PRELOAD:-} == *libumad2sim.so* ]] && umad=libibumad.so.*
 	[[ $path == */* ]] || return 1
 	[[ $path == /* ]] || path=$PWD/$path
 	[[ $path == "$TARGET"/* && -f $path && -x $path ]] || return 1
@@ -166,6 +170,7 @@ links_no_rdma() {
 			case ${lib%]} in
 			libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
 				libutil.so.* | ld-linux*.so.*) ;;
+			$umad) ;;
 			*) return 1 ;;
 			esac
 			;;
