@@ -156,8 +156,8 @@ run_oneshot() {
 # talks to the simulator, so a program that links it (and no other RDMA library) runs on
 # the host too.
 links_no_rdma() {
-	local path=$1 line lib dynamic=0 umad=
-	[[ -n ${IBSIM_SOCKNAME:-} && ${LD_PRELOAD:-} == *libumad2sim.so* ]] && umad=libibumad.so.*
+	local path=$1 line lib dynamic=0 sim=0
+	[[ -n ${IBSIM_SOCKNAME:-} && ${LD_PRELOAD:-} == *libumad2sim.so* ]] && sim=1
 	[[ $path == */* ]] || return 1
 	[[ $path == /* ]] || path=$PWD/$path
 	[[ $path == "$TARGET"/* && -f $path && -x $path ]] || return 1
@@ -170,7 +170,7 @@ links_no_rdma() {
 			case ${lib%]} in
 			libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
 				libutil.so.* | ld-linux*.so.*) ;;
-			$umad) ;;
+			libibumad.so.*) ((sim)) || return 1 ;;
 			*) return 1 ;;
 			esac
 			;;
