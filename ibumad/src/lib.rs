@@ -11,6 +11,7 @@
 
 mod ca;
 mod error;
+pub mod mad;
 mod port;
 
 pub use ca::{ca_names, Ca, CaPort};
