@@ -2,7 +2,8 @@
 //! user MAD library: list the local CAs and their ports ([`ca_names`], [`Ca::get`]), open a
 //! port ([`Port::open`]), register an agent for a management class ([`Port::register`]) and
 //! send a request and get its answer with a timeout and retries ([`Agent::request`]).
-//! Every handle releases what it holds on drop.
+//! Every handle releases what it holds on drop. The [`mad`] module encodes and decodes the
+//! MADs themselves.
 //!
 //! Tests run on a simulated fabric: `scripts/with-ibsim cargo test -p ibumad` (ibsim and
 //! opensm, libibumad redirected to them by `libumad2sim.so`, on the host).
