@@ -1,9 +1,10 @@
 //! The MAD types on bytes captured from the simulator (tests/data/fabric-hca1.txt), with the
-//! values expected from infiniband-diags' `smpquery` on the same fabric, and fuzzed: decoding
-//! never panics, and decode/encode round-trip.
+//! values expected from infiniband-diags' `smpquery`, `sminfo` and `perfquery` on the same
+//! fabric, and fuzzed: decoding never panics, and decode/encode round-trip.
 
 use ibumad::mad::{
-    parse_dr_path, MadError, MadHeader, NodeDescription, NodeInfo, PortInfo, Route, Smp,
+    parse_dr_path, MadError, MadHeader, NodeDescription, NodeInfo, PortCounters,
+    PortCountersExtended, PortInfo, Route, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -167,6 +168,77 @@ fn port_info_of_a_switch_port() {
     );
 }
 
+#[test]
+fn switch_info() {
+    let smp = Smp::decode(&captured(0x12, 0, "[1]")).unwrap();
+    let si = SwitchInfo::decode(&smp.data).unwrap();
+    // smpquery -D switchinfo 0,1
+    assert_eq!(
+        (si.linear_fdb_cap, si.random_fdb_cap, si.multicast_fdb_cap),
+        (30720, 0, 1024)
+    );
+    assert_eq!(
+        (si.linear_fdb_top, si.default_port, si.life_time_value),
+        (7, 0, 18)
+    );
+    assert_eq!((si.lids_per_port, si.partition_enforcement_cap), (0, 64));
+    assert_eq!(
+        (si.filter_raw_inbound_cap, si.filter_raw_outbound_cap),
+        (1, 1)
+    );
+    assert_eq!((si.enhanced_port0, si.multicast_fdb_top), (0, 0));
+    assert_eq!(si.encode(), smp.data);
+}
+
+#[test]
+fn sm_info_of_the_master() {
+    let smp = Smp::decode(&captured(0x20, 0, "[]")).unwrap();
+    let sm = SmInfo::decode(&smp.data).unwrap();
+    // sminfo: sm lid 1 sm guid 0x100001, ... priority 0 state 3 SMINFO_MASTER; asked on
+    // the SM's own port, which shows opensm's default SM_Key, 1.
+    assert_eq!(
+        (sm.guid, sm.sm_key, sm.priority, sm.sm_state),
+        (0x10_0001, 1, 0, 3)
+    );
+    assert!(sm.act_count > 0);
+    assert_eq!(sm.encode(), smp.data[..SmInfo::SIZE]);
+}
+
+#[test]
+fn port_counters_of_a_switch_port() {
+    let mad = captured(0x12, 0, "lid2port1");
+    let h = MadHeader::decode(&mad).unwrap();
+    assert_eq!(
+        (h.mgmt_class, h.method, h.status, h.attr_id),
+        (0x04, 0x81, 0, PortCounters::ATTR_ID)
+    );
+    let data = &mad[PERF_DATA_OFFSET..];
+    let pc = PortCounters::decode(data).unwrap();
+    // perfquery 2 1: the error counters are zero, the traffic ones count opensm's MADs.
+    assert_eq!((pc.port_select, pc.counter_select), (1, 0));
+    assert_eq!(
+        (pc.symbol_error_counter, pc.port_rcv_errors, pc.vl15_dropped),
+        (0, 0, 0)
+    );
+    assert!(pc.port_xmit_pkts > 0 && pc.port_rcv_pkts > 0, "{pc:?}");
+    assert!(pc.port_xmit_data > pc.port_xmit_pkts, "{pc:?}");
+    assert_eq!(pc.encode(), data[..PortCounters::SIZE]);
+
+    let mad = captured(0x1d, 0, "lid2port1");
+    let data = &mad[PERF_DATA_OFFSET..];
+    let pce = PortCountersExtended::decode(data).unwrap();
+    assert_eq!(pce.port_select, 1);
+    assert!(
+        pce.port_xmit_pkts >= u64::from(pc.port_xmit_pkts),
+        "{pce:?}"
+    );
+    assert_eq!(
+        (pce.port_unicast_xmit_pkts, pce.port_multicast_rcv_pkts),
+        (0, 0)
+    );
+    assert_eq!(pce.encode(), data[..PortCountersExtended::SIZE]);
+}
+
 /// Decoding then encoding gives the first 128 bytes back (header, M_Key, DR LIDs, data);
 /// of the paths only the entries 1 to HopCount are kept: ibsim leaves stale bytes after
 /// them (outside the route, ignored by the receivers).
@@ -250,6 +322,10 @@ proptest! {
         let _ = NodeInfo::decode(&bytes);
         let _ = NodeDescription::decode(&bytes);
         let _ = PortInfo::decode(&bytes);
+        let _ = SwitchInfo::decode(&bytes);
+        let _ = SmInfo::decode(&bytes);
+        let _ = PortCounters::decode(&bytes);
+        let _ = PortCountersExtended::decode(&bytes);
         let _ = parse_dr_path(&String::from_utf8_lossy(&bytes));
     }
 
@@ -265,5 +341,9 @@ proptest! {
         prop_assert_eq!(PortInfo::decode(&pi.encode()).unwrap(), pi);
         let ni = NodeInfo::decode(&smp.data).unwrap();
         prop_assert_eq!(NodeInfo::decode(&ni.encode()).unwrap(), ni);
+        let si = SwitchInfo::decode(&smp.data).unwrap();
+        prop_assert_eq!(SwitchInfo::decode(&si.encode()).unwrap(), si);
+        let pce = PortCountersExtended::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
+        prop_assert_eq!(PortCountersExtended::decode(&pce.encode()).unwrap(), pce);
     }
 }

@@ -1,7 +1,7 @@
 //! SMP attributes (IBA 14.2.5): NodeDescription (0x0010), NodeInfo (0x0011) and PortInfo
 //! (0x0015), each the 64 bytes of an SMP's data.
 
-use super::bits::{get, set};
+use super::bits::{get, layout, set};
 use super::{need, MadError};
 
 /// Size of an SMP attribute.
@@ -107,35 +107,10 @@ impl NodeInfo {
     }
 }
 
-/// Declares PortInfo's fields with their bit offsets and widths once, for the struct, the
-/// decoder and the encoder.
-macro_rules! port_info {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty = ($offset:expr, $width:expr),)*) => {
-        /// PortInfo (IBA 14.2.5.6), up to LinkSpeedExtEnabled; bits not listed are reserved
-        /// (encoded as zero).
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct PortInfo {
-            $($(#[$doc])* pub $name: $ty,)*
-        }
-
-        impl PortInfo {
-            /// Decodes the first 64 bytes of `bytes`.
-            pub fn decode(bytes: &[u8]) -> Result<PortInfo, MadError> {
-                let b = need(bytes, SIZE)?;
-                Ok(PortInfo { $($name: get(b, $offset, $width) as $ty,)* })
-            }
-
-            /// Encodes the 64 bytes (each value's bits beyond its field's width dropped).
-            pub fn encode(&self) -> [u8; SIZE] {
-                let mut b = [0; SIZE];
-                $(set(&mut b, $offset, $width, u64::from(self.$name));)*
-                b
-            }
-        }
-    };
-}
-
-port_info! {
+layout! {
+    /// PortInfo (IBA 14.2.5.6), up to LinkSpeedExtEnabled; bits not listed are reserved
+    /// (encoded as zero).
+    PortInfo, 64;
     /// M_Key.
     m_key: u64 = (0, 64),
     /// GidPrefix.

@@ -31,6 +31,39 @@ pub(crate) fn set(bytes: &mut [u8], offset: usize, width: usize, value: u64) {
     }
 }
 
+/// Declares a fixed-size attribute as a struct of fields, each with its IBTA bit offset and
+/// width given once, with `decode` (from the first SIZE bytes of any slice) and `encode`
+/// (reserved bits zero, each value's bits beyond its field's width dropped).
+macro_rules! layout {
+    ($(#[$sdoc:meta])* $struct:ident, $size:expr;
+     $($(#[$doc:meta])* $name:ident: $ty:ty = ($offset:expr, $width:expr),)*) => {
+        $(#[$sdoc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $struct {
+            $($(#[$doc])* pub $name: $ty,)*
+        }
+
+        impl $struct {
+            /// Size of the attribute in bytes.
+            pub const SIZE: usize = $size;
+
+            /// Decodes the first `SIZE` bytes of `bytes`.
+            pub fn decode(bytes: &[u8]) -> Result<$struct, MadError> {
+                let b = need(bytes, Self::SIZE)?;
+                Ok($struct { $($name: get(b, $offset, $width) as $ty,)* })
+            }
+
+            /// Encodes the `SIZE` bytes.
+            pub fn encode(&self) -> [u8; $size] {
+                let mut b = [0; $size];
+                $(set(&mut b, $offset, $width, u64::from(self.$name));)*
+                b
+            }
+        }
+    };
+}
+pub(crate) use layout;
+
 #[cfg(test)]
 mod tests {
     use super::*;
