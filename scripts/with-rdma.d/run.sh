@@ -152,8 +152,13 @@ run_oneshot() {
 # link libibverbs (nor librdmacm, libibumad, a provider, ...), so it cannot open a device
 # itself and runs on the host. A script, a static binary, any other library, or no
 # readelf: not known to be free of RDMA, so it is not.
+# Under scripts/with-ibsim (IBSIM_SOCKNAME set, libumad2sim.so in LD_PRELOAD) libibumad
+# talks to the simulator, so a program that links it (and no other RDMA library) runs on
+# the host too; it sets LINKS_UMAD=1 then.
 links_no_rdma() {
-	local path=$1 line lib dynamic=0
+	local path=$1 line lib dynamic=0 sim=0
+	LINKS_UMAD=0
+	[[ -n ${IBSIM_SOCKNAME:-} && ${LD_PRELOAD:-} == *libumad2sim.so* ]] && sim=1
 	[[ $path == */* ]] || return 1
 	[[ $path == /* ]] || path=$PWD/$path
 	[[ $path == "$TARGET"/* && -f $path && -x $path ]] || return 1
@@ -166,6 +171,7 @@ links_no_rdma() {
 			case ${lib%]} in
 			libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | \
 				libutil.so.* | ld-linux*.so.*) ;;
+			libibumad.so.*) ((sim)) && LINKS_UMAD=1 || return 1 ;;
 			*) return 1 ;;
 			esac
 			;;
@@ -194,7 +200,11 @@ run_cmd() {
 
 	init_paths
 	if [[ ${WITH_RDMA_ALWAYS:-} != 1 ]] && links_no_rdma "$1"; then
-		msg "host (${1##*/} links no RDMA library)"
+		if ((LINKS_UMAD)); then
+			msg "host (${1##*/} links only libibumad, on the simulated fabric)"
+		else
+			msg "host (${1##*/} links no RDMA library)"
+		fi
 		exec_cmd "$@"
 	fi
 	# VM a of the pair, unless a native mode is forced: then the peer is a host of yours,

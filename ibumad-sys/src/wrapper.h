@@ -1,0 +1,1 @@
+#include <infiniband/umad.h>
