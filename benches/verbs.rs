@@ -373,7 +373,7 @@ fn raw_qp_create_connect(pd: &ProtectionDomain, cq: &CompletionQueue, remote: &i
         };
         a.ah_attr.is_global = 1;
         a.ah_attr.port_num = 1;
-        a.ah_attr.grh.dgid.raw = remote.gid.octets();
+        a.ah_attr.grh.dgid.raw = remote.gid.to_bytes();
         a.ah_attr.grh.sgid_index = 1;
         a.ah_attr.grh.hop_limit = 64;
         let m = M::IBV_QP_STATE

@@ -54,8 +54,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use ibverbs::{
-    AccessFlags, ConnectOptions, Context, Endpoint, LinkLayer, Mtu, QpType, RecvRequest, Route,
-    SendRequest, Sge, WorkCompletion,
+    AccessFlags, ConnectOptions, Context, Endpoint, Gid, LinkLayer, Mtu, QpType, RecvRequest,
+    Route, SendRequest, Sge, WorkCompletion,
 };
 
 const RECV_WRID: u64 = 1;
@@ -70,7 +70,7 @@ struct Options {
     ib_dev: Option<String>,
     ib_port: u8,
     size: u32,
-    mtu: u32,
+    mtu: Mtu,
     rx_depth: u32,
     iters: u32,
     sl: u8,
@@ -104,7 +104,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         ib_dev: None,
         ib_port: 1,
         size: 4096,
-        mtu: 1024,
+        mtu: Mtu::Mtu1024,
         rx_depth: 500,
         iters: 1000,
         sl: 0,
@@ -186,8 +186,7 @@ fn set_option(o: &mut Options, c: char, value: &str) -> Result<(), String> {
         's' => o.size = u32::try_from(num(value)?).map_err(|_| bad())?,
         'm' => {
             let mtu = u32::try_from(num(value)?).map_err(|_| bad())?;
-            Mtu::from_bytes(mtu).ok_or_else(bad)?;
-            o.mtu = mtu;
+            o.mtu = Mtu::from_bytes(mtu).ok_or_else(bad)?;
         }
         'r' => o.rx_depth = u32::try_from(num(value)?).map_err(|_| bad())?,
         'n' => o.iters = u32::try_from(num(value)?).map_err(|_| bad())?,
@@ -230,16 +229,16 @@ fn encode(me: &Endpoint) -> [u8; MSG_LEN] {
         me.lid,
         me.qpn,
         me.psn,
-        u128::from_be_bytes(me.gid.octets())
+        u128::from_be_bytes(me.gid.to_bytes())
     );
     let mut msg = [0; MSG_LEN];
     msg[..text.len()].copy_from_slice(text.as_bytes());
     msg
 }
 
-/// Reads the peer's address message. It carries no port or MTU: a remote [`Endpoint`]
-/// needs both, so they are ours (the path MTU is `-m` anyway, as in C).
-fn decode(msg: &[u8; MSG_LEN], o: &Options) -> Result<Endpoint, String> {
+/// Reads the peer's address message: all an [`Endpoint`] holds (port and path MTU are
+/// local choices, `-i` and `-m`, as in C).
+fn decode(msg: &[u8; MSG_LEN]) -> Result<Endpoint, String> {
     let bad = || {
         format!(
             "malformed address from the peer: {:?}",
@@ -258,9 +257,11 @@ fn decode(msg: &[u8; MSG_LEN], o: &Options) -> Result<Endpoint, String> {
         lid: u16::from_str_radix(lid, 16).map_err(|_| bad())?,
         qpn: u32::from_str_radix(qpn, 16).map_err(|_| bad())?,
         psn: u32::from_str_radix(psn, 16).map_err(|_| bad())?,
-        gid: Ipv6Addr::from(u128::from_str_radix(gid, 16).map_err(|_| bad())?),
-        port: o.ib_port,
-        mtu: o.mtu,
+        gid: Gid::from(
+            u128::from_str_radix(gid, 16)
+                .map_err(|_| bad())?
+                .to_be_bytes(),
+        ),
     })
 }
 
@@ -284,18 +285,6 @@ fn post_recvs(
     (0..n)
         .take_while(|_| post(&mut [RecvRequest::new(RECV_WRID, sge)]).is_ok())
         .count() as u32
-}
-
-/// The page size, from the auxiliary vector the kernel gives every process (`AT_PAGESZ`):
-/// `sysconf(_SC_PAGESIZE)` would need `unsafe`.
-fn page_size() -> usize {
-    const AT_PAGESZ: usize = 6;
-    const W: usize = std::mem::size_of::<usize>();
-    let auxv = std::fs::read("/proc/self/auxv").unwrap_or_default();
-    let word = |b: &[u8]| usize::from_ne_bytes(b.try_into().expect("W bytes"));
-    auxv.chunks_exact(2 * W)
-        .find(|pair| word(&pair[..W]) == AT_PAGESZ)
-        .map_or(4096, |pair| word(&pair[W..]))
 }
 
 fn print_address(which: &str, e: &Endpoint) {
@@ -336,7 +325,7 @@ fn run(o: &Options) -> Result<(), String> {
     mr.write(0, &vec![0x7b; size])
         .or_say("Couldn't fill the buffer")?;
     let client = o.host.is_some();
-    let page = page_size();
+    let page = ibverbs::page_size();
     if o.validate && client {
         for offset in (0..size).step_by(page) {
             mr.write(offset, &[0])
@@ -373,11 +362,11 @@ fn run(o: &Options) -> Result<(), String> {
     // Without -g the C program sends an all-zero GID (and expects no GRH on InfiniBand).
     let mut me = qp.endpoint();
     if o.gid_idx.is_none() {
-        me.gid = Ipv6Addr::UNSPECIFIED;
+        me.gid = Gid::ZERO;
     }
     print_address("local address: ", &me);
-    // The RTR and RTS attributes of the C program. The GID index of the route is the QP's
-    // own (the one given to gid_index above), whatever `sgid_index` says.
+    // The RTR and RTS attributes of the C program. The route's `sgid_index` is `None`: the
+    // QP sends from its own GID (the one given to gid_index above).
     let opts = ConnectOptions {
         path_mtu: Some(o.mtu),
         timeout: 14,
@@ -402,7 +391,7 @@ fn run(o: &Options) -> Result<(), String> {
             tcp.read_exact(&mut msg)
                 .or_say("Couldn't read remote address")?;
             tcp.write_all(DONE).or_say("Couldn't send done")?;
-            let peer = decode(&msg, o)?;
+            let peer = decode(&msg)?;
             let qp = qp
                 .connect(&peer, &opts)
                 .or_say("Couldn't connect to remote QP")?;
@@ -420,7 +409,7 @@ fn run(o: &Options) -> Result<(), String> {
             drop(listener);
             tcp.read_exact(&mut msg)
                 .or_say("Couldn't read remote address")?;
-            let peer = decode(&msg, o)?;
+            let peer = decode(&msg)?;
             let qp = qp
                 .connect(&peer, &opts)
                 .or_say("Couldn't connect to remote QP")?;
@@ -460,15 +449,15 @@ fn run(o: &Options) -> Result<(), String> {
             cq.req_notify(false)
                 .or_say("Couldn't request CQ notification")?;
         }
-        // With events, one poll after each event (as C does); else poll until something
-        // completes. The count is kept, not the slice, so the loop can poll again.
-        let n = loop {
-            let n = cq.poll(&mut wc).or_say("poll CQ failed")?.len();
-            if n > 0 || o.events {
-                break n;
-            }
-        };
-        for c in &wc[..n] {
+        // With events, one poll after each event (as C does); else spin until something
+        // completes.
+        let done = if o.events {
+            cq.poll(&mut wc)
+        } else {
+            cq.poll_until(&mut wc, 1, None)
+        }
+        .or_say("poll CQ failed")?;
+        for c in done.iter() {
             if !c.is_success() {
                 return Err(format!(
                     "Failed status {} for wr_id {}",

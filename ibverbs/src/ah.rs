@@ -7,6 +7,7 @@ use crate::drop_error;
 use crate::error::{check_ptr, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
+use crate::port::LinkLayer;
 use crate::route::{Endpoint, Route};
 
 /// An address handle (`ibv_create_ah`): where UD sends go.
@@ -23,8 +24,26 @@ unsafe impl Sync for AddressHandle {}
 impl ProtectionDomain {
     /// Creates an address handle for `remote`, leaving from local port `port` along `route`
     /// (`ibv_create_ah`).
+    ///
+    /// The source GID is `route.sgid_index`, or the port's
+    /// [`Context::default_gid`](crate::Context::default_gid) when that is `None`. Before
+    /// the call, the port is checked against the device's port count and the index
+    /// against the port's GID table ([`Error::OutOfRange`](crate::Error::OutOfRange),
+    /// naming the limit; an empty entry is [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
+    /// On RoCE the handle always carries a GRH.
     pub fn create_ah(&self, port: u8, remote: &Endpoint, route: &Route) -> Result<AddressHandle> {
-        let mut attr = route.ah_attr(port, remote);
+        let ctx = self.context();
+        let roce = ctx.query_port(port)?.link_layer == LinkLayer::Ethernet;
+        let sgid_index = match route.sgid_index {
+            Some(index) => {
+                ctx.used_gid(port, index)?;
+                index
+            }
+            None => ctx.default_gid(port)?.index,
+        };
+        let mut route = *route;
+        route.force_grh |= roce;
+        let mut attr = route.ah_attr(port, sgid_index, remote);
         // SAFETY: the PD is live and attr is fully initialised.
         let raw = unsafe { ffi::ibv_create_ah(self.as_raw(), &mut attr) };
         Ok(AddressHandle {

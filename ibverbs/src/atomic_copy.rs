@@ -57,6 +57,24 @@ pub(crate) unsafe fn load(src: *const u8, dst: &mut [u8]) {
     }
 }
 
+/// Sets `len` bytes at `dst` to `byte`.
+///
+/// # Safety
+/// `dst` is valid for writes of `len` bytes, and accessed only atomically meanwhile.
+pub(crate) unsafe fn fill(dst: *mut u8, len: usize, byte: u8) {
+    let (head, words) = split(dst, len);
+    let body = head + words * WORD;
+    for at in (0..head).chain(body..len) {
+        // SAFETY: `at` < len: inside dst (caller); a byte is always aligned.
+        unsafe { AtomicU8::from_ptr(dst.add(at)) }.store(byte, Relaxed);
+    }
+    let word = usize::from_ne_bytes([byte; WORD]);
+    for i in 0..words {
+        // SAFETY: inside dst (caller), and word-aligned (split).
+        unsafe { AtomicUsize::from_ptr(dst.add(head + i * WORD).cast()) }.store(word, Relaxed);
+    }
+}
+
 /// Loads the byte at `src`.
 ///
 /// # Safety

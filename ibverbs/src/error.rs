@@ -3,6 +3,7 @@
 use std::io;
 
 use crate::opcode::WrOpcode;
+use crate::qp_state::QpState;
 use crate::qp_type::QpType;
 use crate::wc_status::WcStatus;
 
@@ -94,6 +95,28 @@ pub enum Error {
     /// Waiting for something took longer than allowed.
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(std::time::Duration, &'static str),
+    /// A queue pair state transition (`ibv_modify_qp`) failed.
+    #[error("ibv_modify_qp to {to} failed: {source}")]
+    Transition {
+        /// The state the queue pair was to move to.
+        to: QpState,
+        /// The errno the provider returned.
+        #[source]
+        source: io::Error,
+    },
+    /// A size is more than the device supports, checked before the call against the
+    /// device's attributes (`ibv_query_device`).
+    #[error("{what} {value} is more than the device's {limit} ({max})")]
+    DeviceLimit {
+        /// What the number is, such as `CQ entries`.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The device attribute that limits it, such as `max_cqe`.
+        limit: &'static str,
+        /// The attribute's value.
+        max: u64,
+    },
 }
 
 /// What is wrong with a work request that the crate refuses to post ([`Error::Request`]):
@@ -178,7 +201,9 @@ impl Error {
     /// The errno behind a failed verb or post, if that is what this is.
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
-            Error::Verb { source, .. } | Error::Post { source, .. } => source.raw_os_error(),
+            Error::Verb { source, .. }
+            | Error::Post { source, .. }
+            | Error::Transition { source, .. } => source.raw_os_error(),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::ffi;
-use crate::port::PortAttr;
+use crate::port::{LinkLayer, PortAttr};
 
 /// A 128-bit global identifier (`union ibv_gid`): an IPv6 address on RoCE, subnet prefix and
 /// port GUID on InfiniBand.
@@ -16,6 +16,9 @@ use crate::port::PortAttr;
 pub struct Gid([u8; 16]);
 
 impl Gid {
+    /// The zero GID (`::`): an empty table entry, or no GID.
+    pub const ZERO: Gid = Gid([0; 16]);
+
     /// The GID with these bytes, in network order.
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         Gid(bytes)
@@ -87,6 +90,22 @@ impl FromStr for Gid {
     }
 }
 
+/// As the IPv6 address: text in human-readable formats (JSON), bytes otherwise.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Gid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Ipv6Addr::from(*self).serialize(s)
+    }
+}
+
+/// As the IPv6 address: text in human-readable formats (JSON), bytes otherwise.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Gid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ipv6Addr::deserialize(d).map(Gid::from)
+    }
+}
+
 /// IPv6 text, as [`Ipv6Addr`] writes it (`fe80::200:ff:fe00:0`, `::ffff:127.0.0.1`).
 impl fmt::Display for Gid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -150,16 +169,17 @@ impl fmt::Display for GidType {
     }
 }
 
-/// One valid entry of a GID table (`struct ibv_gid_entry`).
+/// One valid entry of a GID table (`struct ibv_gid_entry`). Indexes are `u8` throughout
+/// the crate, as in `struct ibv_ah_attr` (an address vector cannot name a higher one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct GidEntry {
     /// The GID.
     pub gid: Gid,
     /// Its index in the port's table.
-    pub index: u32,
+    pub index: u8,
     /// The port, from 1.
-    pub port: u32,
+    pub port: u8,
     /// Its kind.
     pub gid_type: GidType,
     /// Interface index of the network device it belongs to (RoCE); 0 for none.
@@ -167,15 +187,16 @@ pub struct GidEntry {
 }
 
 impl GidEntry {
-    /// Converts the C structure.
-    pub fn from_raw(raw: &ffi::ibv_gid_entry) -> Self {
-        GidEntry {
+    /// Converts the C structure; `None` if its index or port does not fit in a `u8` (no
+    /// address vector can use such an entry).
+    pub fn from_raw(raw: &ffi::ibv_gid_entry) -> Option<Self> {
+        Some(GidEntry {
             gid: Gid::from_raw(raw.gid),
-            index: raw.gid_index,
-            port: raw.port_num,
+            index: u8::try_from(raw.gid_index).ok()?,
+            port: u8::try_from(raw.port_num).ok()?,
             gid_type: GidType::from_raw(raw.gid_type),
             ifindex: raw.ndev_ifindex,
-        }
+        })
     }
 
     /// The name of the network device it belongs to, such as `eth0` (`if_indextoname`);
@@ -198,9 +219,9 @@ impl GidEntry {
 
 impl Context {
     /// Checks `index` against the table size of `port`, which must exist.
-    fn gid_port(&self, port: u8, index: u32) -> Result<PortAttr> {
+    fn gid_port(&self, port: u8, index: u8) -> Result<PortAttr> {
         let attr = self.query_port(port)?;
-        if index >= attr.gid_tbl_len {
+        if u32::from(index) >= attr.gid_tbl_len {
             return Err(match attr.gid_tbl_len {
                 0 => Error::InvalidArgument {
                     what: "GID index",
@@ -222,18 +243,12 @@ impl Context {
     ///
     /// Fails with [`Error::OutOfRange`] for a port the device does not have or an index
     /// beyond the table.
-    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
+    pub fn query_gid(&self, port: u8, index: u8) -> Result<Gid> {
         self.gid_port(port, index)?;
-        let c_index = i32::try_from(index).map_err(|_| Error::OutOfRange {
-            what: "GID index",
-            value: index.into(),
-            min: 0,
-            max: i32::MAX as u64,
-        })?;
         let mut raw = ffi::ibv_gid::default();
         // SAFETY: the context is open, port and index exist, raw is a writable ibv_gid.
         check("ibv_query_gid", unsafe {
-            ffi::ibv_query_gid(self.as_raw(), port, c_index, &mut raw)
+            ffi::ibv_query_gid(self.as_raw(), port, index.into(), &mut raw)
         })?;
         Ok(Gid::from_raw(raw))
     }
@@ -243,16 +258,57 @@ impl Context {
     ///
     /// Fails with [`Error::OutOfRange`] for a port the device does not have or an index
     /// beyond the table.
-    pub fn query_gid_ex(&self, port: u8, index: u32) -> Result<Option<GidEntry>> {
+    pub fn query_gid_ex(&self, port: u8, index: u8) -> Result<Option<GidEntry>> {
         self.gid_port(port, index)?;
         let mut raw = ffi::ibv_gid_entry::default();
         // SAFETY: the context is open, port and index exist, raw is a writable entry.
-        let rc = unsafe { ffi::ibv_query_gid_ex(self.as_raw(), port.into(), index, &mut raw, 0) };
+        let rc =
+            unsafe { ffi::ibv_query_gid_ex(self.as_raw(), port.into(), index.into(), &mut raw, 0) };
         if rc == libc::ENODATA {
             return Ok(None);
         }
         check("ibv_query_gid_ex", rc)?;
-        Ok(Some(GidEntry::from_raw(&raw)))
+        Ok(GidEntry::from_raw(&raw))
+    }
+
+    /// The GID at `index` of `port`, which must be in use: fails with
+    /// [`Error::OutOfRange`] past the table, [`Error::InvalidArgument`] for an empty entry.
+    pub(crate) fn used_gid(&self, port: u8, index: u8) -> Result<Gid> {
+        match self.query_gid_ex(port, index)? {
+            Some(entry) => Ok(entry.gid),
+            None => Err(Error::InvalidArgument {
+                what: "GID index",
+                reason: format!("entry {index} of port {port}'s GID table is empty"),
+            }),
+        }
+    }
+
+    /// The GID a queue pair or address handle sends from unless told otherwise. On RoCE:
+    /// the first RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID, else the
+    /// first valid one (never the link-local entry 0 when there is a routable one). On
+    /// InfiniBand: entry 0.
+    pub fn default_gid(&self, port: u8) -> Result<GidEntry> {
+        if self.query_port(port)?.link_layer != LinkLayer::Ethernet {
+            return self
+                .query_gid_ex(port, 0)?
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: "GID index",
+                    reason: format!("entry 0 of port {port}'s GID table is empty"),
+                });
+        }
+        let table = self.gid_table(port)?;
+        let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
+        table
+            .iter()
+            .filter(v2)
+            .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
+            .or_else(|| table.iter().find(v2))
+            .or_else(|| table.first())
+            .copied()
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "GID index",
+                reason: format!("port {port} has no GID to send from"),
+            })
     }
 
     /// The valid entries of the GID table of `port`, by index (`ibv_query_gid_table`).
@@ -281,7 +337,7 @@ impl Context {
             .iter()
             .take(n)
             .filter(|e| e.port_num == u32::from(port))
-            .map(GidEntry::from_raw)
+            .filter_map(GidEntry::from_raw)
             .collect();
         entries.sort_by_key(|e| e.index);
         Ok(entries)

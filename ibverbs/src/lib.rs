@@ -302,6 +302,7 @@ mod pd;
 mod port;
 mod qp;
 mod qp_ex;
+mod qp_state;
 mod qp_type;
 mod route;
 mod srq;
@@ -320,17 +321,16 @@ pub use device_attr::{
 };
 pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
-pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
+pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
-pub use qp::{
-    ConnectOptions, PreparedQueuePair, QpState, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
-};
+pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
 pub use qp_ex::WrBatch;
+pub use qp_state::QpState;
 pub use qp_type::QpType;
 pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;

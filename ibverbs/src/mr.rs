@@ -138,7 +138,9 @@ unsafe impl RegistrableMemory for AlignedBuffer {
     }
 }
 
-fn page_size() -> usize {
+/// The system's page size in bytes (`sysconf(_SC_PAGESIZE)`): what [`AlignedBuffer`] aligns
+/// to, and the granularity in which `ibv_reg_mr` pins memory.
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096)
@@ -298,6 +300,14 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         Ok(())
     }
 
+    /// Sets every byte of the region to `byte`, with relaxed atomic stores (as
+    /// [`write`](Self::write)).
+    pub fn fill(&mut self, byte: u8) {
+        // SAFETY: the whole registered memory, which is only ever accessed atomically while
+        // registered.
+        unsafe { atomic_copy::fill(self.base(), self.len(), byte) };
+    }
+
     /// Copies bytes from the region at `offset` into `out`, with relaxed atomic loads.
     ///
     /// A peer or the HCA writing meanwhile may leave `out` with a mix of old and new bytes;
@@ -371,7 +381,9 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         self.mr().addr.cast()
     }
 
-    /// Resolves `range` to `start..end` inside the region.
+    /// Resolves `range` to `start..end` inside the region: an end past the region is
+    /// [`Error::OutOfRange`] naming the length, a start after the end
+    /// [`Error::InvalidArgument`] (an inverted range).
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
         let len = self.len();
         let start = match range.start_bound() {
@@ -384,16 +396,18 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
             Bound::Excluded(&e) => e,
             Bound::Unbounded => len,
         };
-        if end > len || start > end {
+        if start > end {
+            return Err(Error::InvalidArgument {
+                what: "range",
+                reason: format!("{start}..{end} is inverted: it starts after its end"),
+            });
+        }
+        if end > len {
             return Err(Error::OutOfRange {
-                what: if end > len {
-                    "range end"
-                } else {
-                    "range start"
-                },
-                value: if end > len { end as u64 } else { start as u64 },
+                what: "range end",
+                value: end as u64,
                 min: 0,
-                max: if end > len { len as u64 } else { end as u64 },
+                max: len as u64,
             });
         }
         Ok((start, end))

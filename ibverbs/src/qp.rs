@@ -6,7 +6,6 @@
 //! through RTR to RTS and gives a [`QueuePair`], the only type with `post_send`.
 
 use std::fmt;
-use std::net::Ipv6Addr;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -14,61 +13,28 @@ use crate::cq::{CompletionQueue, CqInner};
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::gid::{GidEntry, GidType};
+use crate::gid::Gid;
 use crate::limits::{RecvLimits, SendLimits};
 use crate::mr::AccessFlags;
 use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
-use crate::port::{LinkLayer, Mtu, PortAttr};
+use crate::port::{LinkLayer, Mtu};
+use crate::qp_state::QpState;
 use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
 
-/// The state of a queue pair (`enum ibv_qp_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum QpState {
-    /// RESET: just created.
-    Reset,
-    /// INIT: receives may be posted.
-    Init,
-    /// RTR: ready to receive.
-    Rtr,
-    /// RTS: ready to send.
-    Rts,
-    /// SQD: send queue drained.
-    Sqd,
-    /// SQE: send queue error.
-    Sqe,
-    /// ERROR: every request completes with a flush error.
-    Error,
-    /// A state libibverbs does not know: the raw value.
-    Unknown(u32),
-}
-
-impl QpState {
-    fn from_raw(raw: ffi::ibv_qp_state) -> Self {
-        use ffi::ibv_qp_state as S;
-        match raw {
-            S::IBV_QPS_RESET => QpState::Reset,
-            S::IBV_QPS_INIT => QpState::Init,
-            S::IBV_QPS_RTR => QpState::Rtr,
-            S::IBV_QPS_RTS => QpState::Rts,
-            S::IBV_QPS_SQD => QpState::Sqd,
-            S::IBV_QPS_SQE => QpState::Sqe,
-            S::IBV_QPS_ERR => QpState::Error,
-            other => QpState::Unknown(other.0),
-        }
-    }
-}
-
-/// Settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]; the defaults
-/// are perftest's.
+/// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
+/// (the peer's [`Endpoint`] carries only its address); the defaults are perftest's.
+///
+/// The local port is the QP's own ([`QueuePairBuilder::port`]): the QP is bound to it
+/// when it moves to INIT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectOptions {
-    /// Path MTU in bytes; `None` for the smaller of the two ports' active MTUs.
-    pub path_mtu: Option<u32>,
+    /// Path MTU; `None` for the active MTU of the QP's port. Both sides must agree on it
+    /// when their ports differ (rdma-core's pingpong programs use 1024 unless told).
+    pub path_mtu: Option<Mtu>,
     /// Local ACK timeout exponent: 4.096 µs × 2^timeout (0 waits forever).
     pub timeout: u8,
     /// Transport retries before `RETRY_EXC_ERR` (0..=7).
@@ -84,7 +50,7 @@ pub struct ConnectOptions {
     pub max_rd_atomic: u8,
     /// Outstanding RDMA reads and atomics this QP accepts (clamped to the device).
     pub max_dest_rd_atomic: u8,
-    /// The route to the peer.
+    /// The route to the peer; its `sgid_index` of `None` sends from the QP's GID.
     pub route: Route,
 }
 
@@ -203,8 +169,9 @@ impl<'a> QueuePairBuilder<'a> {
         self
     }
 
-    /// The GID index the QP's endpoint carries (default: on RoCE the first RoCE v2 GID
-    /// with an IPv4 address, else the first valid one; on InfiniBand 0).
+    /// The GID index the QP sends from and its endpoint carries (default:
+    /// [`Context::default_gid`](crate::Context::default_gid), on RoCE the first RoCE v2
+    /// GID with an IPv4 address; on InfiniBand 0).
     pub fn gid_index(mut self, index: u8) -> Self {
         self.gid_index = Some(index);
         self
@@ -241,8 +208,11 @@ impl<'a> QueuePairBuilder<'a> {
         }
         let port = ctx.query_port(self.port)?;
         let (gid_index, gid) = match self.gid_index {
-            Some(index) => (index, gid_at(ctx, self.port, index)?),
-            None => default_gid(ctx, self.port, &port)?,
+            Some(index) => (index, ctx.used_gid(self.port, index)?),
+            None => {
+                let entry = ctx.default_gid(self.port)?;
+                (entry.index, entry.gid)
+            }
         };
 
         let mut init = ffi::ibv_qp_init_attr_ex {
@@ -330,6 +300,16 @@ impl PreparedQueuePair {
         self.qp.endpoint()
     }
 
+    /// The local port the QP was bound to.
+    pub fn port(&self) -> u8 {
+        self.qp.port
+    }
+
+    /// The index of the GID the QP sends from, in its port's table.
+    pub fn gid_index(&self) -> u8 {
+        self.qp.gid_index
+    }
+
     /// Posts receives ahead of the connection (`ibv_post_recv`).
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
         self.qp.post_recv(wrs)
@@ -341,31 +321,27 @@ impl PreparedQueuePair {
     }
 
     /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
+    ///
+    /// The QP sends from GID `opts.route.sgid_index`, or from its own when that is `None`;
+    /// an index given there is checked against the port's table first and becomes the
+    /// QP's ([`QueuePair::gid_index`]). A failed transition is [`Error::Transition`],
+    /// naming the state.
     pub fn connect(self, remote: &Endpoint, opts: &ConnectOptions) -> Result<QueuePair> {
         use ffi::ibv_qp_attr_mask as M;
-        let qp = self.qp;
+        let mut qp = self.qp;
         if qp.qp_type == QpType::Ud {
             return Err(Error::InvalidArgument {
                 what: "queue pair type",
                 reason: "a UD queue pair has no peer to connect to; use ready()".into(),
             });
         }
-        let mtu_bytes = match opts.path_mtu {
-            Some(m) => m,
-            None => qp.mtu_bytes().min(remote.mtu),
-        };
-        let path_mtu = match Mtu::from_bytes(mtu_bytes) {
-            Some(mtu) => ffi::ibv_mtu(mtu.raw()),
-            None => {
-                return Err(Error::InvalidArgument {
-                    what: "path MTU",
-                    reason: format!("{mtu_bytes} is not one of 256, 512, 1024, 2048, 4096"),
-                })
-            }
-        };
+        let path_mtu = ffi::ibv_mtu(opts.path_mtu.unwrap_or(qp.active_mtu).raw());
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
+        if let Some(index) = opts.route.sgid_index {
+            qp.gid = qp.pd.context().used_gid(qp.port, index)?;
+            qp.gid_index = index;
+        }
         let mut route = opts.route;
-        route.sgid_index = qp.gid_index;
         // RoCE packets always carry a GRH; on InfiniBand only when the peer gave a GID
         // (or the caller forces it), as peers that send no GID expect.
         if qp.roce {
@@ -377,7 +353,7 @@ impl PreparedQueuePair {
             path_mtu,
             dest_qp_num: remote.qpn,
             rq_psn: remote.psn & 0xff_ffff,
-            ah_attr: route.ah_attr(qp.port, remote),
+            ah_attr: route.ah_attr(qp.port, qp.gid_index, remote),
             max_dest_rd_atomic: max_dest_rd,
             min_rnr_timer: opts.min_rnr_timer,
             ..Default::default()
@@ -457,7 +433,7 @@ pub struct QueuePair {
     recv_limits: RecvLimits,
     port: u8,
     gid_index: u8,
-    gid: Ipv6Addr,
+    gid: Gid,
     lid: u16,
     active_mtu: Mtu,
     /// Whether the port's link layer is Ethernet (RoCE), where every packet has a GRH.
@@ -548,9 +524,17 @@ impl QueuePair {
             psn: self.psn,
             lid: self.lid,
             gid: self.gid,
-            port: self.port,
-            mtu: self.mtu_bytes(),
         }
+    }
+
+    /// The local port the QP is bound to.
+    pub fn port(&self) -> u8 {
+        self.port
+    }
+
+    /// The index of the GID the QP sends from, in its port's table.
+    pub fn gid_index(&self) -> u8 {
+        self.gid_index
     }
 
     /// The current state (`ibv_query_qp`): RTS, or SQE or ERROR once a request failed or
@@ -594,11 +578,21 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` for the typed transitions, which keep the promises of
-    /// [`modify`](Self::modify).
+    /// [`modify`](Self::modify). A failure that moves the state is [`Error::Transition`].
     fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
         let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
-        check("ibv_modify_qp", rc)
+        match check("ibv_modify_qp", rc) {
+            Err(Error::Verb { source, .. })
+                if mask.0 & ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 != 0 =>
+            {
+                Err(Error::Transition {
+                    to: QpState::from_raw(attr.qp_state),
+                    source,
+                })
+            }
+            other => other,
+        }
     }
 
     /// Moves the QP to ERROR, which flushes every outstanding request.
@@ -636,11 +630,6 @@ impl QueuePair {
         })
     }
 
-    /// The port's active MTU in bytes (256 if the provider reports an unknown one).
-    fn mtu_bytes(&self) -> u32 {
-        self.active_mtu.bytes().unwrap_or(256)
-    }
-
     fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
         let dev = self.pd.context().device_limits()?;
         let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
@@ -668,47 +657,6 @@ impl fmt::Debug for QueuePair {
             .field("port", &self.port)
             .finish()
     }
-}
-
-/// The GID at `index` of `port`, which must be in use.
-fn gid_at(ctx: &crate::Context, port: u8, index: u8) -> Result<Ipv6Addr> {
-    match ctx.query_gid_ex(port, index.into())? {
-        Some(entry) => Ok(Ipv6Addr::from(entry.gid)),
-        None => Err(Error::InvalidArgument {
-            what: "GID index",
-            reason: format!("entry {index} of port {port}'s GID table is empty"),
-        }),
-    }
-}
-
-/// The GID a QP sends from unless told otherwise, with its index. On RoCE: the first
-/// RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID, else the first valid
-/// one. On InfiniBand: index 0.
-fn default_gid(ctx: &crate::Context, port: u8, attr: &PortAttr) -> Result<(u8, Ipv6Addr)> {
-    if attr.link_layer != LinkLayer::Ethernet {
-        return Ok((0, gid_at(ctx, port, 0)?));
-    }
-    let table = ctx.gid_table(port)?;
-    let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
-    let Some(entry) = table
-        .iter()
-        .filter(v2)
-        .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
-        .or_else(|| table.iter().find(v2))
-        .or_else(|| table.first())
-    else {
-        return Err(Error::InvalidArgument {
-            what: "GID index",
-            reason: format!("port {port} has no GID to send from"),
-        });
-    };
-    let index = u8::try_from(entry.index).map_err(|_| Error::OutOfRange {
-        what: "GID index",
-        value: entry.index.into(),
-        min: 0,
-        max: u8::MAX.into(),
-    })?;
-    Ok((index, Ipv6Addr::from(entry.gid)))
 }
 
 /// A random 24-bit packet sequence number.

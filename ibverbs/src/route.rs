@@ -2,12 +2,13 @@
 //! address vector both connected QPs (`ibv_modify_qp` to RTR) and address handles
 //! (`ibv_create_ah`) are made from.
 
-use std::net::Ipv6Addr;
-
 use crate::ffi;
+use crate::gid::Gid;
 
-/// What a peer needs to reach a queue pair; exchange it out of band (it is `serde`
-/// serialisable with the `serde` feature).
+/// What a peer needs to reach a queue pair, and all that rdma-core's pingpong programs
+/// exchange: LID, QP number, PSN and GID. Exchange it out of band (it is `serde`
+/// serialisable with the `serde` feature). Local choices (port, path MTU, GID index) are
+/// not part of it: they go in [`ConnectOptions`](crate::ConnectOptions) and the QP builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Endpoint {
@@ -17,19 +18,20 @@ pub struct Endpoint {
     pub psn: u32,
     /// The port's LID (InfiniBand; 0 on RoCE).
     pub lid: u16,
-    /// The GID the QP sends from (all zero where none is used).
-    pub gid: Ipv6Addr,
-    /// The local port number.
-    pub port: u8,
-    /// The port's active MTU in bytes.
-    pub mtu: u32,
+    /// The GID the QP sends from (zero where none is used: InfiniBand without a GRH).
+    pub gid: Gid,
 }
 
 /// How packets travel to a peer: the address vector fields of `struct ibv_ah_attr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
-    /// Index of the local GID to send from.
-    pub sgid_index: u8,
+    /// Index of the local GID to send from; `None` (the default) for the usual one:
+    /// [`PreparedQueuePair::connect`](crate::PreparedQueuePair::connect) uses the QP's own
+    /// ([`QueuePairBuilder::gid_index`](crate::QueuePairBuilder::gid_index)), and
+    /// [`ProtectionDomain::create_ah`](crate::ProtectionDomain::create_ah) the port's
+    /// [`Context::default_gid`](crate::Context::default_gid). `Some` is used as given (and
+    /// checked against the port's GID table first).
+    pub sgid_index: Option<u8>,
     /// Hop limit of the GRH (RoCE v2: IP TTL).
     pub hop_limit: u8,
     /// Traffic class of the GRH (RoCE v2: DSCP and ECN).
@@ -45,7 +47,7 @@ pub struct Route {
 impl Default for Route {
     fn default() -> Self {
         Route {
-            sgid_index: 0,
+            sgid_index: None,
             hop_limit: 64,
             traffic_class: 0,
             flow_label: 0,
@@ -56,15 +58,15 @@ impl Default for Route {
 }
 
 impl Route {
-    pub(crate) fn ah_attr(&self, port: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
-        let global = self.force_grh || !remote.gid.is_unspecified();
+    /// The address vector to `remote` from local `port`, sending from GID `sgid_index`
+    /// (the resolved [`sgid_index`](Self::sgid_index)).
+    pub(crate) fn ah_attr(&self, port: u8, sgid_index: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
+        let global = self.force_grh || !remote.gid.is_zero();
         ffi::ibv_ah_attr {
             grh: ffi::ibv_global_route {
-                dgid: ffi::ibv_gid {
-                    raw: remote.gid.octets(),
-                },
+                dgid: remote.gid.to_raw(),
                 flow_label: self.flow_label,
-                sgid_index: self.sgid_index,
+                sgid_index,
                 hop_limit: self.hop_limit,
                 traffic_class: self.traffic_class,
             },
@@ -90,8 +92,6 @@ mod serde_tests {
             psn: 0xabcdef,
             lid: 0,
             gid: "::ffff:127.0.0.1".parse().unwrap(),
-            port: 1,
-            mtu: 4096,
         };
         let json = serde_json::to_string(&ep).unwrap();
         assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap(), ep);

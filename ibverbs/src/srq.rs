@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::drop_error;
-use crate::error::{check_ptr, Result};
+use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
 use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
@@ -43,7 +43,31 @@ impl Drop for Inner {
 impl ProtectionDomain {
     /// Creates a shared receive queue of at least `max_wr` requests of `max_sge` entries
     /// (`ibv_create_srq`).
+    ///
+    /// Sizes over the device's `max_srq_wr` / `max_srq_sge` (or a device without shared
+    /// receive queues, `max_srq` 0) fail with [`Error::DeviceLimit`] before the call.
     pub fn create_srq(&self, max_wr: u32, max_sge: u32) -> Result<SharedReceiveQueue> {
+        let dev = self.context().device_limits()?;
+        for (what, value, limit, max) in [
+            ("shared receive queues", 1, "max_srq", dev.max_srq),
+            ("SRQ work requests", max_wr, "max_srq_wr", dev.max_srq_wr),
+            (
+                "SRQ scatter/gather entries",
+                max_sge,
+                "max_srq_sge",
+                dev.max_srq_sge,
+            ),
+        ] {
+            let max = u32::try_from(max).unwrap_or(0);
+            if value > max {
+                return Err(Error::DeviceLimit {
+                    what,
+                    value: value.into(),
+                    limit,
+                    max: max.into(),
+                });
+            }
+        }
         // Zeroed in place, padding included: ibv_cmd_create_srq copies the whole struct into
         // an ibv_srq_init_attr_ex, whose comp_mask lies in this struct's tail padding, which
         // a struct literal leaves uninitialised.

@@ -355,6 +355,20 @@ impl<'a> RecvRequest<'a> {
     }
 }
 
+/// A copy with the same `wr_id` and scatter/gather list (the list is borrowed, not copied),
+/// not linked to any other request.
+impl Clone for RecvRequest<'_> {
+    fn clone(&self) -> Self {
+        RecvRequest {
+            raw: ffi::ibv_recv_wr {
+                next: ptr::null_mut(),
+                ..self.raw
+            },
+            _borrows: PhantomData,
+        }
+    }
+}
+
 /// The limits a queue checks its work requests `W` against before posting them.
 pub(crate) trait Limits<W> {
     /// Whether `wr` is within the limits (the data path: cheap).

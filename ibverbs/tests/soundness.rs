@@ -134,7 +134,7 @@ impl Pair {
         };
         let ah = (qp_type == QpType::Ud).then(|| {
             let route = Route {
-                sgid_index: 1,
+                sgid_index: Some(1),
                 ..Route::default()
             };
             pd.create_ah(1, &eb, &route).unwrap()
@@ -189,7 +189,7 @@ fn ud_requests_without_an_address_handle_are_refused() {
     // An address handle of another protection domain.
     let other_pd = ctx.alloc_pd().unwrap();
     let route = Route {
-        sgid_index: 1,
+        sgid_index: Some(1),
         ..Route::default()
     };
     let foreign = other_pd.create_ah(1, &p.b.endpoint(), &route).unwrap();

@@ -74,6 +74,7 @@ fn entry(index: u32, gid: &str, gid_type: ffi::ibv_gid_type) -> GidEntry {
         gid_type: gid_type.0,
         ndev_ifindex: 1,
     })
+    .unwrap()
 }
 
 fn rxe_gids() -> Vec<GidEntry> {

@@ -6,8 +6,8 @@ use std::net::Ipv6Addr;
 
 use ibverbs::{
     AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, ConnectOptions, Context,
-    DeviceList, Endpoint, GidType, LinkLayer, MemoryRegion, PortAttr, PortState, PreparedQueuePair,
-    ProtectionDomain, QpType, QueuePair, Route, Transport,
+    DeviceList, Endpoint, Gid, GidType, LinkLayer, MemoryRegion, Mtu, PortAttr, PortState,
+    PreparedQueuePair, ProtectionDomain, QpType, QueuePair, Route, Transport,
 };
 
 use super::options::Params;
@@ -279,7 +279,7 @@ pub fn gid_index(dev: &Device, p: &Params) -> Result<Option<u8>> {
     let len = dev.port.gid_tbl_len as usize;
     let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
     for e in dev.ctx.gid_table(p.ib_port).ctx("reading the GID table")? {
-        if let Some(slot) = table.get_mut(e.index as usize) {
+        if let Some(slot) = table.get_mut(usize::from(e.index)) {
             *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
         }
     }
@@ -516,7 +516,7 @@ impl Prepared {
                     psn: ep.psn,
                     rkey: self.mr.rkey(),
                     vaddr: self.mr.addr() + self.layout.recv_offset(i) as u64,
-                    gid: setup.use_gid.then_some(ep.gid),
+                    gid: setup.use_gid.then_some(ep.gid.into()),
                     srqn: 0,
                 }
             })
@@ -534,7 +534,7 @@ impl Prepared {
         remote: &[Record],
     ) -> Result<Resources> {
         let route = Route {
-            sgid_index: gid_index.unwrap_or(0),
+            sgid_index: gid_index,
             hop_limit: 0xff,
             traffic_class: 0,
             flow_label: 0,
@@ -549,9 +549,7 @@ impl Prepared {
                 qpn: r.qpn,
                 psn: r.psn,
                 lid: r.lid,
-                gid: r.gid.unwrap_or(Ipv6Addr::UNSPECIFIED),
-                port: p.ib_port,
-                mtu,
+                gid: r.gid.map_or(Gid::ZERO, Gid::from),
             };
             if p.conn == Conn::Ud {
                 qps.push(
@@ -567,7 +565,7 @@ impl Prepared {
                 }
             } else {
                 let opts = ConnectOptions {
-                    path_mtu: Some(mtu),
+                    path_mtu: Mtu::from_bytes(mtu),
                     timeout: p.qp_timeout,
                     retry_cnt: 7,
                     rnr_retry: 7,

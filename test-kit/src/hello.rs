@@ -1,15 +1,13 @@
 //! The text line a test process sends another about its QP: its endpoint and the memory
-//! the other may access, as nine numbers separated by spaces.
+//! the other may access, as seven fields separated by spaces.
 
-use std::net::Ipv6Addr;
-
-use ibverbs::{Endpoint, RemoteMemory};
+use ibverbs::{Endpoint, Gid, RemoteMemory};
 
 /// The hello line (without a newline) of `ep` and `mem`.
 pub fn hello(ep: &Endpoint, mem: &RemoteMemory) -> String {
     format!(
-        "{} {} {} {} {} {} {} {} {}",
-        ep.qpn, ep.psn, ep.lid, ep.gid, ep.port, ep.mtu, mem.addr, mem.len, mem.rkey
+        "{} {} {} {} {} {} {}",
+        ep.qpn, ep.psn, ep.lid, ep.gid, mem.addr, mem.len, mem.rkey
     )
 }
 
@@ -17,7 +15,7 @@ pub fn hello(ep: &Endpoint, mem: &RemoteMemory) -> String {
 /// on a bad line.
 pub fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
     let f: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(f.len(), 9, "bad hello {line:?}");
+    assert_eq!(f.len(), 7, "bad hello {line:?}");
     let num = |i: usize| -> u64 {
         f[i].parse()
             .unwrap_or_else(|_| panic!("bad hello {line:?}"))
@@ -27,15 +25,13 @@ pub fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
         psn: num(1) as u32,
         lid: num(2) as u16,
         gid: f[3]
-            .parse::<Ipv6Addr>()
+            .parse::<Gid>()
             .unwrap_or_else(|_| panic!("bad hello {line:?}")),
-        port: num(4) as u8,
-        mtu: num(5) as u32,
     };
     let mem = RemoteMemory {
-        addr: num(6),
-        len: num(7),
-        rkey: num(8) as u32,
+        addr: num(4),
+        len: num(5),
+        rkey: num(6) as u32,
     };
     (ep, mem)
 }

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use ibverbs_test_kit::{assert_clean_drops, assert_empty, mix, open, pattern};
 
 use ibverbs::{
-    AccessFlags, ConnectOptions, Endpoint, MemoryRegion, QpState, QpType, QueuePair, RecvRequest,
-    SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, ConnectOptions, Endpoint, MemoryRegion, Mtu, QpState, QpType, QueuePair,
+    RecvRequest, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use crate::{serial, REMOTE};
@@ -30,7 +30,7 @@ const LOAD_DEPTH: u32 = 32;
 /// Bytes per message slot; messages are 1..=LOAD_SLOT bytes long.
 const LOAD_SLOT: usize = 4096;
 /// Path MTU of the load test, so that a message is 1 to 4 packets.
-const LOAD_MTU: u32 = 1024;
+const LOAD_MTU: Mtu = Mtu::Mtu1024;
 /// Rounds of the load test unless `IBVERBS_RELIABILITY_ROUNDS` says otherwise.
 const LOAD_ROUNDS: u32 = 12;
 /// How long one round may take before the test declares it hung.

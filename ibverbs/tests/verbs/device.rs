@@ -171,7 +171,9 @@ fn gid_table_matches_single_queries() {
     }
     // The entries not in the table are empty.
     let len = ctx.query_port(1).unwrap().gid_tbl_len;
-    let unused = (0..len).find(|i| table.iter().all(|e| e.index != *i));
+    let unused = (0..=u8::MAX)
+        .take_while(|&i| u32::from(i) < len)
+        .find(|i| table.iter().all(|e| e.index != *i));
     if let Some(index) = unused {
         assert_eq!(ctx.query_gid_ex(1, index).unwrap(), None);
         assert!(ctx.query_gid(1, index).unwrap().is_zero());
@@ -193,15 +195,18 @@ fn gid_index_past_the_table_is_out_of_range() {
         }) => assert_eq!((value, max), (u64::from(len), u64::from(len) - 1)),
         other => panic!("expected OutOfRange, got {other:?}"),
     };
-    expected(ctx.query_gid(1, len).map(drop));
-    expected(ctx.query_gid_ex(1, len).map(drop));
-    assert!(matches!(
-        ctx.query_gid(1, u32::MAX),
-        Err(Error::OutOfRange {
-            what: "GID index",
-            ..
-        })
-    ));
+    match u8::try_from(len) {
+        Ok(past) => {
+            expected(ctx.query_gid(1, past).map(drop));
+            expected(ctx.query_gid_ex(1, past).map(drop));
+        }
+        // rxe's table (1024) is longer than any GID index an address vector can name
+        // (u8): the last one reads, as an empty entry.
+        Err(_) => {
+            assert!(ctx.query_gid(1, u8::MAX).unwrap().is_zero());
+            assert_eq!(ctx.query_gid_ex(1, u8::MAX).unwrap(), None);
+        }
+    }
     drop(ctx);
     assert_clean_drops();
 }

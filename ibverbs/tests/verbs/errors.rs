@@ -5,7 +5,7 @@
 use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
 
 use ibverbs::{
-    AccessFlags, ConnectOptions, Error, MwType, QpState, QpType, RecvRequest, SendRequest,
+    AccessFlags, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendRequest,
     WcStatus, WorkCompletion,
 };
 
@@ -217,8 +217,9 @@ fn bad_ports_and_gid_indexes() {
     assert!(
         matches!(
             err,
-            Error::OutOfRange {
+            Error::DeviceLimit {
                 what: "CQ entries",
+                limit: "max_cqe",
                 ..
             }
         ),
@@ -248,19 +249,27 @@ fn wrong_connect_calls_and_mtu() {
     );
     let rc = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
     let e = rc.endpoint();
+    // A path MTU the port does not have: the provider refuses the move to RTR, and the
+    // error says which transition failed.
     let opts = ConnectOptions {
-        path_mtu: Some(1500),
+        path_mtu: Some(Mtu::Unknown(9)),
         ..Default::default()
     };
     let err = rc.connect(&e, &opts).unwrap_err();
     assert!(
         matches!(
             err,
-            Error::InvalidArgument {
-                what: "path MTU",
+            Error::Transition {
+                to: QpState::Rtr,
                 ..
             }
         ),
+        "{err}"
+    );
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+    assert!(
+        err.to_string()
+            .starts_with("ibv_modify_qp to RTR failed: Invalid argument"),
         "{err}"
     );
     let rc = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();

@@ -209,7 +209,7 @@ fn ud_send_recv_through_an_address_handle() {
 
     let remote = p.b.endpoint();
     let route = Route {
-        sgid_index: 1,
+        sgid_index: Some(1),
         ..Route::default()
     };
     let ah = p.pd.create_ah(1, &remote, &route).unwrap();
