@@ -2,28 +2,57 @@
 //! iWARP from Rust without `unsafe`.
 //!
 //! ```no_run
-//! use ibverbs::{AccessFlags, ConnectOptions, Context, QpType, RecvRequest, SendRequest, WorkCompletion};
+//! use std::time::Duration;
+//!
+//! use ibverbs::{AccessFlags, ConnectOptions, Context, QpType, SendRequest, WorkCompletion};
 //!
 //! # fn main() -> ibverbs::Result<()> {
 //! let ctx = Context::open_first()?;
 //! let pd = ctx.alloc_pd()?;
 //! let cq = ctx.create_cq(16, None)?;
 //! let mut mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//! mr.fill(0);
 //! mr.write(0, b"hello")?;
 //! let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
-//! let local = qp.endpoint(); // send this to the peer, receive its endpoint
+//! let local = qp.endpoint(); // LID, QPN, PSN, GID: send it to the peer, receive the peer's
 //! # let remote = local;
 //! let qp = qp.connect(&remote, &ConnectOptions::default())?;
 //! let sge = [mr.sge(0..5)?];
 //! # let peer_memory = mr.remote();
 //! qp.post_send(&mut [SendRequest::write(1, &sge, peer_memory).signaled()])?;
 //! let mut wc = [WorkCompletion::default(); 16];
-//! for done in cq.poll(&mut wc)? {
+//! for done in cq.poll_until(&mut wc, 1, Some(Duration::from_secs(1)))? {
 //!     done.ok()?;
 //! }
 //! # Ok(()) }
 //! ```
-//! `ibverbs/examples/rc_pingpong.rs` is a complete client/server program to copy from.
+//! `ibverbs/examples/rc_pingpong.rs` is a complete client/server program to copy from; it
+//! talks to rdma-core's `ibv_rc_pingpong`.
+//!
+//! # A first program
+//! - **What the peer sends** is an [`Endpoint`]: LID, QP number, PSN and [`Gid`], the four
+//!   fields rdma-core's pingpong programs exchange. Everything else is a local choice:
+//!   the port and GID index when the QP is built ([`QueuePairBuilder::port`],
+//!   [`QueuePairBuilder::gid_index`]), the path MTU and route when it connects
+//!   ([`ConnectOptions`]; the path MTU defaults to the port's active MTU).
+//! - **GID indexes** are `u8` everywhere, as in `struct ibv_ah_attr`. A QP tells the one it
+//!   sends from ([`QueuePair::gid_index`]); by default that is
+//!   [`Context::default_gid`] (on RoCE a routable RoCE v2 entry, never the link-local
+//!   entry 0). [`Route::sgid_index`] is `None` unless you pick one: `connect` then uses
+//!   the QP's, [`ProtectionDomain::create_ah`] the port's default; an index given is used
+//!   as given, after a check against the port's table.
+//! - **Errors name what failed**: a refused state change is [`Error::Transition`] (`ibv_modify_qp to
+//!   RTR failed: ...`), a size over a device cap [`Error::DeviceLimit`] naming the cap
+//!   (`max_cqe`, `max_srq_wr`, `max_srq_sge`), a port or GID index out of the device's
+//!   range [`Error::OutOfRange`] with the valid range, all checked before the C call.
+//! - **Polling**: [`CompletionQueue::poll`] takes what is there;
+//!   [`CompletionQueue::poll_until`] spins until at least `n` completions and returns them
+//!   (the loop around `poll` that returns its slice does not compile, E0499);
+//!   [`CompletionQueue::poll_wait`] sleeps on the completion channel instead (arm, poll,
+//!   wait, acknowledge, race-free). Both return the completions polled so far when their
+//!   timeout passes, never dropping any.
+//! - **Small helpers**: [`RecvRequest`] is `Clone` (post the same receive again),
+//!   [`MemoryRegion::fill`] sets every byte, [`page_size`] is the system page size.
 //!
 //! # Objects
 //! Each type wraps one rdma-core object, made by the verb in the table and destroyed on drop
@@ -272,9 +301,11 @@
 //!   memory as a reference or by indexing does not compile (E0133, E0608 above).
 //!
 //! # Errors
-//! Every fallible call returns [`Error`], which names the verb and carries the errno, or
-//! names the argument that was out of range, or (for work requests refused before posting)
-//! the limit a request broke. Work completions carry their status
+//! Every fallible call returns [`Error`], which names the verb and carries the errno (a
+//! failed state change also names the state, [`Error::Transition`]), or names the argument
+//! that was out of range and the limit it broke ([`Error::OutOfRange`],
+//! [`Error::DeviceLimit`]), or (for work requests refused before posting) the limit a
+//! request broke. Work completions carry their status
 //! ([`WcStatus`]); [`WorkCompletion::ok`] turns a failed one into [`Error::Completion`].
 //! Destroy calls cannot return errors from `Drop`; a failure is written to stderr (a write
 //! error is ignored) and counted by [`drop_error::count`], which the test suite asserts to

@@ -84,18 +84,14 @@ mod json {
     ];
 
     fn endpoint() -> impl Strategy<Value = Endpoint> {
-        (
-            any::<u32>(),
-            any::<u32>(),
-            any::<u16>(),
-            any::<[u8; 16]>(),
-        )
-            .prop_map(|(qpn, psn, lid, gid)| Endpoint {
+        (any::<u32>(), any::<u32>(), any::<u16>(), any::<[u8; 16]>()).prop_map(
+            |(qpn, psn, lid, gid)| Endpoint {
                 qpn,
                 psn,
                 lid,
                 gid: Gid::from(gid),
-            })
+            },
+        )
     }
 
     /// Text that is sometimes an IPv6 address.
@@ -121,10 +117,8 @@ mod json {
             gid_text().prop_map(Value::String),
         ];
         let key = prop_oneof![
-            prop::sample::select(vec![
-                "qpn", "psn", "lid", "gid", "addr", "len", "rkey"
-            ])
-            .prop_map(str::to_owned),
+            prop::sample::select(vec!["qpn", "psn", "lid", "gid", "addr", "len", "rkey"])
+                .prop_map(str::to_owned),
             ".{0,6}",
         ];
         leaf.prop_recursive(4, 48, 8, move |inner| {

@@ -90,12 +90,6 @@ impl Pair {
     }
 }
 
-/// Fills `mr` with `byte`.
-pub fn filled(mr: &mut MemoryRegion, byte: u8) {
-    let len = mr.len();
-    mr.write(0, &vec![byte; len]).unwrap();
-}
-
 /// The bytes of `mr`.
 pub fn contents(mr: &MemoryRegion) -> Vec<u8> {
     let mut out = vec![0; mr.len()];

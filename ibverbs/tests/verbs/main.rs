@@ -1,7 +1,8 @@
 //! The safe API on a real device (run through `scripts/with-rdma`; rxe0 on `lo` in CI), one
 //! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
-//! (moving data on every kind of QP), `errors` (misuse and failures); `common` holds what
-//! several share.
+//! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
+//! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
+//! helpers); `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -12,4 +13,5 @@
 mod common;
 mod device;
 mod errors;
+mod first_program;
 mod transfers;

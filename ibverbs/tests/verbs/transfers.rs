@@ -8,14 +8,14 @@ use ibverbs::{
     SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
 };
 
-use crate::common::{contents, filled, poll_one, Pair, ALL};
+use crate::common::{contents, poll_one, Pair, ALL};
 
 #[test]
 fn rc_send_recv_with_and_without_imm() {
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(64);
     let dst = p.mr(128);
-    filled(&mut src, 0xab);
+    src.fill(0xab);
 
     let rsge = [dst.sge(..64).unwrap()];
     let rsge2 = [dst.sge(64..).unwrap()];
@@ -179,7 +179,7 @@ fn inline_sends_scatter_gather_and_post_lists() {
 fn uc_send_and_write() {
     let p = Pair::new(QpType::Uc);
     let mut src = p.mr(32);
-    filled(&mut src, 7);
+    src.fill(7);
     let dst = p.mr(64);
     let rsge = [dst.sge(..32).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
@@ -201,7 +201,7 @@ fn uc_send_and_write() {
 fn ud_send_recv_through_an_address_handle() {
     let p = Pair::new(QpType::Ud);
     let mut src = p.mr(100);
-    filled(&mut src, 0x5a);
+    src.fill(0x5a);
     // UD receives start with a 40-byte GRH.
     let dst = p.mr(40 + 100);
     let rsge = [dst.sge(..).unwrap()];
@@ -278,7 +278,7 @@ fn memory_windows_type_1_and_2() {
     let p = Pair::new(QpType::Rc);
     let target = p.pd.alloc_mr(4096, ALL | AccessFlags::MW_BIND).unwrap();
     let mut src = p.mr(16);
-    filled(&mut src, 0x33);
+    src.fill(0x33);
     let sge = [src.sge(..).unwrap()];
 
     // Type 1: bound by a verb on the target side's QP.
