@@ -578,7 +578,7 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` for the typed transitions, which keep the promises of
-    /// [`modify`](Self::modify). A failure that moves the state is [`Error::Transition`].
+    /// [`modify`](Self::modify). A failed state change is [`Error::Transition`].
     fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
         let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
