@@ -1,6 +1,7 @@
 //! What the test files of the workspace share, so that none of them copies it:
 //!
-//! - [`device`](mod@device): the test device and its GID and network device (from the environment),
+//! - [`device`](mod@device): the test device and its GID and network device, the rdma_cm
+//!   device and its address (from the environment),
 //!   opening it, and the check that no destructor failed;
 //! - [`data`]: data patterns that catch stale, misplaced, shifted or torn bytes;
 //! - [`hello`](mod@hello): the text line two test processes exchange to connect their QPs;
@@ -19,7 +20,7 @@ pub mod programs;
 pub mod wire;
 
 pub use data::{mix, pattern, record};
-pub use device::{assert_clean_drops, assert_empty, device, gid, netdev, open};
+pub use device::{assert_clean_drops, assert_empty, cm_addr, cm_device, device, gid, netdev, open};
 pub use hello::{hello, parse_hello};
 pub use net::{free_port, listening};
 pub use programs::{c_tool, example};
