@@ -25,6 +25,9 @@ use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
 
+#[cfg(feature = "cm")]
+pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+
 /// The state of a queue pair (`enum ibv_qp_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
