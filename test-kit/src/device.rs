@@ -7,7 +7,8 @@
 //! - `WITH_RDMA_CM_DEVICE` and `WITH_RDMA_CM_ADDR`: the device rdma_cm can route on and
 //!   its IP address (set by `scripts/with-rdma`; no default).
 //!
-//! A missing device is a failure, not a skip: [`open`], [`cm_device`] and [`cm_addr`] panic.
+//! A missing device is a failure, not a skip: [`open`], [`open_cm`], [`cm_device`] and
+//! [`cm_addr`] panic.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -60,6 +61,18 @@ pub fn open() -> Context {
     let name = device();
     Context::open(&name).unwrap_or_else(|e| {
         panic!("cannot open the test device {name} (run the tests through scripts/with-rdma): {e}")
+    })
+}
+
+/// Opens the rdma_cm device (`ibv_open_device`); panics if it cannot. A test that only
+/// runs programs calls it, so that its binary links libibverbs and the runner gives it the
+/// device.
+pub fn open_cm() -> Context {
+    let name = cm_device();
+    Context::open(&name).unwrap_or_else(|e| {
+        panic!(
+            "cannot open the rdma_cm device {name} (run the tests through scripts/with-rdma): {e}"
+        )
     })
 }
 
