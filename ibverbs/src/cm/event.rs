@@ -85,6 +85,32 @@ pub enum CmEventKind {
     Other(u32),
 }
 
+impl CmEventKind {
+    /// The C name of the event type, as `rdma_event_str` gives it
+    /// (`RDMA_CM_EVENT_ESTABLISHED`, ...).
+    pub fn c_name(&self) -> &'static str {
+        match self {
+            CmEventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            CmEventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
+            CmEventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            CmEventKind::RouteError => "RDMA_CM_EVENT_ROUTE_ERROR",
+            CmEventKind::ConnectRequest { .. } => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            CmEventKind::ConnectResponse { .. } => "RDMA_CM_EVENT_CONNECT_RESPONSE",
+            CmEventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
+            CmEventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
+            CmEventKind::Rejected { .. } => "RDMA_CM_EVENT_REJECTED",
+            CmEventKind::Established { .. } => "RDMA_CM_EVENT_ESTABLISHED",
+            CmEventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
+            CmEventKind::DeviceRemoval => "RDMA_CM_EVENT_DEVICE_REMOVAL",
+            CmEventKind::MulticastJoin => "RDMA_CM_EVENT_MULTICAST_JOIN",
+            CmEventKind::MulticastError => "RDMA_CM_EVENT_MULTICAST_ERROR",
+            CmEventKind::AddrChange => "RDMA_CM_EVENT_ADDR_CHANGE",
+            CmEventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+            CmEventKind::Other(_) => "UNKNOWN EVENT",
+        }
+    }
+}
+
 impl CmEvent {
     /// Copies `raw` into a [`CmEvent`] and acknowledges it (`rdma_ack_cm_event`).
     ///
