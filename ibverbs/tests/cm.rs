@@ -1,10 +1,13 @@
 //! rdma_cm on the CM device (run through `scripts/with-rdma`, which names it in
 //! `$WITH_RDMA_CM_DEVICE` and its address in `$WITH_RDMA_CM_ADDR`): a loopback connect and
 //! accept with private data both ways and a send over the connected QPs, a connect nobody
-//! listens for, a reject with private data, private data over the limit, a port in use and
-//! `rdma_getaddrinfo`. A missing device or address is a failure, not a skip.
+//! listens for, a reject with private data, private data over the limit, a port in use,
+//! addresses that do not resolve (within the timeout), a peer process killed after the
+//! connection is up, and `rdma_getaddrinfo`. A missing device or address is a failure, not
+//! a skip.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibverbs::cm::{
@@ -12,9 +15,10 @@ use ibverbs::cm::{
     EventChannel, Message, PortSpace,
 };
 use ibverbs::{
-    AccessFlags, CompletionQueue, Error, ProtectionDomain, RecvRequest, SendRequest, WorkCompletion,
+    AccessFlags, CompletionQueue, Error, ProtectionDomain, RecvRequest, SendRequest, WcStatus,
+    WorkCompletion,
 };
-use ibverbs_test_kit::cm_addr;
+use ibverbs_test_kit::{cm_addr, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -348,4 +352,115 @@ fn timeouts_are_bounded() {
         .unwrap()
         .is_none());
     assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn addresses_that_do_not_resolve_fail_within_the_timeout() {
+    // No route at all (TEST-NET-3), and a neighbour on the CM device's subnet that nobody
+    // answers ARP for.
+    let IpAddr::V4(own) = cm_addr() else {
+        panic!("the CM address is not IPv4");
+    };
+    let mut silent = own.octets();
+    silent[3] = if silent[3] == 77 { 78 } else { 77 };
+    let timeout = Duration::from_millis(500);
+    for dst in [Ipv4Addr::new(203, 0, 113, 1), Ipv4Addr::from(silent)] {
+        let channel = EventChannel::new().unwrap();
+        let id = channel.create_id(PortSpace::Tcp).unwrap();
+        let t0 = Instant::now();
+        match id.resolve_addr(None, SocketAddr::new(dst.into(), 7471), timeout) {
+            // Refused at once: a typed error naming the call.
+            Err(Error::Verb {
+                verb: "rdma_resolve_addr",
+                source,
+            }) => assert!(source.raw_os_error().is_some(), "{dst}: {source}"),
+            Err(other) => panic!("{dst}: {other}"),
+            // Or an address error event, within the timeout (and a scheduling margin).
+            Ok(()) => {
+                let ev = next_event(&channel);
+                assert!(matches!(ev.kind, CmEventKind::AddrError), "{dst}: {ev:?}");
+                assert!(ev.status < 0, "{dst}: an errno: {ev:?}");
+            }
+        }
+        let took = t0.elapsed();
+        assert!(took < timeout + Duration::from_secs(1), "{dst}: {took:?}");
+    }
+}
+
+/// The variable that gives [`killed_peer_connects`] the server's address.
+const PEER_SERVER: &str = "CM_TEST_PEER_SERVER";
+
+/// The client of [`peer_killed_after_establishment_disconnects_and_flushes`], which runs
+/// it in a process of its own and kills it once connected; nothing without its variable.
+#[test]
+#[ignore = "the peer process of peer_killed_after_establishment_disconnects_and_flushes"]
+fn killed_peer_connects() {
+    let Ok(server) = std::env::var(PEER_SERVER) else {
+        return;
+    };
+    let channel = EventChannel::new().unwrap();
+    let (id, _side) = client(&channel, server.parse().expect("an address"));
+    id.connect(&ConnParam::default()).expect("rdma_connect");
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+    // Killed here.
+    std::thread::sleep(TIMEOUT * 6);
+    panic!("not killed");
+}
+
+#[test]
+fn peer_killed_after_establishment_disconnects_and_flushes() {
+    let channel = EventChannel::new().unwrap();
+    let (_listen, addr) = listener(&channel);
+    let exe = std::env::current_exe().expect("this test binary");
+    let peer = Running::start(
+        "peer",
+        Command::new(exe)
+            .args([
+                "--ignored",
+                "--exact",
+                "killed_peer_connects",
+                "--nocapture",
+            ])
+            .env(PEER_SERVER, addr.to_string()),
+    );
+    let ev = next_event(&channel);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let side = add_qp(&mut sid);
+    let mr = side.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    {
+        let sge = [mr.sge(..).unwrap()];
+        let qp = sid.qp().expect("the QP just made");
+        for wr_id in [1, 2] {
+            qp.post_recv(&mut [RecvRequest::new(wr_id, &sge)])
+                .expect("ibv_post_recv");
+        }
+    }
+    sid.accept(&ConnParam::default()).expect("rdma_accept");
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+
+    peer.kill();
+    // The kernel destroys the dead process's id, which sends the DREQ.
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Disconnected), "{ev:?}");
+    assert!(ev.is_for(&sid));
+    // Our side of the disconnect moves the QP to the error state: the receives flush.
+    sid.disconnect().expect("rdma_disconnect");
+    let mut flushed = Vec::new();
+    while flushed.len() < 2 {
+        let mut wc = [WorkCompletion::default(); 2];
+        let got = side
+            .cq
+            .poll_wait(&mut wc, Some(TIMEOUT))
+            .expect("ibv_poll_cq");
+        assert!(!got.is_empty(), "the receives flushed within {TIMEOUT:?}");
+        flushed.extend(got.iter().map(|wc| (wc.wr_id(), wc.status())));
+    }
+    assert_eq!(
+        flushed,
+        [(1, WcStatus::WR_FLUSH_ERR), (2, WcStatus::WR_FLUSH_ERR)]
+    );
 }

@@ -102,7 +102,9 @@ setup_cm() {
 		ip link add "$CM_NETDEV" type dummy || return 1
 		ip addr add "$CM_ADDR/24" dev "$CM_NETDEV" || return 1
 	fi
-	ip link set "$CM_NETDEV" up || return 1
+	# ARP on (a dummy has it off), so that a neighbour nobody answers for times out as on a
+	# real link, instead of resolving at once.
+	ip link set "$CM_NETDEV" arp on up || return 1
 	if [[ ! -e /sys/class/infiniband/$CM_DEV ]]; then
 		rdma link add "$CM_DEV" type rxe netdev "$CM_NETDEV" || return 1
 	fi
