@@ -368,21 +368,26 @@ fn addresses_that_do_not_resolve_fail_within_the_timeout() {
         let channel = EventChannel::new().unwrap();
         let id = channel.create_id(PortSpace::Tcp).unwrap();
         let t0 = Instant::now();
-        match id.resolve_addr(None, SocketAddr::new(dst.into(), 7471), timeout) {
+        let outcome = match id.resolve_addr(None, SocketAddr::new(dst.into(), 7471), timeout) {
             // Refused at once: a typed error naming the call.
             Err(Error::Verb {
                 verb: "rdma_resolve_addr",
                 source,
-            }) => assert!(source.raw_os_error().is_some(), "{dst}: {source}"),
+            }) => {
+                assert!(source.raw_os_error().is_some(), "{dst}: {source}");
+                format!("rdma_resolve_addr: {source}")
+            }
             Err(other) => panic!("{dst}: {other}"),
             // Or an address error event, within the timeout (and a scheduling margin).
             Ok(()) => {
                 let ev = next_event(&channel);
                 assert!(matches!(ev.kind, CmEventKind::AddrError), "{dst}: {ev:?}");
                 assert!(ev.status < 0, "{dst}: an errno: {ev:?}");
+                format!("{} {}", ev.kind.c_name(), ev.status)
             }
-        }
+        };
         let took = t0.elapsed();
+        eprintln!("{dst}: {outcome} after {took:?}");
         assert!(took < timeout + Duration::from_secs(1), "{dst}: {took:?}");
     }
 }
