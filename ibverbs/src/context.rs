@@ -1,6 +1,7 @@
 //! An open device: `struct ibv_context`.
 
 use std::fmt;
+use std::panic::RefUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
@@ -22,6 +23,9 @@ struct Inner {
     raw: NonNull<ffi::ibv_context>,
     /// `ibv_query_device`, read once: the limits do not change while the device is open.
     attr: OnceLock<ffi::ibv_device_attr>,
+    /// What keeps a context another library opened open (librdmacm's device list), dropped
+    /// instead of `ibv_close_device`; `None` for a context this crate opened.
+    keep_open: Option<Box<dyn Send + Sync + RefUnwindSafe>>,
 }
 
 // SAFETY: libibverbs contexts may be used from any thread; all verbs on them are thread-safe.
@@ -31,6 +35,9 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if self.keep_open.is_some() {
+            return; // the library that opened it closes it
+        }
         // SAFETY: the context is open, and every object created from it holds a clone of the
         // Arc, so none is left.
         let rc = unsafe { ffi::ibv_close_device(self.raw.as_ptr()) };
@@ -48,6 +55,26 @@ impl Context {
             inner: Arc::new(Inner {
                 raw,
                 attr: OnceLock::new(),
+                keep_open: None,
+            }),
+        }
+    }
+
+    /// Wraps a context another library opened and keeps open while `keep_open` lives (such
+    /// as librdmacm's device contexts, held by its device list); it is never closed here.
+    ///
+    /// # Safety
+    /// `raw` must be an open context that stays open until `keep_open` is dropped.
+    #[cfg(feature = "cm")]
+    pub(crate) unsafe fn from_raw_kept(
+        raw: NonNull<ffi::ibv_context>,
+        keep_open: Box<dyn Send + Sync + RefUnwindSafe>,
+    ) -> Self {
+        Context {
+            inner: Arc::new(Inner {
+                raw,
+                attr: OnceLock::new(),
+                keep_open: Some(keep_open),
             }),
         }
     }
@@ -78,9 +105,10 @@ impl Context {
         Ok(self.inner.attr.get_or_init(|| attr))
     }
 
-    /// Fails with [`Error::Mismatch`] unless `other` is this same context.
+    /// Fails with [`Error::Mismatch`] unless `other` is this same context (the same
+    /// `ibv_context`: librdmacm's device context may be wrapped more than once).
     pub(crate) fn check_same(&self, other: &Context, what: &'static str) -> Result<()> {
-        if Arc::ptr_eq(&self.inner, &other.inner) {
+        if self.inner.raw == other.inner.raw {
             Ok(())
         } else {
             Err(Error::Mismatch {

@@ -72,6 +72,12 @@
 //! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
 //! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
+//! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
+//! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
+//!
+//! With the `cm` feature, [`Context`]s also come from a CM id (`CmId::context`): librdmacm's
+//! own device context, which it keeps open while the [`Context`] lives and which is never
+//! closed here; the `cm` module docs give the rules.
 //!
 //! Objects that are shared (context, PD, channel, SRQ, a region's registration) are
 //! reference-counted handles; the count is touched when objects are created, bound and
@@ -318,6 +324,8 @@ mod ah;
 mod async_event;
 mod atomic_copy;
 mod channel;
+#[cfg(feature = "cm")]
+pub mod cm;
 mod context;
 mod cq;
 mod device;

@@ -25,6 +25,9 @@ use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, RecvRequest, SendRequest};
 
+#[cfg(feature = "cm")]
+pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+
 /// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
 /// (the peer's [`Endpoint`] carries only its address); the defaults are perftest's.
 ///

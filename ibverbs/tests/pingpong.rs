@@ -8,113 +8,13 @@
 //! pingpong` alone does not build it. Each test uses its own TCP port, so they run in
 //! parallel; each program gets [`TIMEOUT`], then is killed and the test fails.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{c_tool, device, example, listening, open};
+use ibverbs_test_kit::{c_tool, device, example, listening, open, Outcome, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const ITERS: u32 = 100;
-
-/// One side of a run: the program, its output read by two threads, killed when dropped.
-struct Side {
-    name: String,
-    child: Child,
-    stdout: Option<JoinHandle<String>>,
-    stderr: Option<JoinHandle<String>>,
-}
-
-/// What a side printed and how it ended.
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        text
-    })
-}
-
-impl Side {
-    fn spawn(name: &str, program: &PathBuf, args: &[String]) -> Side {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
-        let stdout = child.stdout.take().map(read_all);
-        let stderr = child.stderr.take().map(read_all);
-        Side {
-            name: format!("{name} ({} {})", program.display(), args.join(" ")),
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Waits for the exit until `deadline`; kills the program and fails after it.
-    fn finish(mut self, deadline: Instant) -> Outcome {
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        if status.is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        let text = |h: Option<JoinHandle<String>>| h.map(|h| h.join().unwrap()).unwrap_or_default();
-        let (stdout, stderr) = (text(self.stdout.take()), text(self.stderr.take()));
-        let Some(status) = status else {
-            panic!(
-                "{} did not finish in {TIMEOUT:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-                self.name
-            );
-        };
-        Outcome {
-            status,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Waits until something listens on TCP `port` (read from /proc, without connecting:
-    /// the server takes the first connection as its peer).
-    fn wait_listening(&mut self, port: u16) {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if listening(port) {
-                return;
-            }
-            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
-                panic!("{} exited with {status} before listening", self.name);
-            }
-            assert!(Instant::now() < deadline, "{} never listened", self.name);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Side {
-    fn drop(&mut self) {
-        // A side left running by a failed test must not outlive it.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[derive(Clone, Copy)]
 enum Program {
@@ -186,10 +86,11 @@ fn pingpong(server: Program, client: Program, port: u16, size: u64, extra: &[&st
     ]);
     args.extend(extra.iter().map(|s| s.to_string()));
 
-    let mut s = Side::spawn("server", &server.path(), &args);
-    s.wait_listening(port);
+    let mut s = Running::spawn("server", &server.path(), &args);
+    // Read from /proc, without connecting: the server takes the first connection as its peer.
+    s.wait_until("listened", TIMEOUT, || listening(port));
     args.push("127.0.0.1".into());
-    let c = Side::spawn("client", &client.path(), &args);
+    let c = Running::spawn("client", &client.path(), &args);
     let deadline = Instant::now() + TIMEOUT;
     let client_out = c.finish(deadline);
     let server_out = s.finish(deadline);
@@ -243,7 +144,7 @@ fn client_without_server_exits_1_as_c_does() {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let out = Side::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT);
+        let out = Running::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT);
         assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
         assert!(out.stderr.contains("Couldn't connect"), "{}", out.stderr);
     }

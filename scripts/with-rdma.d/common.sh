@@ -18,6 +18,10 @@ EXIT_USAGE=2
 PAIR_NET=198.18.0         # a is .1, b is .2 (RFC 2544 benchmarking space)
 PAIR_MAC=52:54:00:12:34:0 # a ...:01, b ...:02
 LINK_DEV=rxe1
+# The rdma_cm device of every host and VM (setup_cm): not rxe1, which the pair uses.
+CM_DEV=rxe_cm
+CM_NETDEV=cm0
+CM_ADDR=198.18.1.1
 
 msg() { printf '%s: %s\n' "$ME" "$*" >&2; }
 err() { printf '%s: error: %s\n' "$ME" "$*" >&2; }
@@ -78,7 +82,8 @@ wait_active() {
 }
 
 # setup_rxe SECONDS: load rdma_rxe and put rxe0 on lo (needs root), then wait up to
-# SECONDS for its port to be ACTIVE; used on the host (native-rxe) and inside the guest.
+# SECONDS for its port to be ACTIVE; then set up the CM device (setup_cm). Used on the
+# host (native-rxe) and inside the guest.
 setup_rxe() {
 	local timeout=$1
 	ip link set lo up 2>/dev/null
@@ -86,7 +91,44 @@ setup_rxe() {
 	if [[ ! -e /sys/class/infiniband/rxe0 ]]; then
 		rdma link add rxe0 type rxe netdev lo || return 1
 	fi
-	wait_active "$timeout"
+	wait_active "$timeout" && setup_cm
+}
+
+# setup_cm: the device for rdma_cm (route resolution fails on rxe0, whose netdev lo has
+# no route of its own): CM_DEV on the dummy netdev CM_NETDEV with CM_ADDR/24. Exports
+# WITH_RDMA_CM_DEVICE and WITH_RDMA_CM_ADDR for the commands.
+setup_cm() {
+	if [[ ! -e /sys/class/net/$CM_NETDEV ]]; then
+		ip link add "$CM_NETDEV" type dummy || return 1
+		ip addr add "$CM_ADDR/24" dev "$CM_NETDEV" || return 1
+	fi
+	# ARP on (a dummy has it off), so that a neighbour nobody answers for times out as on a
+	# real link, instead of resolving at once.
+	ip link set "$CM_NETDEV" arp on up || return 1
+	if [[ ! -e /sys/class/infiniband/$CM_DEV ]]; then
+		rdma link add "$CM_DEV" type rxe netdev "$CM_NETDEV" || return 1
+	fi
+	wait_gid "$CM_DEV" "$CM_ADDR" || return 1
+	export WITH_RDMA_CM_DEVICE=$CM_DEV WITH_RDMA_CM_ADDR=$CM_ADDR
+}
+
+# wait_gid DEV ADDR: wait up to 10 s for port 1 of DEV to be ACTIVE with the IPv4-mapped
+# GID of ADDR in its table.
+wait_gid() {
+	local dev=$1 want f i state gid
+	# shellcheck disable=SC2086 # the dotted quad splits into its numbers
+	printf -v want '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ }
+	for ((i = 0; i < 100; i++)); do
+		if read -r state <"/sys/class/infiniband/$dev/ports/1/state" &&
+			[[ $state == *ACTIVE ]]; then
+			for f in "/sys/class/infiniband/$dev/ports/1/gids/"{0..15}; do
+				read -r gid <"$f" && [[ $gid == "$want" ]] && return 0
+			done
+		fi
+		nap 0.1
+	done
+	echo "$ME: $dev is not ACTIVE with GID $want after 10 s"
+	return 1
 }
 
 # ---------------------------------------------------------------- job files

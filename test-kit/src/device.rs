@@ -3,10 +3,14 @@
 //! - `IBVERBS_TEST_DEVICE`: the RDMA device (default `rxe0`);
 //! - `IBVERBS_TEST_GID`: the GID at index 1 of its port 1, a RoCE v2 GID (default
 //!   `::ffff:127.0.0.1`, which rxe on `lo` has);
-//! - `IBVERBS_TEST_NETDEV`: the network device of that GID (default `lo`).
+//! - `IBVERBS_TEST_NETDEV`: the network device of that GID (default `lo`);
+//! - `WITH_RDMA_CM_DEVICE` and `WITH_RDMA_CM_ADDR`: the device rdma_cm can route on and
+//!   its IP address (set by `scripts/with-rdma`; no default).
 //!
-//! A missing device is a failure, not a skip: [`open`] panics.
+//! A missing device is a failure, not a skip: [`open`], [`open_cm`], [`cm_device`] and
+//! [`cm_addr`] panic.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use ibverbs::{CompletionQueue, Context, Gid, WorkCompletion};
@@ -34,11 +38,41 @@ pub fn netdev() -> String {
     env_or("IBVERBS_TEST_NETDEV", "lo")
 }
 
+/// `$name`; panics, naming `scripts/with-rdma`, when it is not set.
+fn env_required(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("${name} is not set (run the tests through scripts/with-rdma)"))
+}
+
+/// The device for rdma_cm (its netdev has an address with a route): `$WITH_RDMA_CM_DEVICE`.
+pub fn cm_device() -> String {
+    env_required("WITH_RDMA_CM_DEVICE")
+}
+
+/// The IP address of the rdma_cm device: `$WITH_RDMA_CM_ADDR`.
+pub fn cm_addr() -> IpAddr {
+    env_required("WITH_RDMA_CM_ADDR")
+        .parse()
+        .expect("WITH_RDMA_CM_ADDR is an IP address")
+}
+
 /// Opens the test device (`ibv_open_device`); panics if it cannot.
 pub fn open() -> Context {
     let name = device();
     Context::open(&name).unwrap_or_else(|e| {
         panic!("cannot open the test device {name} (run the tests through scripts/with-rdma): {e}")
+    })
+}
+
+/// Opens the rdma_cm device (`ibv_open_device`); panics if it cannot. A test that only
+/// runs programs calls it, so that its binary links libibverbs and the runner gives it the
+/// device.
+pub fn open_cm() -> Context {
+    let name = cm_device();
+    Context::open(&name).unwrap_or_else(|e| {
+        panic!(
+            "cannot open the rdma_cm device {name} (run the tests through scripts/with-rdma): {e}"
+        )
     })
 }
 

@@ -1,13 +1,15 @@
 //! What the test files of the workspace share, so that none of them copies it:
 //!
-//! - [`device`](mod@device): the test device and its GID and network device (from the environment),
+//! - [`device`](mod@device): the test device and its GID and network device, the rdma_cm
+//!   device and its address (from the environment),
 //!   opening it, and the check that no destructor failed;
 //! - [`data`]: data patterns that catch stale, misplaced, shifted or torn bytes;
 //! - [`hello`](mod@hello): the text line two test processes exchange to connect their QPs;
 //! - [`wire`]: a TCP connection carrying text lines, between test processes;
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
-//! - [`net`]: TCP ports (a free one; whether one is listened on).
+//! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
+//! - [`run`]: a program run in the background, its output and status.
 //!
 //! Everything here is generic; what only one test needs stays in its test file.
 
@@ -16,11 +18,15 @@ pub mod device;
 pub mod hello;
 pub mod net;
 pub mod programs;
+pub mod run;
 pub mod wire;
 
 pub use data::{mix, pattern, record};
-pub use device::{assert_clean_drops, assert_empty, device, gid, netdev, open};
+pub use device::{
+    assert_clean_drops, assert_empty, cm_addr, cm_device, device, gid, netdev, open, open_cm,
+};
 pub use hello::{hello, parse_hello};
-pub use net::{free_port, listening};
+pub use net::{cm_listening, free_port, listening};
 pub use programs::{c_tool, example};
+pub use run::{Outcome, Running};
 pub use wire::Wire;

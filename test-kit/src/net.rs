@@ -1,6 +1,7 @@
-//! TCP ports of the programs the tests run.
+//! TCP and rdma_cm ports of the programs the tests run.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
+use std::process::Command;
 
 /// A TCP port nobody listens on right now (the kernel's pick for a listener on `0.0.0.0`).
 pub fn free_port() -> u16 {
@@ -22,4 +23,18 @@ pub fn listening(port: u16) -> bool {
             })
         })
     })
+}
+
+/// Whether an rdma_cm id listens on `addr` (IP and port), as `rdma resource show cm_id`
+/// (iproute2, `/usr/bin/rdma`) lists them: rdma_cm ports are not TCP ports, so
+/// [`listening`] does not see them.
+pub fn cm_listening(addr: SocketAddr) -> bool {
+    let out = Command::new("/usr/bin/rdma")
+        .args(["resource", "show", "cm_id"])
+        .output()
+        .expect("running /usr/bin/rdma (iproute2)");
+    let want = format!("src-addr {addr} ");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.contains(" state LISTEN ") && format!("{l} ").contains(&want))
 }

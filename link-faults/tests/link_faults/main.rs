@@ -19,7 +19,7 @@
 //! through `WITH_RDMA_PEER_EXEC`, as the ignored test `peer::peer_process` with
 //! `LINK_FAULTS_PEER` set to the address to connect back to. Over that TCP connection (on the link) it takes
 //! one-line commands: set up a new QP, check what was written into it, receive a stream,
-//! inject or clear a fault on its own side, run a perftest server. The tests share it
+//! inject or clear a fault on its own side, run a perftest or rping server. The tests share it
 //! (starting a process on the other VM takes seconds) and take turns with it, so they run
 //! one at a time, as they must: they share the link.
 //!
@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ibverbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, example};
+use ibverbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, Running};
 
 use link::{gid_index, Fault, FaultKind, Link};
 use peer::PeerTurn;
@@ -344,4 +344,44 @@ fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
     peer.assert_clean_drops();
     drop(host);
     assert_clean_drops();
+}
+
+// ---------------------------------------------------------------- rdma_cm across the link
+
+/// rping between the hosts, connecting by the peer's address on the link, so that rdma_cm
+/// resolves it through a real route and neighbour (not loopback): the example against
+/// rdma-core's `rping` each way, server on the peer.
+#[test]
+fn rping_connects_across_the_link_by_address() {
+    let link = Link::from_env();
+    let mut peer = PeerTurn::take(&link);
+    let count = 10;
+    for (server, client, port) in [("c", "rust", 7301), ("rust", "c", 7302)] {
+        assert_eq!(peer.ask(&format!("rping {server} {port}")), "listening");
+        let path = if client == "c" {
+            c_tool("rping")
+        } else {
+            example("rping")
+        };
+        let args = ["-c", "-v", "-V", "-C", &count.to_string()]
+            .into_iter()
+            .chain(["-a", &link.peer.to_string(), "-p", &port.to_string()])
+            .map(String::from)
+            .collect::<Vec<_>>();
+        let out = Running::spawn("rping client", &path, &args).finish(Instant::now() + GUARD);
+        assert!(
+            out.status.success(),
+            "{client} client, {server} server: {}\n{}",
+            out.status,
+            out.context()
+        );
+        let pings = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("ping data: rdma-ping-"))
+            .count();
+        assert_eq!(pings, count, "{client} client: {}", out.context());
+        let end = peer.wire().recv("the end of the rping server");
+        assert_eq!(end, format!("exit 0 {count}"), "{server} server");
+    }
 }

@@ -2,7 +2,7 @@
 //! the tests through `PeerTurn`), and what it does there (`peer_process` and its commands).
 
 use std::io::ErrorKind;
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::{Deref, DerefMut};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -12,7 +12,8 @@ use ibverbs::{
     AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, WcOpcode, WcStatus, WorkCompletion,
 };
 use ibverbs_test_kit::{
-    assert_clean_drops, example, free_port, hello, listening, parse_hello, record, Wire,
+    assert_clean_drops, c_tool, cm_listening, example, free_port, hello, listening, parse_hello,
+    record, Running, Wire,
 };
 
 use crate::link::{env, Fault, Link, DEVICE_VAR, EXEC_VAR, LOCAL_VAR, NETDEV_VAR, PEER_VAR};
@@ -233,6 +234,7 @@ pub fn peer_process() {
                 None => panic!("peer: no fault to clear"),
             },
             "tool" => peer_tool(&state, args, &mut wire),
+            "rping" => peer_rping(args, &mut wire),
             "drops" => format!("ok {}", ibverbs::drop_error::count()),
             _ => panic!("peer: unknown command {line:?}"),
         };
@@ -405,4 +407,29 @@ fn peer_tool(state: &PeerState, args: &str, wire: &mut Wire) -> String {
         std::thread::sleep(Duration::from_millis(20));
     };
     format!("exit {}", status.code().map_or(-1, |c| c))
+}
+
+/// `rping c|rust PORT`: runs rdma-core's `rping` or the example as the server on PORT of
+/// this side's link address, with `-v`; answers `listening` once its CM id listens, then
+/// `exit CODE PINGS` when it has finished (PINGS: its `server ping data:` lines).
+fn peer_rping(args: &str, wire: &mut Wire) -> String {
+    let (program, port) = args.split_once(' ').expect("rping c|rust PORT");
+    let path = match program {
+        "c" => c_tool("rping"),
+        "rust" => example("rping"),
+        _ => panic!("peer: rping {program}?"),
+    };
+    let local: IpAddr = env(LOCAL_VAR).parse().expect("an address");
+    let at = SocketAddr::new(local, port.parse().expect("a port"));
+    let args = ["-s", "-v", "-a", &local.to_string(), "-p", port].map(String::from);
+    let mut server = Running::spawn("peer rping server", &path, &args);
+    server.wait_until("listened", GUARD, || cm_listening(at));
+    wire.send("listening");
+    let out = server.finish(Instant::now() + GUARD);
+    let pings = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("server ping data: "))
+        .count();
+    format!("exit {} {pings}", out.status.code().map_or(-1, |c| c))
 }

@@ -1,0 +1,169 @@
+//! Event channels: `struct rdma_event_channel`, the fd CM events arrive on.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdmacm_sys as cm;
+
+use super::event::CmEvent;
+use super::id::CmId;
+use super::PortSpace;
+use crate::error::{check_ptr, Error, Result};
+
+/// An event channel (`rdma_create_event_channel`), destroyed when it and every id created
+/// on it are dropped (`rdma_destroy_event_channel`).
+///
+/// Its fd is non-blocking ([`AsFd`], for a poll loop of the caller's);
+/// [`get_event`](Self::get_event) and [`get_event_timeout`](Self::get_event_timeout) wait
+/// for it. Each event is copied out and acknowledged (`rdma_ack_cm_event`) before it is
+/// returned, so none is left unacknowledged and `rdma_destroy_id` never waits for one.
+#[derive(Clone)]
+pub struct EventChannel {
+    pub(super) inner: Arc<ChannelInner>,
+}
+
+/// The channel itself, shared by the [`EventChannel`] handles and the ids created on it.
+pub(super) struct ChannelInner {
+    raw: NonNull<cm::rdma_event_channel>,
+}
+
+// SAFETY: an event channel is an fd and its number; librdmacm's calls on it are thread-safe
+// (each reads whole events from the fd).
+unsafe impl Send for ChannelInner {}
+// SAFETY: as above.
+unsafe impl Sync for ChannelInner {}
+
+impl Drop for ChannelInner {
+    fn drop(&mut self) {
+        // SAFETY: the channel is live and every id created on it holds this Arc, so all of
+        // them are destroyed.
+        unsafe { cm::rdma_destroy_event_channel(self.raw.as_ptr()) };
+    }
+}
+
+impl ChannelInner {
+    pub(super) fn as_raw(&self) -> *mut cm::rdma_event_channel {
+        self.raw.as_ptr()
+    }
+}
+
+impl EventChannel {
+    /// Creates an event channel (`rdma_create_event_channel`) with a non-blocking fd.
+    pub fn new() -> Result<Self> {
+        // SAFETY: no arguments; the result is checked.
+        let raw = check_ptr("rdma_create_event_channel", unsafe {
+            cm::rdma_create_event_channel()
+        })?;
+        let channel = EventChannel {
+            inner: Arc::new(ChannelInner { raw }),
+        };
+        let fd = channel.as_raw_fd();
+        // SAFETY: fd is the channel's open fd; F_GETFL/F_SETFL take and return plain flags.
+        let rc = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 {
+                flags
+            } else {
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK)
+            }
+        };
+        if rc < 0 {
+            return Err(Error::last("fcntl(O_NONBLOCK)"));
+        }
+        Ok(channel)
+    }
+
+    /// The raw `rdma_event_channel`, valid while this channel lives.
+    pub fn as_raw(&self) -> *mut cm::rdma_event_channel {
+        self.inner.as_raw()
+    }
+
+    /// Creates a CM id on this channel (`rdma_create_id`) in port space `ps`: TCP for RC,
+    /// UDP for UD.
+    pub fn create_id(&self, ps: PortSpace) -> Result<CmId> {
+        CmId::create(self, ps)
+    }
+
+    /// Waits for the next event (`rdma_get_cm_event`), then acknowledges it.
+    pub fn get_event(&self) -> Result<CmEvent> {
+        loop {
+            if let Some(event) = self.wait_and_get(-1)? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the next event; `None` if none came.
+    pub fn get_event_timeout(&self, timeout: Duration) -> Result<Option<CmEvent>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+            if let Some(event) = self.wait_and_get(ms)? {
+                return Ok(Some(event));
+            }
+            if left.is_zero() {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Polls the fd for up to `ms` (-1: no limit), then reads one event if there is one
+    /// (another reader may have taken it).
+    fn wait_and_get(&self, ms: i32) -> Result<Option<CmEvent>> {
+        let mut pfd = libc::pollfd {
+            fd: self.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: pfd is one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let err = Error::last("poll");
+            if err.raw_os_error() == Some(libc::EINTR) {
+                return Ok(None);
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the channel is live; raw is a valid out pointer.
+        let rc = unsafe { cm::rdma_get_cm_event(self.as_raw(), &mut raw) };
+        if rc != 0 {
+            let err = Error::last("rdma_get_cm_event");
+            if err.raw_os_error() == Some(libc::EAGAIN) {
+                return Ok(None);
+            }
+            return Err(err);
+        }
+        // SAFETY: raw is an event rdma_get_cm_event just returned, not yet acknowledged;
+        // take() acknowledges it exactly once.
+        unsafe { CmEvent::take(self, raw) }.map(Some)
+    }
+}
+
+impl AsRawFd for EventChannel {
+    fn as_raw_fd(&self) -> RawFd {
+        // SAFETY: the channel is live.
+        unsafe { (*self.as_raw()).fd }
+    }
+}
+
+impl AsFd for EventChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the fd stays open while the channel (and so this borrow) lives.
+        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
+    }
+}
+
+impl std::fmt::Debug for EventChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventChannel")
+            .field("fd", &self.as_raw_fd())
+            .finish()
+    }
+}

@@ -1,0 +1,222 @@
+//! CM events (`struct rdma_cm_event`): copied into [`CmEvent`] and acknowledged at once.
+
+use rdmacm_sys as cm;
+
+use super::channel::EventChannel;
+use super::id::{CmId, IdHandle};
+use crate::error::{check, Result};
+
+/// One event of an [`EventChannel`], already acknowledged: what it said, copied.
+#[derive(Debug)]
+pub struct CmEvent {
+    /// The id it is for ([`CmId::handle`]); for a connect request, the listening id.
+    pub id: IdHandle,
+    /// What happened.
+    pub kind: CmEventKind,
+    /// The event's `status`: 0, a negative errno (errors), or the reject reason
+    /// ([`CmEventKind::Rejected`]).
+    pub status: i32,
+}
+
+/// What a [`CmEvent`] reports (`enum rdma_cm_event_type`), with its data.
+///
+/// On InfiniBand and RoCE the CM does not send the length of the private data: a peer's
+/// private data arrives zero-padded to the message's whole field (56 bytes for a connect
+/// request, 196 for an accept, 148 for a reject; see
+/// [`private_data_limit`](super::private_data_limit)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CmEventKind {
+    /// `RDMA_CM_EVENT_ADDR_RESOLVED`: [`CmId::resolve_addr`] is done.
+    AddrResolved,
+    /// `RDMA_CM_EVENT_ADDR_ERROR`: the address did not resolve (`status` is the errno).
+    AddrError,
+    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`: [`CmId::resolve_route`] is done.
+    RouteResolved,
+    /// `RDMA_CM_EVENT_ROUTE_ERROR`: the route did not resolve (`status` is the errno).
+    RouteError,
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST`, on a listening id: a peer connects.
+    ConnectRequest {
+        /// The id of the new connection: accept or reject it.
+        id: CmId,
+        /// What the peer sent with its request.
+        private_data: Vec<u8>,
+        /// The peer's `initiator_depth` (what we may give as `responder_resources`).
+        initiator_depth: u8,
+        /// The peer's `responder_resources` (what we may give as `initiator_depth`).
+        responder_resources: u8,
+    },
+    /// `RDMA_CM_EVENT_CONNECT_RESPONSE`: a reply for an id without a QP.
+    ConnectResponse {
+        /// What the peer sent with its accept.
+        private_data: Vec<u8>,
+    },
+    /// `RDMA_CM_EVENT_CONNECT_ERROR`: the connection failed (`status` is the errno).
+    ConnectError,
+    /// `RDMA_CM_EVENT_UNREACHABLE`: the peer did not answer.
+    Unreachable,
+    /// `RDMA_CM_EVENT_REJECTED`: the peer (or its CM, when nobody listens) rejected us.
+    Rejected {
+        /// The reject reason (the IB CM's REJ reason on IB and RoCE).
+        reason: i32,
+        /// What the reason means ([`reject_reason_text`]).
+        reason_text: &'static str,
+        /// What the peer sent with its reject.
+        private_data: Vec<u8>,
+    },
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the connection is up.
+    Established {
+        /// What the peer sent with its accept (on the connecting side).
+        private_data: Vec<u8>,
+    },
+    /// `RDMA_CM_EVENT_DISCONNECTED`: the connection is down.
+    Disconnected,
+    /// `RDMA_CM_EVENT_DEVICE_REMOVAL`: the id's device is going away.
+    DeviceRemoval,
+    /// `RDMA_CM_EVENT_MULTICAST_JOIN`.
+    MulticastJoin,
+    /// `RDMA_CM_EVENT_MULTICAST_ERROR`.
+    MulticastError,
+    /// `RDMA_CM_EVENT_ADDR_CHANGE`: the id's address moved to another device.
+    AddrChange,
+    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the QP left timewait and can be reused.
+    TimewaitExit,
+    /// An event type this crate does not know, by number.
+    Other(u32),
+}
+
+impl CmEventKind {
+    /// The C name of the event type, as `rdma_event_str` gives it
+    /// (`RDMA_CM_EVENT_ESTABLISHED`, ...).
+    pub fn c_name(&self) -> &'static str {
+        match self {
+            CmEventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            CmEventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
+            CmEventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            CmEventKind::RouteError => "RDMA_CM_EVENT_ROUTE_ERROR",
+            CmEventKind::ConnectRequest { .. } => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            CmEventKind::ConnectResponse { .. } => "RDMA_CM_EVENT_CONNECT_RESPONSE",
+            CmEventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
+            CmEventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
+            CmEventKind::Rejected { .. } => "RDMA_CM_EVENT_REJECTED",
+            CmEventKind::Established { .. } => "RDMA_CM_EVENT_ESTABLISHED",
+            CmEventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
+            CmEventKind::DeviceRemoval => "RDMA_CM_EVENT_DEVICE_REMOVAL",
+            CmEventKind::MulticastJoin => "RDMA_CM_EVENT_MULTICAST_JOIN",
+            CmEventKind::MulticastError => "RDMA_CM_EVENT_MULTICAST_ERROR",
+            CmEventKind::AddrChange => "RDMA_CM_EVENT_ADDR_CHANGE",
+            CmEventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+            CmEventKind::Other(_) => "UNKNOWN EVENT",
+        }
+    }
+}
+
+impl CmEvent {
+    /// Copies `raw` into a [`CmEvent`] and acknowledges it (`rdma_ack_cm_event`).
+    ///
+    /// # Safety
+    /// `raw` must be an event `rdma_get_cm_event` returned on `channel`, not yet
+    /// acknowledged; it is acknowledged here, once, whatever the result.
+    pub(super) unsafe fn take(channel: &EventChannel, raw: *mut cm::rdma_cm_event) -> Result<Self> {
+        use cm::rdma_cm_event_type as T;
+        // SAFETY: raw is valid until acknowledged (caller); everything is copied before.
+        let (kind, status, id) = unsafe {
+            let ev = &*raw;
+            let conn = ev.param.conn.as_ref();
+            let data = || private_data(conn.private_data, conn.private_data_len);
+            let kind = match ev.event {
+                T::RDMA_CM_EVENT_ADDR_RESOLVED => CmEventKind::AddrResolved,
+                T::RDMA_CM_EVENT_ADDR_ERROR => CmEventKind::AddrError,
+                T::RDMA_CM_EVENT_ROUTE_RESOLVED => CmEventKind::RouteResolved,
+                T::RDMA_CM_EVENT_ROUTE_ERROR => CmEventKind::RouteError,
+                T::RDMA_CM_EVENT_CONNECT_REQUEST => CmEventKind::ConnectRequest {
+                    // The new id is ours from here on; it was created on this channel.
+                    id: CmId::adopt_request(channel, ev.id),
+                    private_data: data(),
+                    initiator_depth: conn.initiator_depth,
+                    responder_resources: conn.responder_resources,
+                },
+                T::RDMA_CM_EVENT_CONNECT_RESPONSE => CmEventKind::ConnectResponse {
+                    private_data: data(),
+                },
+                T::RDMA_CM_EVENT_CONNECT_ERROR => CmEventKind::ConnectError,
+                T::RDMA_CM_EVENT_UNREACHABLE => CmEventKind::Unreachable,
+                T::RDMA_CM_EVENT_REJECTED => CmEventKind::Rejected {
+                    reason: ev.status,
+                    reason_text: reject_reason_text(ev.status),
+                    private_data: data(),
+                },
+                T::RDMA_CM_EVENT_ESTABLISHED => CmEventKind::Established {
+                    private_data: data(),
+                },
+                T::RDMA_CM_EVENT_DISCONNECTED => CmEventKind::Disconnected,
+                T::RDMA_CM_EVENT_DEVICE_REMOVAL => CmEventKind::DeviceRemoval,
+                T::RDMA_CM_EVENT_MULTICAST_JOIN => CmEventKind::MulticastJoin,
+                T::RDMA_CM_EVENT_MULTICAST_ERROR => CmEventKind::MulticastError,
+                T::RDMA_CM_EVENT_ADDR_CHANGE => CmEventKind::AddrChange,
+                T::RDMA_CM_EVENT_TIMEWAIT_EXIT => CmEventKind::TimewaitExit,
+                other => CmEventKind::Other(other.0),
+            };
+            let id = if ev.event == T::RDMA_CM_EVENT_CONNECT_REQUEST {
+                ev.listen_id
+            } else {
+                ev.id
+            };
+            (kind, ev.status, IdHandle::of(id))
+        };
+        // SAFETY: raw was not acknowledged yet (caller), and nothing points into it now.
+        check("rdma_ack_cm_event", unsafe { cm::rdma_ack_cm_event(raw) })?;
+        Ok(CmEvent { id, kind, status })
+    }
+
+    /// Whether the event is for `id` (a connect request: for the listening `id`).
+    pub fn is_for(&self, id: &CmId) -> bool {
+        self.id == id.handle()
+    }
+}
+
+/// A copy of `len` bytes at `ptr` (nothing for null).
+///
+/// # Safety
+/// `ptr` is null or valid for `len` bytes.
+unsafe fn private_data(ptr: *const std::ffi::c_void, len: u8) -> Vec<u8> {
+    if ptr.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: valid for len bytes (caller).
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len.into()) }.to_vec()
+}
+
+/// What an InfiniBand CM reject reason (the REJ message's reason, which IB and RoCE
+/// report in [`CmEventKind::Rejected`]) means; the kernel's `ib_cm_rej_reason` names.
+pub fn reject_reason_text(reason: i32) -> &'static str {
+    match reason {
+        1 => "no QP",
+        2 => "no EEC",
+        3 => "no resources",
+        4 => "timeout",
+        5 => "unsupported request",
+        6 => "invalid comm ID",
+        7 => "invalid comm instance",
+        8 => "invalid service ID (nobody listens there)",
+        9 => "invalid transport type",
+        10 => "stale connection",
+        11 => "RDC does not exist",
+        12 => "invalid GID",
+        13 => "invalid LID",
+        14 => "invalid SL",
+        15 => "invalid traffic class",
+        16 => "invalid hop limit",
+        17 => "invalid packet rate",
+        24 => "port CM redirect",
+        25 => "port redirect",
+        26 => "invalid MTU",
+        27 => "insufficient responder resources",
+        28 => "consumer defined (rejected by the peer)",
+        29 => "invalid RNR retry",
+        30 => "duplicate local comm ID",
+        31 => "invalid class version",
+        32 => "invalid flow label",
+        _ => "unknown reason",
+    }
+}

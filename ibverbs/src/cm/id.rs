@@ -1,0 +1,328 @@
+//! CM ids: `struct rdma_cm_id`, the rdma_cm counterpart of a socket.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdmacm_sys as cm;
+
+use super::addr::{from_c, to_c};
+use super::channel::{ChannelInner, EventChannel};
+use super::param::{check_private_data, ConnParam, Message};
+use super::PortSpace;
+use crate::context::Context;
+use crate::cq::CompletionQueue;
+use crate::drop_error;
+use crate::error::{check, Error, Result};
+use crate::ffi;
+use crate::pd::ProtectionDomain;
+use crate::qp::cm::Adopted;
+use crate::qp::QueuePair;
+use crate::qp_type::QpType;
+
+/// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
+///
+/// It keeps its [`EventChannel`] alive; its QP ([`create_qp`](Self::create_qp)) belongs to
+/// it and is destroyed first. The id is `Send` but not `Sync`: librdmacm updates the id's
+/// fields (its addresses, route) in calls on it, which must not run beside each other.
+pub struct CmId {
+    raw: NonNull<cm::rdma_cm_id>,
+    ps: PortSpace,
+    qp: Option<QueuePair>,
+    // Dropped after the id is destroyed (fields drop after Drop::drop).
+    _channel: Arc<ChannelInner>,
+}
+
+// SAFETY: an id may be used from any thread, one call at a time (it is not Sync).
+unsafe impl Send for CmId {}
+
+/// Which id a [`CmEvent`](super::CmEvent) is for: compare with [`CmId::handle`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IdHandle(usize);
+
+impl IdHandle {
+    pub(super) fn of(raw: *mut cm::rdma_cm_id) -> Self {
+        IdHandle(raw as usize)
+    }
+}
+
+/// A `Duration` as librdmacm's `timeout_ms`.
+fn millis(timeout: Duration) -> Result<i32> {
+    i32::try_from(timeout.as_millis()).map_err(|_| Error::OutOfRange {
+        what: "timeout in milliseconds",
+        value: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        min: 0,
+        max: i32::MAX as u64,
+    })
+}
+
+impl CmId {
+    /// `rdma_create_id` on `channel`.
+    pub(super) fn create(channel: &EventChannel, ps: PortSpace) -> Result<Self> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: the channel is live; raw is a valid out pointer; no context pointer.
+        let rc =
+            unsafe { cm::rdma_create_id(channel.as_raw(), &mut raw, ptr::null_mut(), ps.raw()) };
+        check("rdma_create_id", rc)?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last("rdma_create_id"))?;
+        Ok(CmId {
+            raw,
+            ps,
+            qp: None,
+            _channel: Arc::clone(&channel.inner),
+        })
+    }
+
+    /// Takes ownership of the new id of a connect request on `channel`.
+    ///
+    /// # Safety
+    /// `raw` must be the `id` of a connect request event read from `channel`, owned by
+    /// nothing else.
+    pub(super) unsafe fn adopt_request(channel: &EventChannel, raw: *mut cm::rdma_cm_id) -> Self {
+        // SAFETY: a connect request's id is a live id of librdmacm (caller).
+        let ps = PortSpace::from_raw(unsafe { (*raw).ps.0 } as i32).unwrap_or(PortSpace::Tcp);
+        CmId {
+            // SAFETY: an event's id is never null.
+            raw: unsafe { NonNull::new_unchecked(raw) },
+            ps,
+            qp: None,
+            _channel: Arc::clone(&channel.inner),
+        }
+    }
+
+    /// The raw `rdma_cm_id`, valid while this id lives.
+    pub fn as_raw(&self) -> *mut cm::rdma_cm_id {
+        self.raw.as_ptr()
+    }
+
+    /// What identifies this id in events ([`CmEvent::id`](super::CmEvent::id)).
+    pub fn handle(&self) -> IdHandle {
+        IdHandle::of(self.as_raw())
+    }
+
+    /// The port space the id was created in.
+    pub fn port_space(&self) -> PortSpace {
+        self.ps
+    }
+
+    /// `rdma_bind_addr`: binds to a local address (port 0: any free port), which also
+    /// binds the id to that address's device.
+    pub fn bind(&self, addr: SocketAddr) -> Result<()> {
+        let mut sa = to_c(addr);
+        // SAFETY: the id is live; sa holds a sockaddr of addr's family.
+        check("rdma_bind_addr", unsafe {
+            cm::rdma_bind_addr(self.as_raw(), ptr::addr_of_mut!(sa).cast())
+        })
+    }
+
+    /// `rdma_listen`: waits for connect requests
+    /// ([`ConnectRequest`](super::CmEventKind::ConnectRequest) events) on the bound address;
+    /// `backlog` pending at most.
+    pub fn listen(&self, backlog: i32) -> Result<()> {
+        // SAFETY: the id is live.
+        check("rdma_listen", unsafe {
+            cm::rdma_listen(self.as_raw(), backlog)
+        })
+    }
+
+    /// `rdma_resolve_addr`: resolves `dst` (from `src` if given) to a device and port,
+    /// within `timeout`; ends with an `AddrResolved` or `AddrError` event.
+    pub fn resolve_addr(
+        &self,
+        src: Option<SocketAddr>,
+        dst: SocketAddr,
+        timeout: Duration,
+    ) -> Result<()> {
+        let ms = millis(timeout)?;
+        let mut src = src.map(to_c);
+        let mut dst = to_c(dst);
+        let src_ptr = src
+            .as_mut()
+            .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
+        // SAFETY: the id is live; the addresses are sockaddrs of their family or null.
+        check("rdma_resolve_addr", unsafe {
+            cm::rdma_resolve_addr(self.as_raw(), src_ptr, ptr::addr_of_mut!(dst).cast(), ms)
+        })
+    }
+
+    /// `rdma_resolve_route`: finds the path to the resolved address within `timeout`; ends
+    /// with a `RouteResolved` or `RouteError` event.
+    pub fn resolve_route(&self, timeout: Duration) -> Result<()> {
+        let ms = millis(timeout)?;
+        // SAFETY: the id is live.
+        check("rdma_resolve_route", unsafe {
+            cm::rdma_resolve_route(self.as_raw(), ms)
+        })
+    }
+
+    /// `rdma_connect`: sends a connect request with `param` (checked first: nothing is sent
+    /// if a field is out of range).
+    pub fn connect(&self, param: &ConnParam<'_>) -> Result<()> {
+        let mut c = param.to_c(Message::Connect, self.ps)?;
+        // SAFETY: the id is live; c points into param, which outlives the call.
+        check("rdma_connect", unsafe {
+            cm::rdma_connect(self.as_raw(), &mut c)
+        })
+    }
+
+    /// `rdma_accept`: accepts the connect request this id came with, as `param` says.
+    pub fn accept(&self, param: &ConnParam<'_>) -> Result<()> {
+        let mut c = param.to_c(Message::Accept, self.ps)?;
+        // SAFETY: the id is live; c points into param, which outlives the call.
+        check("rdma_accept", unsafe {
+            cm::rdma_accept(self.as_raw(), &mut c)
+        })
+    }
+
+    /// `rdma_reject`: rejects the connect request this id came with, sending
+    /// `private_data` (checked against the limit first).
+    pub fn reject(&self, private_data: &[u8]) -> Result<()> {
+        let len = check_private_data(private_data, Message::Reject, self.ps)?;
+        let data = if len == 0 {
+            ptr::null()
+        } else {
+            private_data.as_ptr().cast()
+        };
+        // SAFETY: the id is live; data is null or valid for len bytes.
+        check("rdma_reject", unsafe {
+            cm::rdma_reject(self.as_raw(), data, len)
+        })
+    }
+
+    /// `rdma_disconnect`: tears the connection down (the QP goes to the error state, so
+    /// outstanding work requests are flushed). On IB and RoCE this sends a DREQ: the peer
+    /// gets `Disconnected` at once, and this side when the peer disconnects in turn (its
+    /// DREP) or the DREQ times out; so a peer answers its `Disconnected` with `disconnect`.
+    pub fn disconnect(&self) -> Result<()> {
+        // SAFETY: the id is live.
+        check("rdma_disconnect", unsafe {
+            cm::rdma_disconnect(self.as_raw())
+        })
+    }
+
+    /// The local address (`rdma_get_local_addr`), once bound or resolved.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        // SAFETY: the id is live; the address inside it is as long as its family says.
+        unsafe { from_c(cm::rdma_get_local_addr(self.as_raw())) }
+    }
+
+    /// The peer's address (`rdma_get_peer_addr`), once resolved or connected.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        // SAFETY: as above.
+        unsafe { from_c(cm::rdma_get_peer_addr(self.as_raw())) }
+    }
+
+    /// The device context the id is bound to (librdmacm's, kept open while the returned
+    /// [`Context`] lives): allocate the PD and CQs of [`create_qp`](Self::create_qp) on it.
+    /// Fails before the id is bound to a device (bind, resolve or a connect request).
+    pub fn context(&self) -> Result<Context> {
+        // SAFETY: the id is live.
+        let verbs = unsafe { (*self.as_raw()).verbs };
+        let verbs = NonNull::new(verbs).ok_or_else(|| Error::InvalidArgument {
+            what: "CM id",
+            reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
+                .into(),
+        })?;
+        super::device::context(verbs)
+    }
+
+    /// `rdma_create_qp`: creates the id's QP in `pd` (of [`context`](Self::context)) on the
+    /// given CQs, RC for the TCP port space and UD for UDP; librdmacm moves it to RTS on
+    /// connect or accept. `caps` are the wanted queue sizes (`max_send_wr`, ...). The QP
+    /// belongs to the id ([`qp`](Self::qp)).
+    pub fn create_qp(
+        &mut self,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+        caps: ffi::ibv_qp_cap,
+    ) -> Result<&QueuePair> {
+        if self.qp.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: "already has a QP".into(),
+            });
+        }
+        let ctx = self.context()?;
+        ctx.check_same(pd.context(), "protection domain")?;
+        ctx.check_same(send_cq.inner().context(), "send completion queue")?;
+        ctx.check_same(recv_cq.inner().context(), "receive completion queue")?;
+        let qp_type = match self.ps {
+            PortSpace::Udp => QpType::Ud,
+            _ => QpType::Rc,
+        };
+        let mut init = ffi::ibv_qp_init_attr {
+            send_cq: send_cq.as_raw(),
+            recv_cq: recv_cq.as_raw(),
+            cap: caps,
+            qp_type: qp_type.raw(),
+            ..Default::default()
+        };
+        // SAFETY: the id is live and bound to pd's device (checked); the CQs are of it too.
+        check("rdma_create_qp", unsafe {
+            cm::rdma_create_qp(self.as_raw(), pd.as_raw(), &mut init)
+        })?;
+        // SAFETY: the id is live and now has a QP.
+        let raw = unsafe { (*self.as_raw()).qp };
+        let Some(raw) = NonNull::new(raw) else {
+            return Err(Error::InvalidArgument {
+                what: "rdma_create_qp",
+                reason: "returned no QP".into(),
+            });
+        };
+        // SAFETY: the id is live.
+        let port = unsafe { (*self.as_raw()).port_num };
+        let what = Adopted {
+            qp_type,
+            caps: init.cap,
+            port,
+            pd,
+            send_cq,
+            recv_cq,
+        };
+        // SAFETY: raw is the live QP rdma_create_qp made in pd on the CQs; librdmacm does
+        // not destroy it (rdma_destroy_qp is never called), and Drop clears the id's pointer
+        // to it before the QP goes.
+        match unsafe { QueuePair::adopt(raw, what) } {
+            Ok(qp) => Ok(self.qp.insert(qp)),
+            Err(err) => {
+                // SAFETY: the id is live with the QP just made, which nothing else owns.
+                unsafe { cm::rdma_destroy_qp(self.as_raw()) };
+                Err(err)
+            }
+        }
+    }
+
+    /// The id's QP, if [`create_qp`](Self::create_qp) made one. It sends once the
+    /// connection is established (before, posting sends fails in the provider).
+    pub fn qp(&self) -> Option<&QueuePair> {
+        self.qp.as_ref()
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        if let Some(qp) = self.qp.take() {
+            // SAFETY: the id is live; librdmacm must not reach the QP once it is destroyed.
+            unsafe { (*self.as_raw()).qp = ptr::null_mut() };
+            drop(qp);
+        }
+        // SAFETY: the id is live, has no QP, and its events were all acknowledged when they
+        // were read (CmEvent::take), so this does not wait.
+        let rc = unsafe { cm::rdma_destroy_id(self.as_raw()) };
+        drop_error::report("rdma_destroy_id", rc);
+    }
+}
+
+impl fmt::Debug for CmId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CmId")
+            .field("port_space", &self.ps)
+            .field("local", &self.local_addr())
+            .field("peer", &self.peer_addr())
+            .field("qp", &self.qp)
+            .finish()
+    }
+}

@@ -1,0 +1,112 @@
+//! Connection management over librdmacm (feature `cm`): resolve an IP address, connect and
+//! accept the way sockets do, with private data in the handshake, instead of exchanging
+//! QP numbers over a side channel.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use ibverbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
+//!
+//! # fn main() -> ibverbs::Result<()> {
+//! let channel = EventChannel::new()?;
+//! let mut id = channel.create_id(PortSpace::Tcp)?;
+//! id.resolve_addr(None, "198.18.1.1:7471".parse().unwrap(), Duration::from_secs(2))?;
+//! assert!(matches!(channel.get_event()?.kind, CmEventKind::AddrResolved));
+//! id.resolve_route(Duration::from_secs(2))?;
+//! assert!(matches!(channel.get_event()?.kind, CmEventKind::RouteResolved));
+//! let ctx = id.context()?;
+//! let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(16, None)?);
+//! let caps = ibverbs::ffi::ibv_qp_cap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+//! id.create_qp(&pd, &cq, &cq, caps)?;
+//! id.connect(&ConnParam { private_data: b"hello", ..ConnParam::default() })?;
+//! match channel.get_event()?.kind {
+//!     CmEventKind::Established { private_data } => println!("accepted: {private_data:?}"),
+//!     other => println!("not connected: {other:?}"),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Objects
+//! | type | C object | created by | keeps alive |
+//! |---|---|---|---|
+//! | [`EventChannel`] | `rdma_event_channel` | `rdma_create_event_channel` | |
+//! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP |
+//! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
+//! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp` | PD, CQs (as any QP) |
+//!
+//! - The channel is destroyed after the last id on it: each id holds it.
+//! - An id owns its QP and destroys it first on drop (clearing librdmacm's pointer to it),
+//!   then the id (`rdma_destroy_id`). The QP holds its PD and CQs, which hold the
+//!   context; so the id outlives nothing it needs, and the PD and CQs may be shared by
+//!   many ids on the device.
+//! - The context of an id is librdmacm's, never closed here: a [`Context`](crate::Context)
+//!   made from it holds librdmacm's device list, which keeps the device open until the
+//!   context and everything made from it are gone. Contexts made from two ids on the same
+//!   device are the same device context for the `Mismatch` checks.
+//! - The new id of a connect request belongs to the [`CmEventKind::ConnectRequest`] that
+//!   carries it: accept or reject it, and drop it to destroy it.
+//!
+//! # Events
+//! [`EventChannel::get_event`] copies what an event says (its private data too) and
+//! acknowledges it (`rdma_ack_cm_event`) before returning it, so every event is
+//! acknowledged exactly once, and `rdma_destroy_id`, which waits for the id's
+//! unacknowledged events, never blocks.
+//!
+//! # Checked before the call
+//! [`ConnParam`]'s private data must fit the CM message ([`private_data_limit`]: 56 bytes
+//! for an RC connect, 196 for an accept, 148 for a reject, 180 / 136 for UD), and its
+//! retry counts 0..=7; out of range is an [`Error::OutOfRange`](crate::Error::OutOfRange)
+//! and nothing reaches librdmacm.
+
+mod addr;
+mod channel;
+mod device;
+mod event;
+mod id;
+mod param;
+
+pub use addr::{getaddrinfo, AddrHints, AddrInfo};
+pub use channel::EventChannel;
+pub use event::{reject_reason_text, CmEvent, CmEventKind};
+pub use id::{CmId, IdHandle};
+pub use param::{private_data_limit, ConnParam, Message};
+/// The raw librdmacm bindings (`rdmacm-sys`).
+pub use rdmacm_sys as ffi;
+
+use rdmacm_sys as cm;
+
+/// The port space of a CM id (`enum rdma_port_space`): which transport it connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PortSpace {
+    /// `RDMA_PS_TCP`: reliable connected (RC) QPs.
+    Tcp,
+    /// `RDMA_PS_UDP`: unreliable datagram (UD) QPs.
+    Udp,
+    /// `RDMA_PS_IPOIB`: UD, sharing IPoIB's port space.
+    Ipoib,
+    /// `RDMA_PS_IB`: any QP type, InfiniBand addressing.
+    Ib,
+}
+
+impl PortSpace {
+    /// The C value.
+    pub fn raw(self) -> cm::rdma_port_space {
+        match self {
+            PortSpace::Tcp => cm::rdma_port_space::RDMA_PS_TCP,
+            PortSpace::Udp => cm::rdma_port_space::RDMA_PS_UDP,
+            PortSpace::Ipoib => cm::rdma_port_space::RDMA_PS_IPOIB,
+            PortSpace::Ib => cm::rdma_port_space::RDMA_PS_IB,
+        }
+    }
+
+    /// The port space with C value `raw`, if it is one of these.
+    pub fn from_raw(raw: i32) -> Option<Self> {
+        [
+            PortSpace::Tcp,
+            PortSpace::Udp,
+            PortSpace::Ipoib,
+            PortSpace::Ib,
+        ]
+        .into_iter()
+        .find(|ps| ps.raw().0 as i32 == raw)
+    }
+}

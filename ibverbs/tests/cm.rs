@@ -1,0 +1,471 @@
+//! rdma_cm on the CM device (run through `scripts/with-rdma`, which names it in
+//! `$WITH_RDMA_CM_DEVICE` and its address in `$WITH_RDMA_CM_ADDR`): a loopback connect and
+//! accept with private data both ways and a send over the connected QPs, a connect nobody
+//! listens for, a reject with private data, private data over the limit, a port in use,
+//! addresses that do not resolve (within the timeout), a peer process killed after the
+//! connection is up, and `rdma_getaddrinfo`. A missing device or address is a failure, not
+//! a skip.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ibverbs::cm::{
+    getaddrinfo, private_data_limit, AddrHints, CmEvent, CmEventKind, CmId, ConnParam,
+    EventChannel, Message, PortSpace,
+};
+use ibverbs::{
+    AccessFlags, CompletionQueue, Error, ProtectionDomain, RecvRequest, SendRequest, WcStatus,
+    WorkCompletion,
+};
+use ibverbs_test_kit::{cm_addr, Running};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The next event on `channel`, within [`TIMEOUT`].
+fn next_event(channel: &EventChannel) -> CmEvent {
+    channel
+        .get_event_timeout(TIMEOUT)
+        .expect("rdma_get_cm_event")
+        .expect("an event within the timeout")
+}
+
+/// A listening id on the CM address, on a port the CM picks.
+fn listener(channel: &EventChannel) -> (CmId, SocketAddr) {
+    let id = channel.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    id.bind(SocketAddr::new(cm_addr(), 0))
+        .expect("rdma_bind_addr");
+    id.listen(4).expect("rdma_listen");
+    let addr = id.local_addr().expect("a bound id has an address");
+    assert_ne!(addr.port(), 0, "bind picks a port");
+    (id, addr)
+}
+
+/// The verbs objects of one side of a connection.
+struct Side {
+    pd: ProtectionDomain,
+    cq: CompletionQueue,
+}
+
+/// PD, CQ and an RC QP on `id`'s device.
+fn add_qp(id: &mut CmId) -> Side {
+    let ctx = id.context().expect("the id's device context");
+    let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
+    let cq = ctx.create_cq(16, None).expect("ibv_create_cq");
+    let caps = ibverbs::ffi::ibv_qp_cap {
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    id.create_qp(&pd, &cq, &cq, caps).expect("rdma_create_qp");
+    Side { pd, cq }
+}
+
+/// A client id resolved (address and route) to `dst`, with a QP.
+fn client(channel: &EventChannel, dst: SocketAddr) -> (CmId, Side) {
+    let mut id = channel.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    id.resolve_addr(None, dst, Duration::from_secs(2))
+        .expect("rdma_resolve_addr");
+    let ev = next_event(channel);
+    assert!(matches!(ev.kind, CmEventKind::AddrResolved), "{ev:?}");
+    assert!(ev.is_for(&id));
+    id.resolve_route(Duration::from_secs(2))
+        .expect("rdma_resolve_route");
+    let ev = next_event(channel);
+    assert!(matches!(ev.kind, CmEventKind::RouteResolved), "{ev:?}");
+    let side = add_qp(&mut id);
+    (id, side)
+}
+
+/// One completion of `cq`, successful, within [`TIMEOUT`].
+fn one_completion(cq: &CompletionQueue) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default()];
+    let done = cq.poll_wait(&mut wc, Some(TIMEOUT)).expect("ibv_poll_cq");
+    assert_eq!(done.len(), 1, "a completion within {TIMEOUT:?}");
+    done[0].ok().expect("a successful completion");
+    wc[0]
+}
+
+/// `data` padded with zeroes to `len` bytes: how IB and RoCE deliver private data.
+fn padded(data: &[u8], len: usize) -> Vec<u8> {
+    let mut v = data.to_vec();
+    v.resize(len, 0);
+    v
+}
+
+#[test]
+fn connect_accept_with_private_data_then_send() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let (cid, cside) = client(&cchan, addr);
+    let hello = b"hello from the client";
+    cid.connect(&ConnParam {
+        private_data: hello,
+        ..ConnParam::default()
+    })
+    .expect("rdma_connect");
+
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest {
+        id: mut sid,
+        private_data,
+        ..
+    } = ev.kind
+    else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let connect_limit = private_data_limit(Message::Connect, PortSpace::Tcp);
+    assert_eq!(private_data, padded(hello, connect_limit));
+    assert_eq!(sid.peer_addr().map(|a| a.ip()), Some(cm_addr()));
+    let sside = add_qp(&mut sid);
+    let mut rmr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    rmr.write(0, &[0; 64]).unwrap();
+    {
+        let sge = [rmr.sge(..).unwrap()];
+        let qp = sid.qp().expect("the QP just made");
+        qp.post_recv(&mut [RecvRequest::new(7, &sge)])
+            .expect("ibv_post_recv");
+    }
+    let welcome = b"welcome from the server";
+    sid.accept(&ConnParam {
+        private_data: welcome,
+        ..ConnParam::default()
+    })
+    .expect("rdma_accept");
+
+    let ev = next_event(&cchan);
+    let CmEventKind::Established { private_data } = ev.kind else {
+        panic!("expected established on the client, got {ev:?}");
+    };
+    let accept_limit = private_data_limit(Message::Accept, PortSpace::Tcp);
+    assert_eq!(private_data, padded(welcome, accept_limit));
+    let ev = next_event(&schan);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+    assert!(ev.is_for(&sid));
+
+    let mut smr = cside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    smr.write(0, b"over the connected QPs").unwrap();
+    {
+        let sge = [smr.sge(..22).unwrap()];
+        let qp = cid.qp().expect("the client's QP");
+        qp.post_send(&mut [SendRequest::send(9, &sge).signaled()])
+            .expect("ibv_post_send");
+    }
+    assert_eq!(one_completion(&cside.cq).wr_id(), 9);
+    let wc = one_completion(&sside.cq);
+    assert_eq!((wc.wr_id(), wc.byte_len()), (7, 22));
+    let mut got = [0; 22];
+    rmr.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"over the connected QPs");
+
+    // The client's DREQ reaches the server, whose disconnect (the DREP) completes the
+    // client's.
+    cid.disconnect().expect("rdma_disconnect");
+    let ev = next_event(&schan);
+    assert!(matches!(ev.kind, CmEventKind::Disconnected), "{ev:?}");
+    sid.disconnect().expect("rdma_disconnect on the server");
+    let ev = next_event(&cchan);
+    assert!(matches!(ev.kind, CmEventKind::Disconnected), "{ev:?}");
+}
+
+#[test]
+fn connect_where_nobody_listens_is_rejected() {
+    let cchan = EventChannel::new().unwrap();
+    // A port of ours that nobody listens on: bound, then dropped.
+    let addr = {
+        let schan = EventChannel::new().unwrap();
+        listener(&schan).1
+    };
+    let (cid, _side) = client(&cchan, addr);
+    cid.connect(&ConnParam::default()).expect("rdma_connect");
+    let ev = next_event(&cchan);
+    match ev.kind {
+        CmEventKind::Rejected {
+            reason,
+            reason_text,
+            ..
+        } => {
+            assert_eq!(reason, 8, "{reason_text}");
+            assert_eq!(ev.status, reason);
+        }
+        other => panic!("expected a reject, got {other:?}"),
+    }
+}
+
+#[test]
+fn reject_with_private_data() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let (cid, _side) = client(&cchan, addr);
+    cid.connect(&ConnParam::default()).expect("rdma_connect");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    sid.reject(b"not today").expect("rdma_reject");
+    let ev = next_event(&cchan);
+    let CmEventKind::Rejected {
+        reason,
+        private_data,
+        ..
+    } = ev.kind
+    else {
+        panic!("expected a reject, got {ev:?}");
+    };
+    assert_eq!(reason, 28, "consumer defined");
+    let reject_limit = private_data_limit(Message::Reject, PortSpace::Tcp);
+    assert_eq!(private_data, padded(b"not today", reject_limit));
+}
+
+/// Whether `err` is the private data length check with `value` over `max`.
+fn is_too_long(err: &Error, value: u64, max: u64) -> bool {
+    matches!(err, Error::OutOfRange { what: "private data length", value: v, max: m, .. }
+        if *v == value && *m == max)
+}
+
+#[test]
+fn private_data_over_the_limit_is_refused_before_the_call() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let (cid, _side) = client(&cchan, addr);
+    let long = [0x5a; 300];
+    for (msg, max) in [
+        (Message::Connect, 56),
+        (Message::Accept, 196),
+        (Message::Reject, 148),
+    ] {
+        assert_eq!(private_data_limit(msg, PortSpace::Tcp), max);
+    }
+    let err = cid
+        .connect(&ConnParam {
+            private_data: &long[..57],
+            ..ConnParam::default()
+        })
+        .unwrap_err();
+    assert!(is_too_long(&err, 57, 56), "{err}");
+    let err = cid
+        .connect(&ConnParam {
+            retry_count: 8,
+            ..ConnParam::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "retry count",
+                value: 8,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Nothing reached the peer: no connect request within a second.
+    let none = schan.get_event_timeout(Duration::from_secs(1)).unwrap();
+    assert!(none.is_none(), "{none:?}");
+
+    // Exactly at the limit goes through; the server's accept and reject are checked too.
+    cid.connect(&ConnParam {
+        private_data: &long[..56],
+        ..ConnParam::default()
+    })
+    .expect("rdma_connect with 56 bytes");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let err = sid
+        .accept(&ConnParam {
+            private_data: &long[..197],
+            ..ConnParam::default()
+        })
+        .unwrap_err();
+    assert!(is_too_long(&err, 197, 196), "{err}");
+    let err = sid.reject(&long[..149]).unwrap_err();
+    assert!(is_too_long(&err, 149, 148), "{err}");
+    // The request is still pending: it can be rejected properly.
+    sid.reject(&long[..148])
+        .expect("rdma_reject with 148 bytes");
+    let ev = next_event(&cchan);
+    assert!(
+        matches!(ev.kind, CmEventKind::Rejected { reason: 28, .. }),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn listening_on_a_port_in_use_fails() {
+    let channel = EventChannel::new().unwrap();
+    let (_listen, addr) = listener(&channel);
+    let other = channel.create_id(PortSpace::Tcp).unwrap();
+    let err = other.bind(addr).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Verb {
+                verb: "rdma_bind_addr",
+                ..
+            }
+        ) && err.raw_os_error() == Some(libc::EADDRINUSE),
+        "{err}"
+    );
+}
+
+#[test]
+fn getaddrinfo_resolves_numeric_and_fails_on_unknown_names() {
+    let hints = AddrHints {
+        passive: true,
+        numeric_host: true,
+        port_space: Some(PortSpace::Tcp),
+    };
+    let ip = cm_addr().to_string();
+    let found = getaddrinfo(Some(&ip), Some("7471"), &hints).expect("rdma_getaddrinfo");
+    let want = SocketAddr::new(cm_addr(), 7471);
+    assert!(found.iter().any(|ai| ai.src == Some(want)), "{found:?}");
+
+    let err = getaddrinfo(
+        Some("no-such-host.invalid"),
+        Some("7471"),
+        &AddrHints::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Verb {
+                verb: "rdma_getaddrinfo",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn timeouts_are_bounded() {
+    let channel = EventChannel::new().unwrap();
+    let t0 = Instant::now();
+    assert!(channel
+        .get_event_timeout(Duration::from_millis(200))
+        .unwrap()
+        .is_none());
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn addresses_that_do_not_resolve_fail_within_the_timeout() {
+    // No route at all (TEST-NET-3), and a neighbour on the CM device's subnet that nobody
+    // answers ARP for.
+    let IpAddr::V4(own) = cm_addr() else {
+        panic!("the CM address is not IPv4");
+    };
+    let mut silent = own.octets();
+    silent[3] = if silent[3] == 77 { 78 } else { 77 };
+    let timeout = Duration::from_millis(500);
+    for dst in [Ipv4Addr::new(203, 0, 113, 1), Ipv4Addr::from(silent)] {
+        let channel = EventChannel::new().unwrap();
+        let id = channel.create_id(PortSpace::Tcp).unwrap();
+        let t0 = Instant::now();
+        let outcome = match id.resolve_addr(None, SocketAddr::new(dst.into(), 7471), timeout) {
+            // Refused at once: a typed error naming the call.
+            Err(Error::Verb {
+                verb: "rdma_resolve_addr",
+                source,
+            }) => {
+                assert!(source.raw_os_error().is_some(), "{dst}: {source}");
+                format!("rdma_resolve_addr: {source}")
+            }
+            Err(other) => panic!("{dst}: {other}"),
+            // Or an address error event, within the timeout (and a scheduling margin).
+            Ok(()) => {
+                let ev = next_event(&channel);
+                assert!(matches!(ev.kind, CmEventKind::AddrError), "{dst}: {ev:?}");
+                assert!(ev.status < 0, "{dst}: an errno: {ev:?}");
+                format!("{} {}", ev.kind.c_name(), ev.status)
+            }
+        };
+        let took = t0.elapsed();
+        eprintln!("{dst}: {outcome} after {took:?}");
+        assert!(took < timeout + Duration::from_secs(1), "{dst}: {took:?}");
+    }
+}
+
+/// The variable that gives [`killed_peer_connects`] the server's address.
+const PEER_SERVER: &str = "CM_TEST_PEER_SERVER";
+
+/// The client of [`peer_killed_after_establishment_disconnects_and_flushes`], which runs
+/// it in a process of its own and kills it once connected; nothing without its variable.
+#[test]
+#[ignore = "the peer process of peer_killed_after_establishment_disconnects_and_flushes"]
+fn killed_peer_connects() {
+    let Ok(server) = std::env::var(PEER_SERVER) else {
+        return;
+    };
+    let channel = EventChannel::new().unwrap();
+    let (id, _side) = client(&channel, server.parse().expect("an address"));
+    id.connect(&ConnParam::default()).expect("rdma_connect");
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+    // Killed here.
+    std::thread::sleep(TIMEOUT * 6);
+    panic!("not killed");
+}
+
+#[test]
+fn peer_killed_after_establishment_disconnects_and_flushes() {
+    let channel = EventChannel::new().unwrap();
+    let (_listen, addr) = listener(&channel);
+    let exe = std::env::current_exe().expect("this test binary");
+    let peer = Running::start(
+        "peer",
+        Command::new(exe)
+            .args([
+                "--ignored",
+                "--exact",
+                "killed_peer_connects",
+                "--nocapture",
+            ])
+            .env(PEER_SERVER, addr.to_string()),
+    );
+    let ev = next_event(&channel);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let side = add_qp(&mut sid);
+    let mr = side.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    {
+        let sge = [mr.sge(..).unwrap()];
+        let qp = sid.qp().expect("the QP just made");
+        for wr_id in [1, 2] {
+            qp.post_recv(&mut [RecvRequest::new(wr_id, &sge)])
+                .expect("ibv_post_recv");
+        }
+    }
+    sid.accept(&ConnParam::default()).expect("rdma_accept");
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+
+    peer.kill();
+    // The kernel destroys the dead process's id, which sends the DREQ.
+    let ev = next_event(&channel);
+    assert!(matches!(ev.kind, CmEventKind::Disconnected), "{ev:?}");
+    assert!(ev.is_for(&sid));
+    // Our side of the disconnect moves the QP to the error state: the receives flush.
+    sid.disconnect().expect("rdma_disconnect");
+    let mut flushed = Vec::new();
+    while flushed.len() < 2 {
+        let mut wc = [WorkCompletion::default(); 2];
+        let got = side
+            .cq
+            .poll_wait(&mut wc, Some(TIMEOUT))
+            .expect("ibv_poll_cq");
+        assert!(!got.is_empty(), "the receives flushed within {TIMEOUT:?}");
+        flushed.extend(got.iter().map(|wc| (wc.wr_id(), wc.status())));
+    }
+    assert_eq!(
+        flushed,
+        [(1, WcStatus::WR_FLUSH_ERR), (2, WcStatus::WR_FLUSH_ERR)]
+    );
+}

@@ -1,0 +1,2 @@
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>

@@ -1,0 +1,133 @@
+//! A program a test runs in the background: its output read by two threads, waited for
+//! until a deadline, killed when dropped (so that none outlives a failed test).
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A running program.
+pub struct Running {
+    name: String,
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// What a program printed and how it ended.
+pub struct Outcome {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// All it wrote to stdout.
+    pub stdout: String,
+    /// All it wrote to stderr.
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// Both outputs, labelled, for a failure message.
+    pub fn context(&self) -> String {
+        format!("stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
+    }
+}
+
+fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+impl Running {
+    /// Starts `program` with `args` (stdin empty, stdout and stderr captured); `name` (the
+    /// role, such as `server`) and the command line name it in failure messages.
+    pub fn spawn(name: &str, program: &Path, args: &[String]) -> Running {
+        Running::start(name, Command::new(program).args(args))
+    }
+
+    /// Starts `command` as [`spawn`](Self::spawn) does (for one with an environment of its
+    /// own, say).
+    pub fn start(name: &str, command: &mut Command) -> Running {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
+        let stdout = child.stdout.take().map(read_all);
+        let stderr = child.stderr.take().map(read_all);
+        Running {
+            name: format!("{name} ({command:?})"),
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until `ready()` holds, polling every 20 ms; fails if the program exits first
+    /// or `timeout` passes. `what` names the awaited state in the failure message.
+    pub fn wait_until(&mut self, what: &str, timeout: Duration, ready: impl Fn() -> bool) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if ready() {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
+                panic!("{} exited with {status} before it {what}", self.name);
+            }
+            assert!(Instant::now() < deadline, "{} never {what}", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the exit until `deadline`; kills the program and fails after it.
+    pub fn finish(mut self, deadline: Instant) -> Outcome {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("waiting for a child") {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if status.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let text = |h: Option<JoinHandle<String>>| h.map(|h| h.join().unwrap()).unwrap_or_default();
+        let (stdout, stderr) = (text(self.stdout.take()), text(self.stderr.take()));
+        let Some(status) = status else {
+            panic!(
+                "{} did not finish by its deadline\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                self.name
+            );
+        };
+        Outcome {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Kills the program (SIGKILL) and waits for it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A program left running by a failed test must not outlive it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
