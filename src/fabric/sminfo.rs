@@ -1,15 +1,18 @@
-//! `sminfo`: queries the SMInfo attribute of the subnet manager (infiniband-diags 44).
-//! Only the default query and an optional SM LID argument so far; no options.
+//! `sminfo`: queries (or sets) the SMInfo attribute of a subnet manager (infiniband-diags
+//! 44): `sminfo [options] [sm_lid|sm_dr_path [modifier]]`, with `-s state`, `-p priority`
+//! and `-a activity` for a Set (a nonzero modifier).
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use ibumad::mad::{Route, SmInfo, Smp};
-use ibumad::{Address, Port};
+use ibumad::mad::SmInfo;
 
-use crate::cli::{exit_code, prog_name, Output};
+use super::dest::{self, Dest};
+use super::options::{self, Handled, Opt, Tool};
+use super::rpc::Rpc;
+use crate::cli::{exit_code, prog_name, strtoull, Output};
+use crate::ibdiag;
 
 /// Name of each SMState value, as the C tool prints it.
 const STATES: [&str; 4] = [
@@ -19,7 +22,30 @@ const STATES: [&str; 4] = [
     "SMINFO_MASTER",
 ];
 
-/// `sminfo [sm_lid]`: prints the SM's LID, GUID, activity count, priority and state.
+/// sminfo's own options.
+const OPTS: [Opt; 3] = [
+    Opt {
+        name: "state",
+        letter: 's',
+        value: Some("<0-3>"),
+        help: "SMState to set",
+    },
+    Opt {
+        name: "priority",
+        letter: 'p',
+        value: Some("<0-15>"),
+        help: "priority to set",
+    },
+    Opt {
+        name: "activity",
+        letter: 'a',
+        value: Some("<val>"),
+        help: "ActCount to set",
+    },
+];
+
+/// `sminfo [options] [sm_lid|sm_dr_path [modifier]]`: prints the SM's LID, GUID, activity
+/// count, priority and state.
 pub fn sminfo(args: Vec<OsString>) -> ExitCode {
     let prog = prog_name(&args, "sminfo");
     let mut out = Output::new();
@@ -29,41 +55,65 @@ pub fn sminfo(args: Vec<OsString>) -> ExitCode {
 }
 
 fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
-    let port = match Port::open(None, 0) {
-        Ok(p) => p,
-        Err(e) => {
-            out.error(&format!(
-                "{prog}: iberror: failed: Failed to open '(null)' port '0': {e}"
-            ));
-            return -1;
-        }
+    // The values a Set sends (the C defaults: state STANDBY).
+    let mut set = SmInfo {
+        sm_state: 2,
+        ..SmInfo::default()
     };
-    let lid = match args.get(1).and_then(|a| a.to_str()) {
-        Some(a) => crate::cli::strtol(a) as u16,
-        None => match ibumad::Ca::get(None) {
-            Ok(ca) => ca.ports.first().map_or(0, |p| p.sm_lid as u16),
-            Err(_) => 0,
+    let tool = Tool {
+        exclude: "sK",
+        opts: &OPTS,
+        usage_args: "<sm_lid|sm_dr_path> [modifier]",
+        examples: &[],
+    };
+    let parsed = options::parse(prog, args, &tool, out, |letter, value, _| {
+        let value = strtoull(value.unwrap_or(""));
+        match letter {
+            's' => set.sm_state = value as u8,
+            'p' => set.priority = value as u8,
+            _ => set.act_count = value as u32,
+        }
+        Handled::Yes
+    });
+    let (common, operands) = match parsed {
+        Ok(parsed) => parsed,
+        Err(status) => return status,
+    };
+    let exit = |out: &mut Output, msg: &str| ibdiag::exit(out, prog, common.debug, "main", msg);
+    let modifier = operands.get(1).map_or(0, |m| dest::atoi(m) as u32);
+    let rpc = match Rpc::open(prog, &common, out) {
+        Ok(rpc) => rpc,
+        Err(status) => return status,
+    };
+    let target = match operands.first() {
+        // sminfo resolves a GUID with the local port's SM, whatever `-s` says.
+        Some(text) => match dest::resolve(&rpc, common.dest, text, None, out) {
+            Some(d) => d,
+            None => return exit(out, &format!("can't resolve destination port {text}")),
+        },
+        None => match dest::local_port(&rpc) {
+            Some(port) => Dest::Lid(port.sm_lid as u16),
+            None => return exit(out, "can't resolve sm port (null)"),
         },
     };
-    let failed = |out: &mut Output| {
-        out.error(&format!("{prog}: iberror: failed: query"));
-        -1
+    let answer = if modifier != 0 {
+        let mut data = [0; 64];
+        data[..SmInfo::SIZE].copy_from_slice(&set.encode());
+        rpc.smp_set(&target, SmInfo::ATTR_ID, modifier, &data, out)
+    } else {
+        rpc.smp_get(&target, SmInfo::ATTR_ID, 0, out)
     };
-    let Ok(agent) = port.register(0x01, 1) else {
-        return failed(out);
+    let Some(info) = answer.and_then(|data| SmInfo::decode(&data).ok()) else {
+        return exit(out, "query");
     };
-    let Ok(req) = Smp::get(SmInfo::ATTR_ID, 0, Route::Lid).encode() else {
-        return failed(out);
+    let lid = match target {
+        Dest::Lid(lid) => lid,
+        Dest::Dr(_) => 0,
     };
-    let answer = agent.request(&req, &Address::smi(lid), Duration::from_millis(1000), 3);
-    let Some(info) = answer
-        .ok()
-        .and_then(|a| Smp::decode(&a).ok())
-        .and_then(|s| SmInfo::decode(&s.data).ok())
-    else {
-        return failed(out);
-    };
-    let state = STATES.get(usize::from(info.sm_state)).unwrap_or(&"?");
+    let state = STATES
+        .get(usize::from(info.sm_state))
+        .copied()
+        .unwrap_or("???");
     let _ = writeln!(
         out,
         "sminfo: sm lid {lid} sm guid {:#x}, activity count {} priority {} state {} {state}",
