@@ -1,0 +1,15 @@
+//! infiniband-diags' fabric tools, over libibumad (the `ibumad` crate), and what they share:
+//! their option loop ([`options`], on [`getopt`]), destination operands ([`dest`]) and the
+//! port their requests go through ([`rpc`]).
+
+pub mod dest;
+pub mod getopt;
+pub mod ibnetdiscover;
+pub mod netdisc;
+pub mod node_names;
+pub mod options;
+pub mod rpc;
+pub mod sminfo;
+
+pub use ibnetdiscover::ibnetdiscover;
+pub use sminfo::sminfo;
