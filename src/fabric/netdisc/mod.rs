@@ -8,6 +8,8 @@
 //! branch with a message, never a panic or an endless walk.
 
 mod smi;
+#[cfg(test)]
+mod tests;
 
 pub use smi::{QueryError, Smi, UmadSmi};
 
