@@ -3,8 +3,8 @@
 //! fabric, and fuzzed: decoding never panics, and decode/encode round-trip.
 
 use ibumad::mad::{
-    parse_dr_path, MadError, MadHeader, NodeDescription, NodeInfo, PortCounters,
-    PortCountersExtended, PortInfo, Route, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
+    parse_dr_path, MadError, MadHeader, NodeDescription, NodeInfo, PathRecord, PortCounters,
+    PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -326,6 +326,8 @@ proptest! {
         let _ = SmInfo::decode(&bytes);
         let _ = PortCounters::decode(&bytes);
         let _ = PortCountersExtended::decode(&bytes);
+        let _ = SaMad::decode(&bytes);
+        let _ = PathRecord::decode(&bytes);
         let _ = parse_dr_path(&String::from_utf8_lossy(&bytes));
     }
 

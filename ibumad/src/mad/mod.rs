@@ -1,7 +1,8 @@
 //! MADs as typed values: the common header ([`MadHeader`], IBA 13.4.2), subnet management
 //! packets LID-routed and directed-route ([`Smp`], 14.2.1), the SMP attributes
-//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`] and [`SmInfo`] (14.2.5)
-//! and the performance counters [`PortCounters`] and [`PortCountersExtended`] (16.1).
+//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`] and [`SmInfo`] (14.2.5),
+//! the performance counters [`PortCounters`] and [`PortCountersExtended`] (16.1), and
+//! subnet administration MADs ([`SaMad`], 15.2) with the [`PathRecord`] attribute.
 //! Decoding takes any bytes (a MAD from the wire is untrusted) and returns an error, never
 //! panics; encoding writes the IBTA layout (big-endian, fields at their bit offsets,
 //! reserved bits zero).
@@ -10,12 +11,14 @@ mod attr;
 mod bits;
 mod header;
 mod perf;
+mod sa;
 mod smp;
 mod switch;
 
 pub use attr::{NodeDescription, NodeInfo, PortInfo};
 pub use header::MadHeader;
 pub use perf::{PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
+pub use sa::{PathRecord, SaMad, SA_CLASS, SA_CLASS_VERSION, SA_DATA_OFFSET};
 pub use smp::{parse_dr_path, Route, Smp};
 pub use switch::{SmInfo, SwitchInfo};
 
