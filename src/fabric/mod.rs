@@ -4,8 +4,15 @@
 
 pub mod dest;
 pub mod getopt;
+pub mod ibnetdiscover;
+pub mod ibportstate;
+pub mod netdisc;
+pub mod node_names;
 pub mod options;
+pub mod portinfo_text;
 pub mod rpc;
 pub mod sminfo;
 
+pub use ibnetdiscover::ibnetdiscover;
+pub use ibportstate::ibportstate;
 pub use sminfo::sminfo;
