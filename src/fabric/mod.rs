@@ -3,7 +3,9 @@
 //! port their requests go through ([`rpc`]).
 
 pub mod dest;
+pub mod dump;
 pub mod getopt;
+pub mod getpass;
 pub mod ibnetdiscover;
 pub mod ibportstate;
 pub mod netdisc;
@@ -12,7 +14,9 @@ pub mod options;
 pub mod portinfo_text;
 pub mod rpc;
 pub mod sminfo;
+pub mod smpquery;
 
 pub use ibnetdiscover::ibnetdiscover;
 pub use ibportstate::ibportstate;
 pub use sminfo::sminfo;
+pub use smpquery::smpquery;

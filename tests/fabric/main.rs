@@ -8,3 +8,4 @@
 //! `cargo test --test fabric` alone does not build them (`cargo build --examples` first).
 
 mod sminfo;
+mod smpquery;
