@@ -11,6 +11,7 @@ pub mod ibportstate;
 pub mod netdisc;
 pub mod node_names;
 pub mod options;
+pub mod perfquery;
 pub mod portinfo_text;
 pub mod rpc;
 pub mod sminfo;
@@ -18,5 +19,6 @@ pub mod smpquery;
 
 pub use ibnetdiscover::ibnetdiscover;
 pub use ibportstate::ibportstate;
+pub use perfquery::perfquery;
 pub use sminfo::sminfo;
 pub use smpquery::smpquery;
