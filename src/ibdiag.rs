@@ -1,6 +1,8 @@
 //! What infiniband-diags' tools share in how they report (its `ibdiag_common` and
 //! `ibpanic`/`ibwarn` macros): fatal and warning messages, and the version line.
 
+use std::fmt::Write as _;
+
 use crate::cli::Output;
 
 /// `IBPANIC`: `ibpanic: [pid] function: msg` on stderr; returns the status the C tool exits
@@ -25,4 +27,20 @@ pub fn warn(out: &mut Output, function: &str, msg: &str) {
 pub fn version_line(prog: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");
     format!("{prog} BUILD VERSION: ibverbs-tools {version}")
+}
+
+/// `IBEXIT`: `prog: iberror: failed: msg` on stdout (with `-d`, `debug` > 0: `prog:
+/// iberror: [pid N] function: failed: msg`); returns the status the C tool exits with (-1,
+/// so 255).
+pub fn exit(out: &mut Output, prog: &str, debug: u32, function: &str, msg: &str) -> i32 {
+    let _ = if debug > 0 {
+        let pid = std::process::id();
+        writeln!(
+            out,
+            "{prog}: iberror: [pid {pid}] {function}: failed: {msg}"
+        )
+    } else {
+        writeln!(out, "{prog}: iberror: failed: {msg}")
+    };
+    -1
 }

@@ -28,6 +28,25 @@ pub fn exit_code(status: i32) -> ExitCode {
 /// (leading `0`) or decimal number up to the first other character; 0 if there is none;
 /// clamped to the `long` range on overflow.
 pub fn strtol(s: &str) -> i64 {
+    let (negative, value) = c_number(s);
+    let value = if negative { -value } else { value };
+    i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
+}
+
+/// `strtoull(s, NULL, 0)` (and `strtoul` on 64-bit Linux): as [`strtol`], but `u64::MAX` on
+/// overflow and a negative number wrapping around.
+pub fn strtoull(s: &str) -> u64 {
+    let (negative, value) = c_number(s);
+    match u64::try_from(value) {
+        Ok(v) if negative => v.wrapping_neg(),
+        Ok(v) => v,
+        Err(_) => u64::MAX,
+    }
+}
+
+/// The sign and magnitude (saturated beyond `u64::MAX`) of a C number, as `strtol` and
+/// `strtoull` with base 0 read it.
+fn c_number(s: &str) -> (bool, i128) {
     let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -49,11 +68,9 @@ pub fn strtol(s: &str) -> i64 {
     let mut value: i128 = 0;
     for c in digits.chars() {
         let Some(d) = c.to_digit(radix) else { break };
-        // Saturate far beyond the i64 range; the sign is applied below.
-        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(u64::MAX));
+        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(u64::MAX) + 1);
     }
-    let value = if negative { -value } else { value };
-    i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
+    (negative, value)
 }
 
 /// The `strerror` text of an errno value, such as `No such file or directory`.
@@ -129,6 +146,10 @@ mod tests {
         assert_eq!(strtol("99999999999999999999999"), i64::MAX);
         assert_eq!(strtol("-99999999999999999999999"), i64::MIN);
         assert_eq!(strtol("4294967297") as i32, 1);
+        assert_eq!(strtoull("0xffffffffffffffff"), u64::MAX);
+        assert_eq!(strtoull("0x10000000000000000"), u64::MAX);
+        assert_eq!(strtoull("-1"), u64::MAX);
+        assert_eq!(strtoull("0x100001"), 0x100001);
     }
 
     #[test]

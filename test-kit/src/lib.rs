@@ -9,12 +9,15 @@
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
 //! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
-//! - [`run`]: a program run in the background, its output and status.
+//! - [`run`]: a program run in the background, its output and status;
+//! - [`fabric`]: our fabric tools against infiniband-diags' on the simulated InfiniBand
+//!   fabric of `scripts/with-ibsim` (or with no CA at all).
 //!
 //! Everything here is generic; what only one test needs stays in its test file.
 
 pub mod data;
 pub mod device;
+pub mod fabric;
 pub mod hello;
 pub mod net;
 pub mod programs;

@@ -1,7 +1,9 @@
 //! MADs as typed values: the common header ([`MadHeader`], IBA 13.4.2), subnet management
 //! packets LID-routed and directed-route ([`Smp`], 14.2.1), the SMP attributes
-//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`] and [`SmInfo`] (14.2.5)
-//! and the performance counters [`PortCounters`] and [`PortCountersExtended`] (16.1).
+//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`] and [`SmInfo`] (14.2.5),
+//! the performance class's [`ClassPortInfo`] (13.4.8.1), [`PortCounters`] and
+//! [`PortCountersExtended`] (16.1), and
+//! subnet administration MADs ([`SaMad`], 15.2) with the [`PathRecord`] attribute.
 //! Decoding takes any bytes (a MAD from the wire is untrusted) and returns an error, never
 //! panics; encoding writes the IBTA layout (big-endian, fields at their bit offsets,
 //! reserved bits zero).
@@ -10,12 +12,14 @@ mod attr;
 mod bits;
 mod header;
 mod perf;
+mod sa;
 mod smp;
 mod switch;
 
 pub use attr::{NodeDescription, NodeInfo, PortInfo};
 pub use header::MadHeader;
-pub use perf::{PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
+pub use perf::{counter_run, ClassPortInfo, PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
+pub use sa::{PathRecord, SaMad, SA_CLASS, SA_CLASS_VERSION, SA_DATA_OFFSET};
 pub use smp::{parse_dr_path, Route, Smp};
 pub use switch::{SmInfo, SwitchInfo};
 
@@ -36,6 +40,8 @@ pub enum MadError {
     Class(u8),
     /// A directed-route hop count over 63 (the path holds 64 bytes, entry 0 unused).
     HopCount(usize),
+    /// A field width outside 1 to 64 bits.
+    Width(usize),
     /// A directed-route path that is not `0,<port>,<port>...` with ports 0-255.
     Path(String),
 }
@@ -48,6 +54,7 @@ impl fmt::Display for MadError {
             }
             MadError::Class(class) => write!(f, "unexpected management class {class:#04x}"),
             MadError::HopCount(n) => write!(f, "directed route of {n} hops (at most 63)"),
+            MadError::Width(width) => write!(f, "field width of {width} bits (1 to 64)"),
             MadError::Path(path) => write!(f, "malformed directed-route path {path:?}"),
         }
     }

@@ -1,0 +1,110 @@
+//! The discovery against hostile subnets: answers of random bytes (NodeInfo's GUIDs drawn
+//! from a few, so that nodes meet again through loops) must never make it panic, loop
+//! forever or leave a one-sided link. (Its output on real topologies is compared with the
+//! C tool's on the simulator, in tests/fabric.rs.)
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::fuzz::config;
+
+/// A subnet where every node answers anything: `seed` drives the bytes, `guids` bounds
+/// the node GUIDs, `budget` the SMPs answered (then every query times out).
+struct Hostile {
+    seed: u64,
+    guids: u64,
+    budget: u32,
+}
+
+impl Hostile {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.seed ^= self.seed >> 12;
+        self.seed ^= self.seed << 25;
+        self.seed ^= self.seed >> 27;
+        self.seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+impl Smi for Hostile {
+    fn get(&mut self, _path: &[u8], attr: u16, _modifier: u32) -> Result<[u8; 64], QueryError> {
+        if self.budget == 0 {
+            return Err(QueryError::Timeout);
+        }
+        self.budget -= 1;
+        let mut data = [0u8; 64];
+        for chunk in data.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_be_bytes());
+        }
+        match self.next() % 8 {
+            0 => return Err(QueryError::Status(0x1c)),
+            1 => return Err(QueryError::Timeout),
+            _ => {}
+        }
+        if attr == NodeInfo::ATTR_ID {
+            let guid = self.next() % self.guids.max(1);
+            data[12..20].copy_from_slice(&guid.to_be_bytes());
+            // Mostly switches with few ports, entered by one of them, so that the walk
+            // goes on.
+            if self.next() % 4 != 0 {
+                data[2] = NODE_SWITCH;
+                data[3] = 1 + data[3] % 12;
+                data[36] = 1 + data[36] % data[3];
+            }
+        }
+        if attr == PortInfo::ATTR_ID && self.next() % 2 == 0 {
+            data[33] = (data[33] & 0x0f) | (LINK_UP << 4); // PortPhysicalState LinkUp
+        }
+        Ok(data)
+    }
+}
+
+/// Every link is seen from both ends, and every port is within its node.
+fn check(fabric: &Fabric) {
+    for (n, node) in fabric.nodes.iter().enumerate() {
+        assert_eq!(node.ports.len(), usize::from(node.info.num_ports) + 1);
+        for port in node.ports.iter().flatten() {
+            if let Some((rn, rp)) = port.remote {
+                let back = fabric.nodes[rn].port(rp).and_then(|p| p.remote);
+                assert_eq!(back, Some((n, port.num)), "one-sided link");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_port_beyond_the_node_is_refused() {
+    // The local node says it has 1 port and that the SMP came in by port 9.
+    struct Liar;
+    impl Smi for Liar {
+        fn get(&mut self, _: &[u8], _: u16, _: u32) -> Result<[u8; 64], QueryError> {
+            let info = NodeInfo {
+                node_type: NODE_CA,
+                num_ports: 1,
+                node_guid: 7,
+                local_port_num: 9,
+                ..NodeInfo::default()
+            };
+            let mut data = [0; 64];
+            data.copy_from_slice(&info.encode());
+            Ok(data)
+        }
+    }
+    let mut out = Output::new();
+    assert!(discover(&mut Liar, false, &mut out).is_none());
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    #[test]
+    fn hostile_answers_end_cleanly(seed in 1u64.., guids in 1u64..40, budget in 0u32..3000) {
+        let mut smi = Hostile { seed, guids, budget };
+        let mut out = Output::new();
+        if let Some(fabric) = discover(&mut smi, true, &mut out) {
+            check(&fabric);
+            prop_assert!(fabric.nodes.len() as u64 <= guids);
+            prop_assert!(fabric.max_hops <= MAX_HOPS as u32);
+        }
+    }
+}
