@@ -3,8 +3,9 @@
 //! fabric, and fuzzed: decoding never panics, and decode/encode round-trip.
 
 use ibumad::mad::{
-    parse_dr_path, MadError, MadHeader, NodeDescription, NodeInfo, PathRecord, PortCounters,
-    PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
+    parse_dr_path, ClassPortInfo, MadError, MadHeader, NodeDescription, NodeInfo, PathRecord,
+    PortCounters, PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp, SwitchInfo,
+    PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -85,7 +86,12 @@ fn node_description() {
     let smp = Smp::decode(&captured(0x10, 0, "[]")).unwrap();
     let nd = NodeDescription::decode(&smp.data).unwrap();
     assert_eq!(nd.text(), "Hca1");
+    assert_eq!(nd.printable(), "Hca1");
     assert_eq!(nd.encode(), smp.data);
+    let mut odd = smp.data;
+    odd[1..4].copy_from_slice(b"\t\xe9\x7f");
+    let nd = NodeDescription::decode(&odd).unwrap();
+    assert_eq!(nd.printable(), "H   ");
 }
 
 #[test]
@@ -326,6 +332,7 @@ proptest! {
         let _ = SmInfo::decode(&bytes);
         let _ = PortCounters::decode(&bytes);
         let _ = PortCountersExtended::decode(&bytes);
+        let _ = ClassPortInfo::decode(&bytes);
         let _ = SaMad::decode(&bytes);
         let _ = PathRecord::decode(&bytes);
         let _ = parse_dr_path(&String::from_utf8_lossy(&bytes));

@@ -32,6 +32,22 @@ impl NodeDescription {
         let end = self.0.iter().position(|&b| b == 0).unwrap_or(SIZE);
         String::from_utf8_lossy(&self.0[..end]).into_owned()
     }
+
+    /// The text up to the first NUL with each byte that is not printable ASCII (C's
+    /// `isprint`) as a space, as the diagnostic tools print it (`clean_nodedesc`).
+    pub fn printable(&self) -> String {
+        self.0
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| {
+                if (0x20..0x7f).contains(&b) {
+                    char::from(b)
+                } else {
+                    ' '
+                }
+            })
+            .collect()
+    }
 }
 
 /// NodeInfo (IBA 14.2.5.3).
