@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use ibumad::mad::NodeDescription;
+
 use crate::fabric::netdisc::{Fabric, Node, Port, NODE_CA, NODE_ROUTER, NODE_SWITCH};
 use crate::fabric::node_names::NodeNames;
 
@@ -70,17 +72,7 @@ pub fn node_name(node: &Node) -> String {
 
 /// `clean_nodedesc`: the description up to its first NUL, each unprintable byte a space.
 pub fn clean_desc(node: &Node) -> String {
-    node.desc
-        .iter()
-        .take_while(|&&b| b != 0)
-        .map(|&b| {
-            if (0x20..0x7f).contains(&b) {
-                b as char
-            } else {
-                ' '
-            }
-        })
-        .collect()
+    NodeDescription(node.desc).printable()
 }
 
 /// The compatibility width name (`dump_linkwidth_compat`).

@@ -287,8 +287,6 @@ impl Scan<'_> {
             t => format!("?({t})?"),
         };
         let end = port.base_lid as u32 + (1u32 << (port.lmc & 7)) - 1;
-        let desc = &node.desc;
-        let len = desc.iter().position(|&b| b == 0).unwrap_or(desc.len());
         let _ = writeln!(
             self.out,
             "{} -> {} {kind} {{{:016x}}} portnum {} lid {}-{} \"{}\"",
@@ -298,7 +296,7 @@ impl Scan<'_> {
             if node.is_switch() { 0 } else { port_num },
             port.base_lid,
             end as u16,
-            String::from_utf8_lossy(&desc[..len]),
+            NodeDescription(node.desc).text(),
         );
     }
 
