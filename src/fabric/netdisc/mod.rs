@@ -7,6 +7,7 @@
 //! number out of range, a path over 63 hops or a fabric larger than [`MAX_NODES`] ends that
 //! branch with a message, never a panic or an endless walk.
 
+pub mod cache;
 mod smi;
 #[cfg(test)]
 mod tests;
@@ -47,6 +48,9 @@ pub struct Fabric {
     pub max_hops: u32,
     /// How many SMPs were sent.
     pub total_mads: u32,
+    /// How many ports were entered in the port table (libibnetdisc's port GUID hash), which
+    /// gives the order of the ports in a cache file.
+    pub ports_hashed: u32,
 }
 
 /// One node (`ibnd_node_t`).
@@ -54,6 +58,10 @@ pub struct Fabric {
 pub struct Node {
     /// Its NodeInfo, as first received.
     pub info: NodeInfo,
+    /// The 64 bytes of that NodeInfo.
+    pub info_raw: [u8; 64],
+    /// Its SwitchInfo's 64 bytes (zero until received).
+    pub switch_info: [u8; 64],
     /// Its NodeDescription (zero until received).
     pub desc: [u8; 64],
     /// SwitchInfo's EnhancedPort0.
@@ -69,7 +77,7 @@ pub struct Node {
 }
 
 /// One port (`ibnd_port_t`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Port {
     /// Port number.
     pub num: u8,
@@ -77,12 +85,31 @@ pub struct Port {
     pub guid: u64,
     /// Its PortInfo (zero until received).
     pub info: PortInfo,
+    /// The 64 bytes of that PortInfo.
+    pub info_raw: [u8; 64],
+    /// When it entered the port table (see [`Fabric::ports_hashed`]), if it did.
+    pub hashed: Option<u32>,
     /// Base LID (a switch port has its port 0's).
     pub base_lid: u16,
     /// LMC.
     pub lmc: u8,
     /// The port at the other end of the link: node index and port number.
     pub remote: Option<(usize, u8)>,
+}
+
+impl Default for Port {
+    fn default() -> Port {
+        Port {
+            num: 0,
+            guid: 0,
+            info: PortInfo::default(),
+            info_raw: [0; 64],
+            hashed: None,
+            base_lid: 0,
+            lmc: 0,
+            remote: None,
+        }
+    }
 }
 
 impl Node {
@@ -182,6 +209,7 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
             Query::SwitchInfo(n) => {
                 let info = SwitchInfo::decode(&data).unwrap_or_default();
                 scan.fabric.nodes[n].enhanced_port0 = info.enhanced_port0 != 0;
+                scan.fabric.nodes[n].switch_info = data;
                 Ok(())
             }
             Query::PortInfo(n, port) => scan.port_info(path, n, port, &data),
@@ -229,6 +257,8 @@ impl Scan<'_> {
                 let n = self.fabric.nodes.len();
                 self.fabric.nodes.push(Node {
                     info,
+                    info_raw: *data,
+                    switch_info: [0; 64],
                     desc: [0; 64],
                     enhanced_port0: false,
                     sma_lid: 0,
@@ -349,7 +379,12 @@ impl Scan<'_> {
             ..Port::default()
         });
         port.info = info;
+        port.info_raw = *data;
         port.num = port_num;
+        if port.hashed.is_none() {
+            port.hashed = Some(self.fabric.ports_hashed);
+            self.fabric.ports_hashed += 1;
+        }
         port.base_lid = info.lid;
         port.lmc = info.lmc;
         if port_num == 0 {
