@@ -1,13 +1,15 @@
 //! `ibnetdiscover` against infiniband-diags 44 on the simulated fabric, on every topology of
 //! `scripts/topologies/` (see `ibverbs_test_kit::fabric`): the topology and its variants
 //! (`-f`, `-g`, `-m`, `-s`), the node lists, the ports report, a node name map, the output
-//! file, the common options, and the errors (a missing CA or port, no CA at all, bad
+//! file, the cache file (written byte for byte as the C tool does, read by both, diffed
+//! with the C tool's caches of the shipped topologies in `tests/data/`, bad files), the
+//! common options, and the errors (a missing CA or port, no CA at all, bad
 //! options). The line with the time of the run is left out of the comparison and checked
 //! on its own.
 //!
 //! The tools are the example binaries beside this test (`cargo build --examples` first).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ibverbs_test_kit::fabric::{compare_masked, on_each_topology, run_c, run_ours, Place};
 
@@ -191,4 +193,120 @@ fn errors() {
 fn no_ca() {
     let (_, ours) = compare_masked("ibnetdiscover", &[], Place::NoCa, without_time);
     assert_eq!(ours.status, Some(255));
+}
+
+/// A cache file the C tool wrote on each shipped topology (`ibnetdiscover --cache` under
+/// `scripts/with-ibsim -t <topology>`), to diff the live fabric with.
+fn fixture(topology: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(format!("ibnetdiscover-{topology}.cache"));
+    path.to_str().expect("a UTF-8 path").to_owned()
+}
+
+#[test]
+fn cache_files() {
+    on_each_topology(|| {
+        let (c_file, ours_file) = (scratch("c.cache"), scratch("ours.cache"));
+        let (c_path, ours_path) = (
+            c_file.to_str().expect("a UTF-8 path"),
+            ours_file.to_str().expect("a UTF-8 path"),
+        );
+        let c = run_c("ibnetdiscover", &["--cache", c_path], Place::Fabric);
+        let ours = run_ours("ibnetdiscover", &["--cache", ours_path], Place::Fabric);
+        assert_eq!(
+            (ours.status, c.status),
+            (Some(0), Some(0)),
+            "{}",
+            ours.stderr
+        );
+        assert_eq!(without_time(&ours.text()), without_time(&c.text()));
+        let c_bytes = std::fs::read(&c_file).expect("the C tool's cache");
+        let ours_bytes = std::fs::read(&ours_file).expect("our cache");
+        assert_eq!(ours_bytes, c_bytes, "the cache files differ");
+        // Each tool reads the other's file, and writes it again.
+        for path in [c_path, ours_path] {
+            for extra in [&[][..], &["-p"], &["-l"], &["-m"], &["-g", "-f"]] {
+                compare(&[&["--load-cache", path][..], extra].concat());
+            }
+            let (again_c, again_ours) = (scratch("c.again"), scratch("ours.again"));
+            let load = ["--load-cache", path, "--cache"];
+            let again = |file: &PathBuf| file.to_str().expect("a UTF-8 path").to_owned();
+            run_c(
+                "ibnetdiscover",
+                &[&load[..], &[&again(&again_c)]].concat(),
+                Place::Fabric,
+            );
+            run_ours(
+                "ibnetdiscover",
+                &[&load[..], &[&again(&again_ours)]].concat(),
+                Place::Fabric,
+            );
+            assert_eq!(
+                std::fs::read(&again_ours).expect("our cache again"),
+                std::fs::read(&again_c).expect("the C tool's cache again"),
+                "a loaded fabric cached again differs"
+            );
+            let _ = std::fs::remove_file(again_c);
+            let _ = std::fs::remove_file(again_ours);
+        }
+        let _ = std::fs::remove_file(c_file);
+        let _ = std::fs::remove_file(ours_file);
+    });
+}
+
+#[test]
+fn diffs() {
+    on_each_topology(|| {
+        for other in ["simple", "fabric"] {
+            let cache = fixture(other);
+            for checks in [
+                &[][..],
+                &["--diffcheck", "sw,ca,router,port,lid,nodedesc"],
+                &["--diffcheck", "CA,lid"],
+                &["--diffcheck", "sw,nodedesc"],
+                &["--diffcheck", "ca,port"],
+                &["--diffcheck", "router"],
+                &["--diffcheck", "sw,bogus"],
+            ] {
+                compare(&[&["--diff", &cache][..], checks].concat());
+                let load = ["--load-cache", &cache];
+                let this = fixture(if other == "simple" {
+                    "fabric"
+                } else {
+                    "simple"
+                });
+                compare(&[&load[..], &["--diff", &this], checks].concat());
+            }
+            compare(&["--diff", &cache, "-l"]);
+            compare(&["--diff", &cache, "-p"]);
+        }
+    });
+}
+
+#[test]
+fn bad_cache_files() {
+    on_each_topology(|| {
+        let good = std::fs::read(fixture("fabric")).expect("a fixture");
+        let mut bad_magic = good.clone();
+        bad_magic[0] ^= 1;
+        let mut no_from = good.clone();
+        no_from[16] ^= 0xff; // the GUID of the node the discovery started from
+        for (name, bytes) in [
+            ("empty", &[][..]),
+            ("truncated", &good[..good.len() - 5]),
+            ("header-only", &good[..28]),
+            ("bad-magic", &bad_magic),
+            ("no-from-node", &no_from),
+        ] {
+            let file = scratch(name);
+            std::fs::write(&file, bytes).expect("a cache file");
+            let path = file.to_str().expect("a UTF-8 path");
+            compare(&["--load-cache", path]);
+            compare(&["--diff", path]);
+            let _ = std::fs::remove_file(file);
+        }
+        compare(&["--load-cache", "/nonexistent/cache"]);
+        compare(&["--cache", "/nonexistent/dir/cache"]);
+    });
 }
