@@ -12,7 +12,7 @@ pub mod perftest;
 pub mod sysfs;
 
 pub use devinfo::{ibv_devices, ibv_devinfo};
-pub use fabric::{ibnetdiscover, ibportstate, sminfo};
+pub use fabric::{ibnetdiscover, ibportstate, perfquery, sminfo, smpquery};
 pub use ibstat::ibstat;
 pub use perftest::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,

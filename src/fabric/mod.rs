@@ -3,16 +3,22 @@
 //! port their requests go through ([`rpc`]).
 
 pub mod dest;
+pub mod dump;
 pub mod getopt;
+pub mod getpass;
 pub mod ibnetdiscover;
 pub mod ibportstate;
 pub mod netdisc;
 pub mod node_names;
 pub mod options;
+pub mod perfquery;
 pub mod portinfo_text;
 pub mod rpc;
 pub mod sminfo;
+pub mod smpquery;
 
 pub use ibnetdiscover::ibnetdiscover;
 pub use ibportstate::ibportstate;
+pub use perfquery::perfquery;
 pub use sminfo::sminfo;
+pub use smpquery::smpquery;

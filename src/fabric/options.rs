@@ -8,6 +8,7 @@ use std::ffi::OsString;
 
 use super::dest::DestType;
 use super::getopt::{getopt_long, Item, LongOpt};
+use super::getpass::getpass;
 use crate::cli::{strtoull as strtoul, Output};
 use crate::ibdiag;
 
@@ -216,10 +217,16 @@ fn common_opt(
             }
         },
         'K' => c.show_keys = true,
-        'y' => match parse_u64_exact(value) {
-            Some(key) => c.m_key = key,
-            None => return Err(ibdiag::exit(out, prog, c.debug, "process_opt", "Bad M_Key")),
-        },
+        'y' => {
+            let key = parse_u64_exact(value).or_else(|| {
+                out.flush();
+                getpass("M_Key: ").and_then(|key| parse_u64_exact(&key))
+            });
+            match key {
+                Some(key) => c.m_key = key,
+                None => return Err(ibdiag::exit(out, prog, c.debug, "process_opt", "Bad M_Key")),
+            }
+        }
         _ => return Err(usage(prog, tool, out)),
     }
     Ok(())
@@ -245,15 +252,27 @@ fn parse_timeout(text: &str) -> Option<u32> {
         .then_some(value as u32)
 }
 
-/// `strtoull(text, &end, 0)` with nothing left after the number; `None` otherwise.
+/// `strtoull(text, &end, 0)` without overflow and with nothing left after the number (an
+/// empty text is 0, a negative number wraps around); `None` otherwise.
 fn parse_u64_exact(text: &str) -> Option<u64> {
+    if text.is_empty() {
+        return Some(0);
+    }
     let t = text.trim_start();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+    let (negative, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None if t.len() > 1 && t.starts_with('0') => u64::from_str_radix(&t[1..], 8).ok(),
         None => t.parse().ok(),
-    }
+    }?;
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// Reads a configuration file as `read_ibdiag_config` does: `NAME=value` lines (`#`
@@ -282,13 +301,16 @@ fn read_config(path: &str, c: &mut Common) {
     }
 }
 
-/// `ibdiag_show_usage`: the usage on stderr; returns the exit status, 2.
-fn usage(prog: &str, tool: &Tool, out: &mut Output) -> i32 {
+/// `ibdiag_show_usage`: `tool`'s usage on stderr; returns the exit status, 2.
+pub fn usage(prog: &str, tool: &Tool, out: &mut Output) -> i32 {
     let mut text = format!("\nUsage: {prog} [options] {}\n\n", tool.usage_args);
     let table = table(tool);
     text.push_str("Options:\n");
     for o in &table {
-        let mut line = format!("  --{}, -{}", o.name, o.letter);
+        let mut line = format!("  --{}", o.name);
+        if o.letter.is_ascii_graphic() {
+            line.push_str(&format!(", -{}", o.letter));
+        }
         if let Some(value) = o.value {
             line.push(' ');
             line.push_str(value);
@@ -326,5 +348,10 @@ mod tests {
         assert_eq!(parse_u64_exact("12"), Some(12));
         assert_eq!(parse_u64_exact("0"), Some(0));
         assert_eq!(parse_u64_exact("1z"), None);
+        assert_eq!(parse_u64_exact(""), Some(0));
+        assert_eq!(parse_u64_exact("-1"), Some(u64::MAX));
+        assert_eq!(parse_u64_exact(" "), None);
+        assert_eq!(parse_u64_exact("0x"), None);
+        assert_eq!(parse_u64_exact("18446744073709551616"), None);
     }
 }

@@ -150,6 +150,15 @@ fn run(program: PathBuf, tool: &str, args: &[&str], place: Place) -> Run {
     if place == Place::Fabric {
         cmd.arg0(tool);
     }
+    // SAFETY: setsid is async-signal-safe and touches no memory of this process.
+    unsafe {
+        // A session of its own: no controlling terminal, so a tool that would prompt on
+        // /dev/tty (`-y` with a bad key) reads the closed stdin instead of waiting.
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
     let out = cmd
         .args(args)
         .output()
@@ -243,4 +252,45 @@ pub fn mask_numbers(text: &str, marker: &str) -> String {
         masked.push_str(part.trim_start_matches(|c: char| c.is_ascii_digit()));
     }
     masked
+}
+
+/// A node of the simulated fabric, as the C `smpquery nodeinfo` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Its LID (a switch's port 0, a channel adapter's port).
+    pub lid: u16,
+    /// Whether it is a switch.
+    pub switch: bool,
+    /// Its number of ports.
+    pub ports: u8,
+    /// The GUID of the port with that LID.
+    pub port_guid: String,
+}
+
+/// The nodes the subnet manager gave LIDs, by LID (1 up to the first LID nothing answers),
+/// found with the C `smpquery nodeinfo`; fails if there is none.
+pub fn nodes() -> Vec<Node> {
+    topology();
+    let mut nodes = Vec::new();
+    for lid in 1u16.. {
+        let run = run_c("smpquery", &["nodeinfo", &lid.to_string()], Place::Fabric);
+        if run.status != Some(0) {
+            break;
+        }
+        let text = run.text();
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim_start_matches(['.', ':']).to_owned())
+                .unwrap_or_else(|| panic!("no {name} in smpquery nodeinfo {lid}:\n{text}"))
+        };
+        nodes.push(Node {
+            lid,
+            switch: value("NodeType") == "Switch",
+            ports: value("NumPorts").parse().expect("NumPorts"),
+            port_guid: value("PortGuid"),
+        });
+    }
+    assert!(!nodes.is_empty(), "no LID answers: is opensm up?");
+    nodes
 }

@@ -7,4 +7,6 @@
 //! The tools are the example binaries beside this test (`target/<profile>/examples/`):
 //! `cargo test --test fabric` alone does not build them (`cargo build --examples` first).
 
+mod perfquery;
 mod sminfo;
+mod smpquery;
