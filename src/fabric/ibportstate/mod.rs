@@ -1,9 +1,6 @@
 //! `ibportstate [options] <dest dr_path|lid|guid> <portnum> [<op>]` (infiniband-diags 44):
 //! prints a port's PortInfo (and, for an active switch port, its peer's), or changes its
 //! state, speed, width, LID, ... with a PortInfo Set and prints the answer.
-//!
-//! Not supported: asking for an M_Key on the terminal when `mkey`'s value is not a number
-//! (an error here).
 
 mod mlnx;
 mod ops;
@@ -17,6 +14,7 @@ use std::process::ExitCode;
 use ibumad::mad::{NodeInfo, PortInfo};
 
 use super::dest;
+use super::getpass::getpass;
 use super::options::{self, Common, Handled, Tool};
 use super::rpc::Rpc;
 use crate::cli::{exit_code, prog_name, strtol, Output};
@@ -79,9 +77,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         Err(status) => return status,
     };
     if operands.len() < 2 {
-        // The usage, as `-h` prints it.
-        let help = [OsString::from(prog), OsString::from("-h")];
-        return options::parse(prog, &help, &tool, out, no_own).map_or_else(|s| s, |_| 2);
+        return options::usage(prog, &tool, out);
     }
     let rpc = match Rpc::open(prog, &common, out) {
         Ok(rpc) => rpc,
@@ -95,7 +91,8 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         return ctx.exit(out, "main", &msg);
     };
     let port = strtol(&operands[1]) as i32;
-    let ops = match ops::parse(&operands[2..]) {
+    let mut ask_key = || getpass("New M_Key: ");
+    let ops = match ops::parse(&operands[2..], &mut ask_key) {
         Ok(ops) => ops,
         Err(msg) => return ctx.exit(out, "main", &msg),
     };
