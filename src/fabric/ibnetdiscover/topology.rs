@@ -5,11 +5,10 @@ use std::fmt::Write as _;
 
 use ibumad::mad::NodeDescription;
 
+use crate::fabric::mlnx_ext;
 use crate::fabric::netdisc::{Fabric, Node, Port, NODE_CA, NODE_ROUTER, NODE_SWITCH};
 use crate::fabric::node_names::NodeNames;
-
-/// CapabilityMask bit IsExtendedSpeedsSupported.
-const CAP_HAS_EXT_SPEEDS: u32 = 1 << 14;
+use crate::fabric::portinfo_text::CAP_HAS_EXT_SPEEDS;
 
 /// How the topology is written.
 #[derive(Clone, Copy, Debug, Default)]
@@ -98,10 +97,10 @@ pub fn width_name(width: u8) -> &'static str {
     }
 }
 
-/// The compatibility speed name of a link: LinkSpeedActive, or LinkSpeedExtActive where
-/// the port has extended speeds (`dump_linkspeed_compat` and `dump_linkspeedext_compat`;
-/// FDR10, which needs Mellanox's ExtendedPortInfo, is never seen here).
-pub fn speed_name(speed: u8, ext_speed: u8) -> &'static str {
+/// The compatibility speed name of `port`'s link at `speed` (LinkSpeedActive) and
+/// `ext_speed` (LinkSpeedExtActive where the port has extended speeds): `dump_linkspeed_compat`
+/// and `dump_linkspeedext_compat`, FDR10 from Mellanox's ExtendedPortInfo.
+pub fn speed_name(port: &Port, speed: u8, ext_speed: u8) -> &'static str {
     let base = |speed| match speed {
         1 => "SDR",
         2 => "DDR",
@@ -112,6 +111,7 @@ pub fn speed_name(speed: u8, ext_speed: u8) -> &'static str {
         return base(speed);
     }
     match ext_speed {
+        0 if port.mlnx_speed_active & mlnx_ext::FDR10 != 0 => "FDR10",
         0 => base(speed),
         1 => "FDR",
         2 => "EDR",
@@ -231,7 +231,7 @@ impl Out<'_> {
             self.name(rnode),
             rnode.lid_of(rport),
             width_name(info.link_width_active),
-            speed_name(speed, espeed)
+            speed_name(port, speed, espeed)
         );
         self.full(port, speed, w);
         if is_xsigo_tca(rport.guid) {
@@ -309,7 +309,7 @@ impl Out<'_> {
             self.name(rnode),
             rnode.lid_of(rport),
             width_name(info.link_width_active),
-            speed_name(info.link_speed_active, espeed)
+            speed_name(port, info.link_speed_active, espeed)
         );
         self.full(port, info.link_speed_active, w);
         w.push('\n');

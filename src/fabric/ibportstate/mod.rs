@@ -2,7 +2,6 @@
 //! prints a port's PortInfo (and, for an active switch port, its peer's), or changes its
 //! state, speed, width, LID, ... with a PortInfo Set and prints the answer.
 
-mod mlnx;
 mod ops;
 mod peer;
 mod show;
@@ -15,16 +14,15 @@ use ibumad::mad::{NodeInfo, PortInfo};
 
 use super::dest;
 use super::getpass::getpass;
+use super::mlnx_ext as mlnx;
 use super::options::{self, Common, Handled, Tool};
+use super::portinfo_text::CAP_HAS_EXT_SPEEDS;
 use super::rpc::Rpc;
 use crate::cli::{exit_code, prog_name, strtol, Output};
 use crate::ibdiag;
 use ops::{Setting, StateOp};
 use peer::PeerRoute;
 use show::Shown;
-
-/// CapabilityMask bit IsExtendedSpeedsSupported.
-const CAP_HAS_EXT_SPEEDS: u32 = 1 << 14;
 
 const USAGE_ARGS: &str = "<dest dr_path|lid|guid> <portnum> [<op>]\n\
     \nSupported ops: enable, disable, on, off, reset, speed, espeed, fdr10,\n\

@@ -251,6 +251,7 @@ fn load_port(r: &mut Reader) -> Result<PortRecord, String> {
             info,
             info_raw,
             hashed: None,
+            mlnx_speed_active: 0,
             base_lid,
             lmc,
             remote: None,

@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 
 use crate::cli::Output;
+use crate::fabric::mlnx_ext;
+use crate::fabric::portinfo_text::CAP_HAS_EXT_SPEEDS;
 
 /// Node types of NodeInfo.
 pub const NODE_CA: u8 = 1;
@@ -89,6 +91,8 @@ pub struct Port {
     pub info_raw: [u8; 64],
     /// When it entered the port table (see [`Fabric::ports_hashed`]), if it did.
     pub hashed: Option<u32>,
+    /// Mellanox ExtendedPortInfo's LinkSpeedActive (FDR10 bit), read on Mellanox QDR links.
+    pub mlnx_speed_active: u8,
     /// Base LID (a switch port has its port 0's).
     pub base_lid: u16,
     /// LMC.
@@ -105,6 +109,7 @@ impl Default for Port {
             info: PortInfo::default(),
             info_raw: [0; 64],
             hashed: None,
+            mlnx_speed_active: 0,
             base_lid: 0,
             lmc: 0,
             remote: None,
@@ -158,6 +163,8 @@ enum Query {
     NodeDesc(usize),
     SwitchInfo(usize),
     PortInfo(usize, u8),
+    /// Mellanox's ExtendedPortInfo of a port, before going on through it.
+    MlnxExtPortInfo(usize, u8),
 }
 
 /// The discovery in progress: libibnetdisc's SMP engine and scan state.
@@ -187,6 +194,7 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
             Query::NodeDesc(_) => (NodeDescription::ATTR_ID, 0),
             Query::SwitchInfo(_) => (SwitchInfo::ATTR_ID, 0),
             Query::PortInfo(_, port) => (PortInfo::ATTR_ID, u32::from(port)),
+            Query::MlnxExtPortInfo(_, port) => (mlnx_ext::ATTR_ID, u32::from(port)),
         };
         scan.fabric.total_mads += 1;
         let data = match smi.get(&path, attr, modifier) {
@@ -197,6 +205,10 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
                     dr_text(&path)
                 );
                 scan.out.error(&text);
+                // `mlnx_ext_port_info_err`: the walk goes on without it.
+                if let Query::MlnxExtPortInfo(n, port) = query {
+                    scan.onward(&path, n, port);
+                }
                 continue;
             }
         };
@@ -213,6 +225,13 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
                 Ok(())
             }
             Query::PortInfo(n, port) => scan.port_info(path, n, port, &data),
+            Query::MlnxExtPortInfo(n, port) => {
+                if let Some(p) = scan.fabric.nodes[n].ports[usize::from(port)].as_mut() {
+                    p.mlnx_speed_active = data[mlnx_ext::LINK_SPEED_ACTIVE];
+                }
+                scan.onward(&path, n, port);
+                Ok(())
+            }
         };
         if let Err(msg) = done {
             scan.out.error(&format!("ibnetdisc: {msg}"));
@@ -368,7 +387,6 @@ impl Scan<'_> {
         data: &[u8; 64],
     ) -> Result<(), String> {
         let info = PortInfo::decode(data).map_err(|e| e.to_string())?;
-        let from = self.fabric.from;
         let node = &mut self.fabric.nodes[n];
         let switch = node.is_switch();
         let default_guid = node.info.port_guid;
@@ -394,32 +412,10 @@ impl Scan<'_> {
             port.base_lid = sma_lid;
             port.lmc = sma_lmc;
         }
-        let onward = port_num != 0
-            && info.port_physical_state == LINK_UP
-            && ((switch && port_num != info.local_port_num) || from == Some((n, port_num)));
-        if onward {
-            let from_node = from.map(|(f, _)| f) == Some(n);
-            let mut next = path.clone();
-            let go = if !switch && from_node && path.len() > 1 {
-                next.pop();
-                self.fabric.max_hops += 1;
-                true
-            } else if next.len() >= MAX_HOPS {
-                self.out.error(&format!(
-                    "ibnetdisc: add port {port_num} to DR path failed; {}",
-                    dr_text(&path)
-                ));
-                false
-            } else {
-                next.push(port_num);
-                if next.len() as u32 > self.fabric.max_hops {
-                    self.fabric.max_hops += 1;
-                }
-                true
-            };
-            if go {
-                self.push(&next, Query::NodeInfo(Some((n, port_num))));
-            }
+        if self.wants_mlnx_ext(n, port_num) {
+            self.push(&path, Query::MlnxExtPortInfo(n, port_num));
+        } else {
+            self.onward(&path, n, port_num);
         }
         if port_num == 0 {
             for p in 1..=num_ports {
@@ -427,5 +423,64 @@ impl Scan<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether libibnetdisc reads Mellanox's ExtendedPortInfo of this port before going on:
+    /// a Mellanox device's LinkUp port at QDR without extended speeds (FDR10 or QDR).
+    fn wants_mlnx_ext(&self, n: usize, port_num: u8) -> bool {
+        let node = &self.fabric.nodes[n];
+        let Some(port) = node.port(port_num) else {
+            return false;
+        };
+        if !mlnx_ext::supported(node.info.vendor_id, node.info.device_id) {
+            return false;
+        }
+        let caps_port = if node.is_switch() {
+            node.port(0)
+        } else {
+            Some(port)
+        };
+        let caps = caps_port.map_or(0, |p| p.info.capability_mask);
+        let espeed = if caps & CAP_HAS_EXT_SPEEDS != 0 {
+            port.info.link_speed_ext_active
+        } else {
+            0
+        };
+        port.info.port_physical_state == LINK_UP && port.info.link_speed_active == 4 && espeed == 0
+    }
+
+    /// The end of `recv_port_info`: through a switch port that is LinkUp (not the one the
+    /// SMP came in by), or out of the local port, on to the next node.
+    fn onward(&mut self, path: &[u8], n: usize, port_num: u8) {
+        let from = self.fabric.from;
+        let node = &self.fabric.nodes[n];
+        let switch = node.is_switch();
+        let Some(info) = node.port(port_num).map(|p| p.info) else {
+            return;
+        };
+        let onward = port_num != 0
+            && info.port_physical_state == LINK_UP
+            && ((switch && port_num != info.local_port_num) || from == Some((n, port_num)));
+        if !onward {
+            return;
+        }
+        let from_node = from.map(|(f, _)| f) == Some(n);
+        let mut next = path.to_vec();
+        if !switch && from_node && path.len() > 1 {
+            next.pop();
+            self.fabric.max_hops += 1;
+        } else if next.len() >= MAX_HOPS {
+            self.out.error(&format!(
+                "ibnetdisc: add port {port_num} to DR path failed; {}",
+                dr_text(path)
+            ));
+            return;
+        } else {
+            next.push(port_num);
+            if next.len() as u32 > self.fabric.max_hops {
+                self.fabric.max_hops += 1;
+            }
+        }
+        self.push(&next, Query::NodeInfo(Some((n, port_num))));
     }
 }
