@@ -1,6 +1,8 @@
 //! `ibnetdiscover --diff <cache>` (and `--diffcheck <keys>`): what differs between a cached
 //! fabric (`< ` lines) and the current one (`> ` lines), node type by node type.
 
+use std::collections::HashMap;
+
 use super::topology::Out;
 use crate::fabric::netdisc::{Fabric, Node, NODE_CA, NODE_ROUTER, NODE_SWITCH};
 
@@ -57,6 +59,8 @@ struct Pass<'a> {
     checks: Checks,
     one: &'a Out<'a>,
     two: &'a Out<'a>,
+    /// The second fabric's nodes by GUID (the last one found with it).
+    two_by_guid: HashMap<u64, usize>,
     prefix_one: &'static str,
     prefix_two: &'static str,
 }
@@ -76,6 +80,7 @@ pub fn write_diff(orig: &Out, new: &Out, checks: Checks, w: &mut String) {
             checks,
             one: orig,
             two: new,
+            two_by_guid: by_guid(new.fabric),
             prefix_one: "< ",
             prefix_two: "> ",
         };
@@ -87,6 +92,7 @@ pub fn write_diff(orig: &Out, new: &Out, checks: Checks, w: &mut String) {
             checks: Checks(checks.0 & !only_presence),
             one: new,
             two: orig,
+            two_by_guid: by_guid(orig.fabric),
             prefix_one: "> ",
             prefix_two: "< ",
         };
@@ -96,9 +102,13 @@ pub fn write_diff(orig: &Out, new: &Out, checks: Checks, w: &mut String) {
     }
 }
 
-/// The node of `guid` in `fabric`, the last one found with it.
-fn find(fabric: &Fabric, guid: u64) -> Option<&Node> {
-    fabric.nodes.iter().rev().find(|n| n.info.node_guid == guid)
+/// The nodes of `fabric` by GUID, the last one found with each (`ibnd_find_node_guid`).
+fn by_guid(fabric: &Fabric) -> HashMap<u64, usize> {
+    let mut map = HashMap::new();
+    for (n, node) in fabric.nodes.iter().enumerate() {
+        map.insert(node.info.node_guid, n);
+    }
+    map
 }
 
 impl Pass<'_> {
@@ -131,7 +141,8 @@ impl Pass<'_> {
 
     /// `diff_iter_func` for one node of the first fabric.
     fn node(&self, one: &Node, w: &mut String) {
-        let Some(two) = find(self.two.fabric, one.info.node_guid) else {
+        let found = self.two_by_guid.get(&one.info.node_guid);
+        let Some(two) = found.map(|&n| &self.two.fabric.nodes[n]) else {
             let p = self.prefix_one;
             self.header(self.one, one, p, p, w);
             for num in 1..=one.info.num_ports {

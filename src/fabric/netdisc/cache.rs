@@ -4,6 +4,8 @@
 //! ports, then each port (in the order of libibnetdisc's port GUID hash table). A file is
 //! untrusted input: loading fails on anything inconsistent, never panics.
 
+use std::collections::HashMap;
+
 use ibumad::mad::{NodeInfo, PortInfo};
 
 use super::{Fabric, Node, Port};
@@ -140,7 +142,9 @@ pub fn load(bytes: &[u8]) -> Result<Fabric, String> {
     let keys: Vec<(u64, u8)> = records.iter().map(|p| (p.port.guid, p.port.num)).collect();
     let links: Vec<(u64, Option<(u64, u8)>)> =
         records.iter().map(|p| (p.node_guid, p.remote)).collect();
-    let find = |key: (u64, u8)| keys.iter().rposition(|&k| k == key);
+    let last_of: HashMap<(u64, u8), usize> =
+        keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let find = |key: (u64, u8)| last_of.get(&key).copied();
     let mut fabric = Fabric {
         max_hops,
         ..Fabric::default()
@@ -152,14 +156,17 @@ pub fn load(bytes: &[u8]) -> Result<Fabric, String> {
         fabric.nodes.push(node);
         port_keys.push(node_keys);
     }
-    let node_index = |fabric: &Fabric, guid: u64| {
-        fabric
-            .nodes
-            .iter()
-            .position(|n| n.info.node_guid == guid)
+    let mut first_of = HashMap::new();
+    for (n, node) in fabric.nodes.iter().enumerate() {
+        first_of.entry(node.info.node_guid).or_insert(n);
+    }
+    let node_index = |guid: u64| {
+        first_of
+            .get(&guid)
+            .copied()
             .ok_or_else(|| format!("Cache invalid: cannot find node {guid:#x}"))
     };
-    fabric.from = Some((node_index(&fabric, from_guid)?, 0));
+    fabric.from = Some((node_index(from_guid)?, 0));
     // `_rebuild_nodes`: each node takes the ports its keys name.
     let mut placed: Vec<Option<(usize, u8)>> = vec![None; keys.len()];
     let mut ports: Vec<Option<Port>> = records.into_iter().map(|r| Some(r.port)).collect();
@@ -182,7 +189,7 @@ pub fn load(bytes: &[u8]) -> Result<Fabric, String> {
     // `_rebuild_ports`: every record names a node and, if linked, a port; a placed port is
     // linked to the remote port where that one is placed too.
     for (i, &(node_guid, remote)) in links.iter().enumerate() {
-        node_index(&fabric, node_guid)?;
+        node_index(node_guid)?;
         let Some(remote) = remote else {
             continue;
         };
