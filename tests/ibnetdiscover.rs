@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use ibverbs_test_kit::fabric::{compare_masked, on_each_topology, run_c, run_ours, Place};
+use ibverbs_test_kit::fabric_runs::{compare_sequence_on, topologies};
 
 /// The topology header's line with the time, `# Topology file: generated on <ctime>`.
 const GENERATED: &str = "# Topology file: generated on ";
@@ -309,4 +310,18 @@ fn bad_cache_files() {
         compare(&["--load-cache", "/nonexistent/cache"]);
         compare(&["--cache", "/nonexistent/dir/cache"]);
     });
+}
+
+#[test]
+fn from_other_nodes() {
+    let fabric = topologies()
+        .into_iter()
+        .find(|t| t.ends_with("fabric.net"))
+        .expect("scripts/topologies/fabric.net");
+    // A CA with two ports, a CA with a port down, and a switch as the starting point.
+    for host in ["HcaDual", "Hca3", "Switch2"] {
+        let steps: [&[&str]; 4] = [&[], &["-s", "-m"], &["-p"], &["-l"]];
+        let ours = compare_sequence_on("ibnetdiscover", &fabric, Some(host), &steps, without_time);
+        assert!(ours[0].0.contains("# Initiated from node"), "{}", ours[0].0);
+    }
 }

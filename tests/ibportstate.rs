@@ -11,12 +11,8 @@
 //!
 //! The tools are the example binaries beside this test (`cargo build --examples` first).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ibverbs_test_kit::fabric::{compare, compare_at, on_each_topology, Place};
-use ibverbs_test_kit::{c_tool, example};
+use ibverbs_test_kit::fabric_runs::{compare_sequence_on, topologies, Step};
 
 #[test]
 fn queries() {
@@ -103,84 +99,12 @@ fn no_ca() {
     assert_eq!(ours.status, Some(255));
 }
 
-/// What one command of a sequence did: stdout, whether stderr had a message of the
-/// tool's own, exit status.
-type Step = (String, bool, Option<i32>);
-
-/// The topology files of `scripts/topologies/`.
-fn topologies() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/topologies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scripts/topologies")
-        .map(|e| e.expect("a topology file").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "net"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no topology in {}", dir.display());
-    files
-}
-
-/// Runs `program` as `ibportstate` with each of `steps` in turn on a simulator of
-/// `topology` of its own (`scripts/with-ibsim`), and returns what each did.
-fn run_sequence(program: &Path, topology: &Path, steps: &[&[&str]]) -> Vec<Step> {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let run = RUNS.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("ibportstate-seq-{}-{run}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let mut script = String::from("set -u\n");
-    for (i, step) in steps.iter().enumerate() {
-        let args: Vec<String> = step.iter().map(|a| quote(a)).collect();
-        script.push_str(&format!(
-            "(exec -a ibportstate {} {}) >{d}/{i}.out 2>{d}/{i}.err; echo $? >{d}/{i}.rc\n",
-            quote(program.to_str().expect("a UTF-8 path")),
-            args.join(" "),
-            d = quote(dir.to_str().expect("a UTF-8 path")),
-        ));
-    }
-    let with_ibsim = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/with-ibsim");
-    let status = Command::new(with_ibsim)
-        .arg("-t")
-        .arg(topology)
-        .args(["bash", "-c", &script])
-        .env_remove("IBSIM_SOCKNAME")
-        .env_remove("LD_PRELOAD")
-        .status()
-        .expect("scripts/with-ibsim runs");
-    assert!(
-        status.success(),
-        "the sequence on {}: {status}",
-        topology.display()
-    );
-    let read = |i: usize, ext: &str| {
-        std::fs::read_to_string(dir.join(format!("{i}.{ext}"))).expect("a step's output")
-    };
-    let steps = (0..steps.len())
-        .map(|i| {
-            let own_err = read(i, "err")
-                .lines()
-                .any(|l| !(l.starts_with("ibwarn: ") && l.contains("sim_connect: attached")));
-            (read(i, "out"), own_err, read(i, "rc").trim().parse().ok())
-        })
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    steps
-}
-
 /// Runs `steps` with the C tool and with ours, each on a fresh simulator of every topology,
 /// and compares them step by step; returns what ours did on the last topology.
 fn compare_sequence(steps: &[&[&str]]) -> Vec<Step> {
     let mut last = Vec::new();
     for topology in topologies() {
-        let c = run_sequence(&c_tool("ibportstate"), &topology, steps);
-        let ours = run_sequence(&example("ibportstate"), &topology, steps);
-        for ((step, c), ours) in steps.iter().zip(&c).zip(&ours) {
-            let call = format!("ibportstate {} on {}", step.join(" "), topology.display());
-            assert_eq!(ours.0, c.0, "{call}: stdout differs (left: ours, right: C)");
-            assert_eq!(ours.2, c.2, "{call}: exit status differs");
-            assert_eq!(ours.1, c.1, "{call}: stderr differs in having a message");
-        }
-        last = ours;
+        last = compare_sequence_on("ibportstate", &topology, None, steps, str::to_owned);
     }
     last
 }
@@ -242,6 +166,23 @@ fn speed_width_and_fields() {
         &["2", "0", "mkeylease", "10", "mkeyprot", "0"],
         &["-K", "2", "0"],
     ]));
+}
+
+#[test]
+fn attached_elsewhere() {
+    let fabric = topologies()
+        .into_iter()
+        .find(|t| t.ends_with("fabric.net"))
+        .expect("scripts/topologies/fabric.net");
+    for host in ["HcaDual", "Switch2"] {
+        let steps: [&[&str]; 4] = [
+            &["-D", "0", "1"],
+            &["-D", "0,2", "1"],
+            &["3", "5"],
+            &["2", "2"],
+        ];
+        compare_sequence_on("ibportstate", &fabric, Some(host), &steps, str::to_owned);
+    }
 }
 
 #[test]
