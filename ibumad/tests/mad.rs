@@ -3,9 +3,9 @@
 //! fabric, and fuzzed: decoding never panics, and decode/encode round-trip.
 
 use ibumad::mad::{
-    parse_dr_path, ClassPortInfo, MadError, MadHeader, NodeDescription, NodeInfo, PathRecord,
-    PortCounters, PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp, SwitchInfo,
-    PERF_DATA_OFFSET,
+    counter_run, parse_dr_path, ClassPortInfo, MadError, MadHeader, NodeDescription, NodeInfo,
+    PathRecord, PortCounters, PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp,
+    SwitchInfo, PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -333,6 +333,9 @@ proptest! {
         let _ = PortCounters::decode(&bytes);
         let _ = PortCountersExtended::decode(&bytes);
         let _ = ClassPortInfo::decode(&bytes);
+        for width in [0, 2, 16, 32, 64, 65] {
+            let _ = counter_run(&bytes, width, 16);
+        }
         let _ = SaMad::decode(&bytes);
         let _ = PathRecord::decode(&bytes);
         let _ = parse_dr_path(&String::from_utf8_lossy(&bytes));

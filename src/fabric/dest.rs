@@ -24,6 +24,8 @@ pub enum DestType {
     DrPath,
     /// A port GUID.
     Guid,
+    /// A LID and a directed route from it (`smpquery -c`).
+    Combined,
 }
 
 /// A resolved destination (the C `ib_portid_t` as these tools use it).
@@ -47,6 +49,77 @@ impl fmt::Display for Dest {
             }
         }
     }
+}
+
+/// A combined route (`smpquery -c`, the C `IB_DEST_DRSLID`): LID-routed to `lid`, then
+/// directed along `path` (entry 0 as given, not sent) with DrSLID `slid`, the local port's
+/// LID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Combined {
+    /// The LID the route starts from.
+    pub lid: u16,
+    /// DrSLID: the local port's LID.
+    pub slid: u16,
+    /// The directed part.
+    pub path: Vec<u8>,
+}
+
+impl fmt::Display for Combined {
+    /// The C `portid2str`: `Lid 2 DR path slid 1; dlid 65535; 0,5`, or `Lid 2` alone for a
+    /// path of no hop.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Lid {}", self.lid)?;
+        if self.path.len() > 1 {
+            write!(
+                f,
+                " DR path slid {}; dlid 65535; {}",
+                self.slid, self.path[0]
+            )?;
+            self.path[1..].iter().try_for_each(|p| write!(f, ",{p}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Resolves `text`, `<lid> <path>`, as a combined route: the LID as `strtol` reads it, then
+/// the path after the one character that follows the number (C skips it blindly).
+pub fn combined(rpc: &Rpc, text: &str) -> Option<Combined> {
+    let end = number_end(text);
+    let lid = lid(&text[..end])?;
+    let mut rest = text[end..].chars();
+    rest.next()?;
+    let slid = local_port(rpc)?.base_lid as u16;
+    let path = dr_path(rest.as_str())?;
+    Some(Combined { lid, slid, path })
+}
+
+/// Where `strtol(text, &end, 0)` stops: after white space, a sign and the digits of a
+/// number (0 if there is none).
+fn number_end(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut i = b
+        .iter()
+        .take_while(|c| b" \t\n\x0b\x0c\r".contains(c))
+        .count();
+    if matches!(b.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let hex = b.get(i) == Some(&b'0')
+        && matches!(b.get(i + 1), Some(b'x' | b'X'))
+        && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+    let (start, radix) = if hex {
+        (i + 2, 16)
+    } else {
+        (i, if b.get(i) == Some(&b'0') { 8 } else { 10 })
+    };
+    let digits = b[start..]
+        .iter()
+        .take_while(|&&c| char::from(c).is_digit(radix))
+        .count();
+    if digits == 0 && !hex {
+        return 0;
+    }
+    start + digits
 }
 
 /// A unicast LID as `strtol` reads it (C syntax; 1 to 0xbfff), else `None`.
@@ -96,6 +169,8 @@ pub fn resolve(
     match dest_type {
         DestType::Lid => lid(text).map(Dest::Lid),
         DestType::DrPath => dr_path(text).map(Dest::Dr),
+        // Not one operand: see `combined`; no tool but smpquery takes it.
+        DestType::Combined => None,
         DestType::Guid => {
             let guid = strtoull(text);
             if guid == 0 {
@@ -171,6 +246,16 @@ mod tests {
         assert_eq!(dr_path("0,,1"), Some(vec![0, 0, 1]));
         assert_eq!(dr_path("0,a,256,-1, 7x"), Some(vec![0, 0, 0, 255, 7]));
         assert_eq!(dr_path(""), None);
+    }
+
+    #[test]
+    fn number_ends_like_strtol() {
+        assert_eq!(number_end("2 0,5"), 1);
+        assert_eq!(number_end(" 0x1f,"), 5);
+        assert_eq!(number_end("012 "), 3);
+        assert_eq!(number_end("-7x"), 2);
+        assert_eq!(number_end("x"), 0);
+        assert_eq!(number_end("0x"), 1);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 pub mod dest;
 pub mod dump;
+#[cfg(test)]
+mod fuzz;
 pub mod getopt;
 pub mod getpass;
 pub mod ibnetdiscover;

@@ -115,6 +115,9 @@ pub enum Handled {
     No,
     /// It failed (having said why): exit with this status.
     Exit(i32),
+    /// It took the option, which sets how the destination is written, as `-D`, `-G` and
+    /// `-L` do (the last one given wins).
+    Dest(DestType),
 }
 
 /// Parses `args` like `ibdiag_process_opts`: `tool`'s options go to `handler` first, the
@@ -156,6 +159,10 @@ pub fn parse(
         if own {
             match handler(letter, value, out) {
                 Handled::Yes => continue,
+                Handled::Dest(dest) => {
+                    common.dest = dest;
+                    continue;
+                }
                 Handled::Exit(status) => return Err(status),
                 Handled::No => {}
             }

@@ -2,12 +2,13 @@
 //! `smp_query_via`/`smp_set_via`, `sa_rpc_call` and `mad_rpc` do them: the same warnings on
 //! stderr (with `-e` and `-d`, the same extra ones) when a request fails.
 
+use std::fmt;
 use std::time::Duration;
 
 use ibumad::mad::{MadHeader, Route, SaMad, Smp, SA_CLASS, SA_CLASS_VERSION};
 use ibumad::{Address, Port, MAD_SIZE};
 
-use super::dest::Dest;
+use super::dest::{Combined, Dest};
 use super::options::Common;
 use crate::cli::Output;
 use crate::ibdiag;
@@ -91,7 +92,60 @@ impl Rpc {
         self.smp(dest, smp, out)
     }
 
+    /// `smp_query_via` along a combined route (`smpquery -c`): attribute `attr_id`
+    /// (modifier `attr_mod`); its 64 bytes, or `None` after the warnings.
+    pub fn smp_get_combined(
+        &self,
+        route: &Combined,
+        attr_id: u16,
+        attr_mod: u32,
+        out: &mut Output,
+    ) -> Option<[u8; 64]> {
+        let mut smp = Smp::get(attr_id, attr_mod, Route::Lid);
+        if !self.directed(&mut smp, &route.path, out) {
+            return None;
+        }
+        if let Route::Directed { dr_slid, .. } = &mut smp.route {
+            *dr_slid = route.slid;
+        }
+        self.send_smp(smp, 0x81, Address::smi(route.lid), route, out)
+    }
+
     fn smp(&self, dest: &Dest, mut smp: Smp, out: &mut Output) -> Option<[u8; 64]> {
+        let (class, to) = match dest {
+            Dest::Lid(lid) => (0x01, Address::smi(*lid)),
+            Dest::Dr(path) => {
+                if !self.directed(&mut smp, path, out) {
+                    return None;
+                }
+                (0x81, Address::smi(0xffff))
+            }
+        };
+        self.send_smp(smp, class, to, dest, out)
+    }
+
+    /// Routes `smp` along `path` (entry 0, the local port, not sent); false after the
+    /// warning if the path is too long (`mad_encode`).
+    fn directed(&self, smp: &mut Smp, path: &[u8], out: &mut Output) -> bool {
+        let hops = path.len().saturating_sub(1);
+        if hops > MAX_HOPS {
+            let msg = format!("dr path with hop count {hops}");
+            ibdiag::warn(out, "mad_encode", &msg);
+            return false;
+        }
+        smp.route = Route::directed(path.get(1..).unwrap_or_default());
+        true
+    }
+
+    /// Sends `smp` (of `class`) to `to`, shown as `dest` in the warnings; its data.
+    fn send_smp(
+        &self,
+        mut smp: Smp,
+        class: u8,
+        to: Address,
+        dest: &dyn fmt::Display,
+        out: &mut Output,
+    ) -> Option<[u8; 64]> {
         if self.debug > 0 {
             let msg = format!(
                 "attr {:#x} mod {:#x} route {dest}",
@@ -100,19 +154,6 @@ impl Rpc {
             ibdiag::warn(out, "smp_query_status_via", &msg);
         }
         smp.m_key = self.m_key;
-        let (class, to) = match dest {
-            Dest::Lid(lid) => (0x01, Address::smi(*lid)),
-            Dest::Dr(path) => {
-                let hops = path.len().saturating_sub(1);
-                if hops > MAX_HOPS {
-                    let msg = format!("dr path with hop count {hops}");
-                    ibdiag::warn(out, "mad_encode", &msg);
-                    return None;
-                }
-                smp.route = Route::directed(&path[1..]);
-                (0x81, Address::smi(0xffff))
-            }
-        };
         let request = smp.encode().ok()?;
         let answer = self.rpc(class, 1, &request, &to, dest, out)?;
         Smp::decode(&answer).ok().map(|s| s.data)
@@ -171,7 +212,7 @@ impl Rpc {
         version: u8,
         mad: &[u8; MAD_SIZE],
         to: &Address,
-        dest: &Dest,
+        dest: &dyn fmt::Display,
         out: &mut Output,
     ) -> Option<[u8; MAD_SIZE]> {
         self.rpc_named("mad_rpc", class, version, mad, to, dest, out)
@@ -186,7 +227,7 @@ impl Rpc {
         version: u8,
         mad: &[u8; MAD_SIZE],
         to: &Address,
-        dest: &Dest,
+        dest: &dyn fmt::Display,
         out: &mut Output,
     ) -> Option<[u8; MAD_SIZE]> {
         let timeout = Duration::from_millis(u64::from(self.timeout_ms));

@@ -1,15 +1,16 @@
 //! `smpquery`: prints one SMP attribute of a node or port (infiniband-diags 44):
 //! `smpquery [options] <op> <dest> [op params]`, the ops NodeInfo, NodeDesc, PortInfo,
 //! SwitchInfo, PKeyTable, SL2VLTable, VLArbitration and GUIDInfo (by name or alias, any
-//! case), with `-x` (PortInfo with extended speeds) and `--node-name-map`.
+//! case), with `-c` (a combined route: `<lid> <dr_path>`), `-x` (PortInfo with extended
+//! speeds) and `--node-name-map`.
 
 use std::ffi::OsString;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::process::ExitCode;
 
 use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 
-use super::dest::{self, Dest};
+use super::dest::{self, Combined, Dest, DestType};
 use super::dump;
 use super::node_names::NodeNames;
 use super::options::{self, Handled, Opt, Tool};
@@ -21,7 +22,13 @@ use crate::ibdiag;
 const NODE_NAME_MAP: char = '\u{1}';
 
 /// smpquery's own options.
-const OPTS: [Opt; 2] = [
+const OPTS: [Opt; 3] = [
+    Opt {
+        name: "combined",
+        letter: 'c',
+        value: None,
+        help: "the destination is a LID and a directed route from it",
+    },
     Opt {
         name: "node-name-map",
         letter: NODE_NAME_MAP,
@@ -37,7 +44,25 @@ const OPTS: [Opt; 2] = [
 ];
 
 /// An op: what the query runs, given the destination and the op's parameters.
-type OpFn = fn(&Query, &Dest, &[String], &mut Output) -> Result<(), &'static str>;
+type OpFn = fn(&Query, &Target, &[String], &mut Output) -> Result<(), &'static str>;
+
+/// Where the queries go.
+enum Target {
+    /// A LID, a directed route or a GUID's LID.
+    Dest(Dest),
+    /// `-c`: a LID and a directed route from it.
+    Combined(Combined),
+}
+
+impl fmt::Display for Target {
+    /// The C `portid2str`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Dest(dest) => dest.fmt(f),
+            Target::Combined(route) => route.fmt(f),
+        }
+    }
+}
 
 /// The ops: name, alias, function, whether it takes a port number.
 const OPS: [(&str, &str, OpFn, bool); 8] = [
@@ -95,6 +120,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     let parsed = options::parse(prog, args, &tool, out, |letter, value, _| {
         match letter {
             'x' => extended = true,
+            'c' => return Handled::Dest(DestType::Combined),
             _ => map_file = value.map(str::to_owned),
         }
         Handled::Yes
@@ -121,9 +147,24 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     for warning in warnings {
         out.error(&warning);
     }
-    let text = &operands[1];
-    let Some(target) = dest::resolve(&rpc, common.dest, text, common.sm_lid, out) else {
-        return exit(out, &format!("can't resolve destination port {text}"));
+    let (target, params) = if common.dest == DestType::Combined {
+        // The C tool joins the two operands into 64 bytes (C's "(null)" for a missing one).
+        let path = operands.get(2).map_or("(null)", String::as_str);
+        let mut text = format!("{} {path}", operands[1]);
+        truncate(&mut text, 63);
+        let Some(route) = dest::combined(&rpc, &text) else {
+            return exit(out, &format!("can't resolve destination port {text}"));
+        };
+        (
+            Target::Combined(route),
+            operands.get(3..).unwrap_or_default(),
+        )
+    } else {
+        let text = &operands[1];
+        let Some(dest) = dest::resolve(&rpc, common.dest, text, common.sm_lid, out) else {
+            return exit(out, &format!("can't resolve destination port {text}"));
+        };
+        (Target::Dest(dest), &operands[2..])
     };
     let query = Query {
         rpc,
@@ -131,10 +172,19 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         extended,
         show_keys: common.show_keys,
     };
-    match op_fn(&query, &target, &operands[2..], out) {
+    match op_fn(&query, &target, params, out) {
         Ok(()) => 0,
         Err(msg) => exit(out, &format!("operation {op}: {msg}")),
     }
+}
+
+/// Cuts `text` to at most `max` bytes (at a character boundary).
+fn truncate(text: &mut String, max: usize) {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
 }
 
 /// The port number parameter (`strtol`; 0 when absent).
@@ -146,30 +196,34 @@ impl Query {
     /// Gets attribute `attr_id` with `attr_mod` of `dest`; `Err(msg)` when it fails.
     fn get(
         &self,
-        dest: &Dest,
+        target: &Target,
         attr_id: u16,
         attr_mod: u32,
         msg: &'static str,
         out: &mut Output,
     ) -> Result<[u8; 64], &'static str> {
-        self.rpc.smp_get(dest, attr_id, attr_mod, out).ok_or(msg)
+        let data = match target {
+            Target::Dest(dest) => self.rpc.smp_get(dest, attr_id, attr_mod, out),
+            Target::Combined(route) => self.rpc.smp_get_combined(route, attr_id, attr_mod, out),
+        };
+        data.ok_or(msg)
     }
 
     /// NodeInfo of `dest`.
-    fn node_info(&self, dest: &Dest, out: &mut Output) -> Result<NodeInfo, &'static str> {
+    fn node_info(&self, dest: &Target, out: &mut Output) -> Result<NodeInfo, &'static str> {
         let failed = "node info query failed";
         let data = self.get(dest, NodeInfo::ATTR_ID, 0, failed, out)?;
         NodeInfo::decode(&data).map_err(|_| failed)
     }
 }
 
-fn node_info(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn node_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
     let info = q.node_info(dest, out)?;
     let _ = write!(out, "# Node info: {dest}\n{}", dump::node_info(&info));
     Ok(())
 }
 
-fn node_desc(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn node_desc(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
     let info = q.node_info(dest, out)?;
     let failed = "node desc query failed";
     let data = q.get(dest, NodeDescription::ATTR_ID, 0, failed, out)?;
@@ -182,7 +236,7 @@ fn node_desc(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result<(
 
 fn port_info(
     q: &Query,
-    dest: &Dest,
+    dest: &Target,
     params: &[String],
     out: &mut Output,
 ) -> Result<(), &'static str> {
@@ -199,7 +253,12 @@ fn port_info(
     Ok(())
 }
 
-fn switch_info(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn switch_info(
+    q: &Query,
+    dest: &Target,
+    _: &[String],
+    out: &mut Output,
+) -> Result<(), &'static str> {
     let failed = "switch info query failed";
     let data = q.get(dest, SwitchInfo::ATTR_ID, 0, failed, out)?;
     let info = SwitchInfo::decode(&data).map_err(|_| failed)?;
@@ -209,7 +268,7 @@ fn switch_info(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result
 
 fn pkey_table(
     q: &Query,
-    dest: &Dest,
+    dest: &Target,
     params: &[String],
     out: &mut Output,
 ) -> Result<(), &'static str> {
@@ -248,7 +307,7 @@ fn pkey_table(
 
 fn sl2vl_table(
     q: &Query,
-    dest: &Dest,
+    dest: &Target,
     params: &[String],
     out: &mut Output,
 ) -> Result<(), &'static str> {
@@ -283,7 +342,7 @@ fn sl2vl_table(
 
 fn vlarb_table(
     q: &Query,
-    dest: &Dest,
+    dest: &Target,
     params: &[String],
     out: &mut Output,
 ) -> Result<(), &'static str> {
@@ -324,7 +383,7 @@ fn vlarb_table(
 /// and weight.
 fn vlarb_entries(
     q: &Query,
-    dest: &Dest,
+    dest: &Target,
     port: i32,
     offset: u32,
     count: u8,
@@ -345,7 +404,7 @@ fn vlarb_entries(
     Ok(())
 }
 
-fn guid_info(q: &Query, dest: &Dest, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn guid_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
     let failed = "port info failed";
     let data = q.get(dest, PortInfo::ATTR_ID, 0, failed, out)?;
     let n = usize::from(PortInfo::decode(&data).map_err(|_| failed)?.guid_cap);

@@ -28,7 +28,7 @@ pub struct PortInfo {
     /// `Port GUID`: the interface ID of GID 0.
     pub port_guid: u64,
     /// `Link layer`.
-    pub link_layer: &'static str,
+    pub link_layer: String,
 }
 
 impl PortInfo {
@@ -45,7 +45,7 @@ impl PortInfo {
             sm_lid: attr.sm_lid,
             cap_mask: attr.port_cap_flags.bits(),
             port_guid,
-            link_layer: names::link_layer(attr.link_layer),
+            link_layer: names::link_layer(attr.link_layer).to_owned(),
         })
     }
 }

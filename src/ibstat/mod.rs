@@ -8,8 +8,12 @@
 //! (`hw_rev`). `Rate` is computed from the active width and speed as the kernel computes the
 //! sysfs `rate` file that libibumad reads.
 //!
+//! A device whose ports libibumad shows with the InfiniBand link layer, or that only
+//! libibumad lists (the simulated fabric of `scripts/with-ibsim`, whose preload fakes sysfs
+//! for libibumad alone), is read through libibumad as the C tool reads it ([`umad`]).
+//!
 //! The program is here; its command line is in [`options`], where the values come from in
-//! [`verbs`], what it prints in [`ca`] and [`names`].
+//! [`verbs`] and [`umad`], what it prints in [`ca`] and [`names`].
 
 use std::ffi::OsString;
 use std::fmt::Write;
@@ -21,6 +25,7 @@ use crate::ibdiag;
 pub mod ca;
 pub mod names;
 pub mod options;
+pub mod umad;
 pub mod verbs;
 
 use options::Command;
@@ -57,8 +62,8 @@ fn run(args: &[OsString]) -> i32 {
             Err(status) => status,
             Ok(selected) if port_list => print_port_guids(&mut out, &selected),
             Ok(selected) if list => {
-                for (name, _) in &selected {
-                    let _ = writeln!(out, "{name}");
+                for device in &selected {
+                    let _ = writeln!(out, "{}", device.name());
                 }
                 0
             }
@@ -69,15 +74,63 @@ fn run(args: &[OsString]) -> i32 {
     status
 }
 
-/// The devices to show, with their node type names: `ca`, or every device if `None`; the
-/// status after saying why not if they cannot be listed or `ca` is not one of them.
-fn select(out: &mut Output, ca: Option<String>) -> Result<Vec<(String, &'static str)>, i32> {
-    let names = verbs::ca_names()
-        .map_err(|err| ibdiag::panic(out, "main", &format!("can't list IB device names: {err}")))?;
-    let Some(ca) = ca else {
-        return Ok(names);
+/// A device `ibstat` shows, and where its values come from.
+enum Device {
+    /// Verbs (and sysfs): a device verbs lists, not InfiniBand (rxe, RoCE).
+    Verbs {
+        /// Its name.
+        name: String,
+        /// Its node type name.
+        node_type: &'static str,
+    },
+    /// libibumad: an InfiniBand device, or one only libibumad lists.
+    Umad(ibumad::Ca),
+}
+
+impl Device {
+    fn name(&self) -> &str {
+        match self {
+            Device::Verbs { name, .. } => name,
+            Device::Umad(ca) => &ca.name,
+        }
+    }
+}
+
+/// The devices to show, sorted by name: `ca`, or every device if `None`; the status after
+/// saying why not if they cannot be listed or `ca` is not one of them.
+fn select(out: &mut Output, ca: Option<String>) -> Result<Vec<Device>, i32> {
+    let umad: Vec<ibumad::Ca> = ibumad::ca_names()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| ibumad::Ca::get(Some(name)).ok())
+        .collect();
+    let verbs = match verbs::ca_names() {
+        Ok(names) => names,
+        Err(_) if !umad.is_empty() => Vec::new(),
+        Err(err) => {
+            let msg = format!("can't list IB device names: {err}");
+            return Err(ibdiag::panic(out, "main", &msg));
+        }
     };
-    match names.into_iter().find(|(name, _)| *name == ca) {
+    let by_umad = |name: &str| {
+        let ca = umad.iter().find(|ca| ca.name == name);
+        ca.is_some_and(umad::is_infiniband)
+    };
+    let mut devices: Vec<Device> = verbs
+        .into_iter()
+        .filter(|(name, _)| !by_umad(name))
+        .map(|(name, node_type)| Device::Verbs { name, node_type })
+        .collect();
+    for ca in umad {
+        if umad::is_infiniband(&ca) || !devices.iter().any(|d| d.name() == ca.name) {
+            devices.push(Device::Umad(ca));
+        }
+    }
+    devices.sort_by(|a, b| a.name().cmp(b.name()));
+    let Some(ca) = ca else {
+        return Ok(devices);
+    };
+    match devices.into_iter().find(|d| d.name() == ca) {
         Some(found) => Ok(vec![found]),
         None => Err(ibdiag::panic(
             out,
@@ -88,15 +141,17 @@ fn select(out: &mut Output, ca: Option<String>) -> Result<Vec<(String, &'static 
 }
 
 /// `-p`: the non-zero port GUIDs of the devices.
-fn print_port_guids(out: &mut Output, selected: &[(String, &'static str)]) -> i32 {
-    for (name, _) in selected {
-        match verbs::port_guids(name) {
-            Ok(guids) => {
-                for guid in guids.into_iter().filter(|&g| g != 0) {
-                    let _ = writeln!(out, "0x{guid:016x}");
-                }
-            }
-            Err(err) => return ibdiag::panic(out, "main", &format!("can't list ports: {err}")),
+fn print_port_guids(out: &mut Output, selected: &[Device]) -> i32 {
+    for device in selected {
+        let guids = match device {
+            Device::Verbs { name, .. } => match verbs::port_guids(name) {
+                Ok(guids) => guids,
+                Err(err) => return ibdiag::panic(out, "main", &format!("can't list ports: {err}")),
+            },
+            Device::Umad(ca) => ca.ports.iter().map(|p| p.port_guid).collect(),
+        };
+        for guid in guids.into_iter().filter(|&g| g != 0) {
+            let _ = writeln!(out, "0x{guid:016x}");
         }
     }
     0
@@ -104,15 +159,23 @@ fn print_port_guids(out: &mut Output, selected: &[(String, &'static str)]) -> i3
 
 /// The devices with their ports; without ports if `short`; only port `port` if it is not
 /// negative (and not `short`).
-fn print_cas(out: &mut Output, selected: &[(String, &'static str)], port: i32, short: bool) -> i32 {
-    for (name, node_type) in selected {
-        let info = match verbs::query_ca(name, node_type) {
-            Ok(info) => info,
-            Err(err) => {
-                let msg = format!("stat of IB device '{name}' failed: {err}");
-                return ibdiag::panic(out, "main", &msg);
-            }
+fn print_cas(out: &mut Output, selected: &[Device], port: i32, short: bool) -> i32 {
+    for device in selected {
+        let name = device.name();
+        let info = match device {
+            Device::Verbs { name, node_type } => match verbs::query_ca(name, node_type) {
+                Ok(info) => info,
+                Err(err) => {
+                    let msg = format!("stat of IB device '{name}' failed: {err}");
+                    return ibdiag::panic(out, "main", &msg);
+                }
+            },
+            Device::Umad(ca) => match umad::ca_info(ca) {
+                Some(info) => info,
+                None => continue,
+            },
         };
+        let node_type = info.node_type;
         if !short && port >= 0 {
             let Some(p) = info.ports.iter().find(|p| i32::from(p.port) == port) else {
                 let max = info.num_ports;

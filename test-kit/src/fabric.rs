@@ -39,8 +39,12 @@ impl Run {
 /// Where a comparison runs the tools: on the simulated fabric, or with no CA at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
-    /// On the simulated fabric of `scripts/with-ibsim` (its environment as inherited).
+    /// On the simulated fabric of `scripts/with-ibsim` (its environment as inherited): at
+    /// the first node of the topology.
     Fabric,
+    /// On the simulated fabric, at the node with this id (`SIM_HOST`), a switch or a
+    /// channel adapter.
+    At(&'static str),
     /// Without the simulator and over an empty `/sys/class` (a private mount namespace,
     /// `unshare -rm`): libibumad finds no CA and no umad device, whatever the host has.
     NoCa,
@@ -74,6 +78,17 @@ pub fn topology() -> PathBuf {
 pub fn topology_text() -> String {
     let file = topology();
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()))
+}
+
+/// The ids of the nodes of the topology in use, in the order of its file (the quoted names
+/// of its `Hca` and `Switch` lines), leaked for [`Place::At`].
+pub fn node_ids() -> Vec<&'static str> {
+    topology_text()
+        .lines()
+        .filter(|l| l.starts_with("Hca") || l.starts_with("Switch"))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(|id| &*Box::leak(id.to_owned().into_boxed_str()))
+        .collect()
 }
 
 /// Runs `body` on the simulated fabric: at once under `scripts/with-ibsim`; otherwise runs
@@ -137,6 +152,11 @@ fn require_no_ca_place() {
 fn run(program: PathBuf, tool: &str, args: &[&str], place: Place) -> Run {
     let mut cmd = match place {
         Place::Fabric => Command::new(&program),
+        Place::At(node) => {
+            let mut cmd = Command::new(&program);
+            cmd.env("SIM_HOST", node);
+            cmd
+        }
         Place::NoCa => {
             let mut cmd = Command::new("unshare");
             let script = r#"mount -t tmpfs none /sys/class && exec -a "$0" "$@""#;
@@ -147,7 +167,7 @@ fn run(program: PathBuf, tool: &str, args: &[&str], place: Place) -> Run {
             cmd
         }
     };
-    if place == Place::Fabric {
+    if place != Place::NoCa {
         cmd.arg0(tool);
     }
     // SAFETY: setsid is async-signal-safe and touches no memory of this process.
@@ -210,7 +230,7 @@ pub fn compare_masked(
     mask: impl Fn(&str) -> String,
 ) -> (Run, Run) {
     match place {
-        Place::Fabric => drop(topology()),
+        Place::Fabric | Place::At(_) => drop(topology()),
         Place::NoCa => require_no_ca_place(),
     }
     let c = run_c(tool, args, place);

@@ -7,6 +7,7 @@
 //! The tools are the example binaries beside this test (`target/<profile>/examples/`):
 //! `cargo test --test fabric` alone does not build them (`cargo build --examples` first).
 
+mod ibstat;
 mod perfquery;
 mod sminfo;
 mod smpquery;

@@ -62,6 +62,27 @@ fn directed_routes() {
     });
 }
 
+/// Combined routes (`-c <lid> <path>`), which the simulator does not route: every query
+/// times out (`-t 50` keeps that short) or fails to resolve, alike.
+#[test]
+fn combined_routes() {
+    on_each_topology(|| {
+        compare_all(&[
+            args("-t 50 -c nodeinfo 2 0,1"),
+            args("-t 50 -c nd 2 0"),
+            args("-t 50 -c nd 2"),
+            args("-t 50 -c pi 2 0,1 1"),
+            args("-t 50 -c nd 2x0,1"),
+            args("-c nd 0 0,1"),
+            args("-c nd x 0"),
+            args("-c -D nd 0 x"),
+            args("-t 50 -D -c nd 2 0"),
+            args("-c -L nd 1"),
+            args("-c -G nd 0x100001 x"),
+        ]);
+    });
+}
+
 #[test]
 fn common_options() {
     on_each_topology(|| {

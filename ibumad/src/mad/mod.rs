@@ -18,7 +18,7 @@ mod switch;
 
 pub use attr::{NodeDescription, NodeInfo, PortInfo};
 pub use header::MadHeader;
-pub use perf::{ClassPortInfo, PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
+pub use perf::{counter_run, ClassPortInfo, PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
 pub use sa::{PathRecord, SaMad, SA_CLASS, SA_CLASS_VERSION, SA_DATA_OFFSET};
 pub use smp::{parse_dr_path, Route, Smp};
 pub use switch::{SmInfo, SwitchInfo};
@@ -40,6 +40,8 @@ pub enum MadError {
     Class(u8),
     /// A directed-route hop count over 63 (the path holds 64 bytes, entry 0 unused).
     HopCount(usize),
+    /// A field width outside 1 to 64 bits.
+    Width(usize),
     /// A directed-route path that is not `0,<port>,<port>...` with ports 0-255.
     Path(String),
 }
@@ -52,6 +54,7 @@ impl fmt::Display for MadError {
             }
             MadError::Class(class) => write!(f, "unexpected management class {class:#04x}"),
             MadError::HopCount(n) => write!(f, "directed route of {n} hops (at most 63)"),
+            MadError::Width(width) => write!(f, "field width of {width} bits (1 to 64)"),
             MadError::Path(path) => write!(f, "malformed directed-route path {path:?}"),
         }
     }

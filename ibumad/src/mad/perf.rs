@@ -183,6 +183,19 @@ impl ClassPortInfo {
     pub const ATTR_ID: u16 = 0x0001;
 }
 
+/// The `count` counters of `width` bits each (1 to 64) that the per-SL, per-VL and detail
+/// attributes of the performance class (PortXmitDataSL, PortRcvErrorDetails,
+/// PortVLOpPackets, ...) hold one after another from bit 32 of their data, after PortSelect
+/// and CounterSelect (read those with [`PortCountersExtended`], which starts the same way).
+pub fn counter_run(data: &[u8], width: usize, count: usize) -> Result<Vec<u64>, MadError> {
+    if !(1..=64).contains(&width) {
+        return Err(MadError::Width(width));
+    }
+    let bits = 32 + width * count;
+    let b = need(data, bits.div_ceil(8))?;
+    Ok((0..count).map(|i| get(b, 32 + i * width, width)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +217,21 @@ mod tests {
         let info = ClassPortInfo::decode(&data).unwrap();
         assert_eq!((info.capability_mask2, info.resp_time_value), (2, 0));
         assert_eq!(info.redirect_qkey, 0x123456);
+    }
+
+    #[test]
+    fn counter_runs() {
+        let mut data = [0u8; 192];
+        data[1] = 3;
+        data[4..8].copy_from_slice(&[0, 7, 0xff, 0xff]);
+        data[8] = 0b1110_0100;
+        assert_eq!(counter_run(&data, 16, 3).unwrap(), [7, 0xffff, 0xe400]);
+        assert_eq!(counter_run(&data, 32, 1).unwrap(), [0x0007_ffff]);
+        assert_eq!(counter_run(&data[4..], 2, 4).unwrap(), [3, 2, 1, 0]);
+        assert!(counter_run(&data[..10], 32, 2).is_err());
+        assert!(counter_run(&data, 0, 2).is_err());
+        assert!(counter_run(&data, 65, 1).is_err());
+        assert_eq!(counter_run(&data, 32, 40).unwrap().len(), 40);
     }
 
     #[test]

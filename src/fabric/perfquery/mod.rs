@@ -1,9 +1,12 @@
 //! `perfquery`: reads (and resets) a port's performance counters (infiniband-diags 44):
 //! `perfquery [options] [<lid|guid> [[port(s)] [reset_mask]]]`, PortCounters by default,
 //! PortCountersExtended with `-x`, all ports summed (`-a`) or one by one (`-l`), port lists
-//! (`1,4,8`) and ranges (`1-10`), reset after reading (`-r`) or only (`-R`).
+//! (`1,4,8`) and ranges (`1-10`), reset after reading (`-r`) or only (`-R`), and the
+//! per-SL, per-VL, detail and congestion counters (`-X`, `-S`, `-D`, `-E` and the long
+//! options `--oprcvcounters` to `--vlxmittimecc`; not `-T` nor `-c`).
 
 mod counters;
+mod details;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -62,6 +65,8 @@ struct Info {
     port: i32,
     /// A list or range of ports.
     ports: Vec<i32>,
+    /// The first of [`details::DETAILS`] asked for.
+    detail: Option<usize>,
 }
 
 /// What the queries share.
@@ -89,9 +94,14 @@ pub fn perfquery(args: Vec<OsString>) -> ExitCode {
 
 fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
     let mut info = Info::default();
+    let opts: Vec<Opt> = OPTS
+        .iter()
+        .copied()
+        .chain(details::DETAILS.iter().map(|d| d.opt))
+        .collect();
     let tool = Tool {
         exclude: "DK",
-        opts: &OPTS,
+        opts: &opts,
         usage_args: " [<lid|guid> [[port(s)] [reset_mask]]]",
         examples: &[
             "32 1",
@@ -111,7 +121,13 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
             }
             'l' => info.loop_ports = true,
             'r' => info.reset = true,
-            _ => info.reset_only = true,
+            'R' => info.reset_only = true,
+            _ => {
+                // The first one of the table wins, whatever the order given.
+                if let Some(i) = details::DETAILS.iter().position(|d| d.opt.letter == letter) {
+                    info.detail = Some(info.detail.map_or(i, |d| d.min(i)));
+                }
+            }
         }
         Handled::Yes
     })?;
@@ -165,6 +181,9 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
             return Err(exit(out, "main", "AllPortSelect not supported"));
         }
         all_ports_loop = info.all_ports && info.port == ALL_PORTS;
+    }
+    if let Some(index) = info.detail {
+        return q.detail(&details::DETAILS[index], &info, mask as u32, out);
     }
     let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
     let mut first = 1;
@@ -377,6 +396,37 @@ impl Query<'_> {
                 "# Port counters: {dest} port {port} (CapMask: 0x{cap:02X})\n{text}"
             )
         };
+    }
+
+    /// `common_func`: prints the counters of `detail` of the port (unless `-R`), then resets
+    /// the ones `mask` selects (with `-r` or `-R`).
+    fn detail(
+        &self,
+        detail: &details::Detail,
+        info: &Info,
+        mask: u32,
+        out: &mut Output,
+    ) -> Result<(), i32> {
+        let name = detail.name;
+        let exit = |out: &mut Output, msg: &str| {
+            ibdiag::exit(out, self.prog, self.common.debug, "common_func", msg)
+        };
+        if !info.reset_only {
+            let text = self
+                .pma(detail.attr_id, info.port, None, out)
+                .and_then(|data| detail.lines(&data))
+                .ok_or_else(|| exit(out, &format!("cannot query {name}")))?;
+            let (dest, port) = (&self.dest, info.port);
+            let _ = write!(out, "# {name} counters: {dest} port {port}\n{text}");
+        }
+        if (info.reset_only || info.reset)
+            && self
+                .pma(detail.attr_id, info.port, Some(mask), out)
+                .is_none()
+        {
+            return Err(exit(out, &format!("cannot reset {name}")));
+        }
+        Ok(())
     }
 
     /// `reset_counters`: resets the counters of port `port` that `mask` selects.
