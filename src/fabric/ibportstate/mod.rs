@@ -105,7 +105,7 @@ type Fail = (&'static str, String);
 
 /// `get_node_info`: the node's NodeInfo.
 fn node_info(ctx: &Ctx, to: &PeerRoute, out: &mut Output) -> Result<NodeInfo, Fail> {
-    to.get(&ctx.rpc, &ctx.common, NodeInfo::ATTR_ID, 0, out)
+    to.get(&ctx.rpc, NodeInfo::ATTR_ID, 0, out)
         .and_then(|data| NodeInfo::decode(&data).ok())
         .ok_or(("get_node_info", "smp query nodeinfo failed".to_owned()))
 }
@@ -120,7 +120,7 @@ fn port_info(
     out: &mut Output,
 ) -> Result<(PortInfo, bool), Fail> {
     let get = |port: i32, out: &mut Output| {
-        to.get(&ctx.rpc, &ctx.common, PortInfo::ATTR_ID, port as u32, out)
+        to.get(&ctx.rpc, PortInfo::ATTR_ID, port as u32, out)
             .and_then(|data| PortInfo::decode(&data).ok())
     };
     let port0 = if switch {
@@ -170,12 +170,10 @@ fn portstate(
     show::show(&shown, &info, out);
     let mut ext = [0u8; 64];
     if mlnx::supported(node.vendor_id, node.device_id) {
-        ext = to
-            .get(&ctx.rpc, &ctx.common, mlnx::ATTR_ID, port as u32, out)
-            .ok_or((
-                "get_mlnx_ext_port_info",
-                "smp query ext portinfo failed".to_owned(),
-            ))?;
+        ext = to.get(&ctx.rpc, mlnx::ATTR_ID, port as u32, out).ok_or((
+            "get_mlnx_ext_port_info",
+            "smp query ext portinfo failed".to_owned(),
+        ))?;
         mlnx::show(&dest, port, &ext, out);
     }
     if ops.changes() {
@@ -280,7 +278,7 @@ fn smp_set(
 ) -> Option<[u8; 64]> {
     match to {
         PeerRoute::Plain(dest) => ctx.rpc.smp_set(dest, attr, modifier, data, out),
-        PeerRoute::LidDr { .. } => None,
+        PeerRoute::Combined(_) => None,
     }
 }
 
@@ -297,7 +295,7 @@ fn check_peer(
     let PeerRoute::Plain(dest) = to else {
         return Ok(());
     };
-    let peer = PeerRoute::new(&ctx.rpc, dest, port, out).map_err(|msg| ("main", msg))?;
+    let peer = PeerRoute::new(&ctx.rpc, dest, port).map_err(|msg| ("main", msg))?;
     let node = node_info(ctx, &peer, out)?;
     let peer_switch = node.node_type == 2;
     let _ = writeln!(out, "Peer PortInfo:");
@@ -305,7 +303,7 @@ fn check_peer(
     let (info, peer_espeed_cap) = port_info(ctx, &peer, peer_port, peer_switch, out)?;
     let mlnx = mlnx::supported(node.vendor_id, node.device_id);
     let ext = if mlnx {
-        peer.get(&ctx.rpc, &ctx.common, mlnx::ATTR_ID, peer_port as u32, out)
+        peer.get(&ctx.rpc, mlnx::ATTR_ID, peer_port as u32, out)
             .ok_or((
                 "get_mlnx_ext_port_info",
                 "smp query ext portinfo failed".to_owned(),
@@ -343,15 +341,15 @@ fn check_peer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::dest::Dest;
+    use crate::fabric::dest::{Combined, Dest};
 
     #[test]
     fn peer_route_text() {
-        let route = PeerRoute::LidDr {
+        let route = PeerRoute::Combined(Combined {
             lid: 2,
             slid: 1,
-            port: 3,
-        };
+            path: vec![0, 3],
+        });
         assert_eq!(route.text(), "Lid 2 DR path slid 1; dlid 65535; 0,3");
         let dr = PeerRoute::Plain(Dest::Dr(vec![0, 1]));
         assert_eq!(dr.text(), "DR path slid 65535; dlid 65535; 0,1");
