@@ -10,6 +10,7 @@ pub mod getopt;
 pub mod getpass;
 pub mod ibnetdiscover;
 pub mod ibportstate;
+pub mod mlnx_ext;
 pub mod netdisc;
 pub mod node_names;
 pub mod options;

@@ -1,6 +1,9 @@
 //! PortInfo fields as libibmad prints them (`mad_dump_field` and the `mad_dump_*` value
 //! functions of its `dump.c`): `Name:` padded with dots to 32 characters, then the value.
 
+/// CapabilityMask bit IsExtendedSpeedsSupported: the port has the LinkSpeedExt fields.
+pub const CAP_HAS_EXT_SPEEDS: u32 = 1 << 14;
+
 /// `mad_dump_field`'s line (without newline): the name, a colon, dots up to column 33,
 /// then the value.
 pub fn field(name: &str, value: &str) -> String {

@@ -11,13 +11,16 @@
 //! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
 //! - [`run`]: a program run in the background, its output and status;
 //! - [`fabric`]: our fabric tools against infiniband-diags' on the simulated InfiniBand
-//!   fabric of `scripts/with-ibsim` (or with no CA at all).
+//!   fabric of `scripts/with-ibsim` (or with no CA at all);
+//! - [`fabric_runs`]: sequences of commands on a simulated fabric of their own (state
+//!   changes, another attachment point), C's and ours compared step by step.
 //!
 //! Everything here is generic; what only one test needs stays in its test file.
 
 pub mod data;
 pub mod device;
 pub mod fabric;
+pub mod fabric_runs;
 pub mod hello;
 pub mod net;
 pub mod programs;

@@ -2,11 +2,14 @@
 //! directed route from the local port and prints its topology (or, with `-l`/`-H`/`-S`/`-R`,
 //! a list of its nodes; with `-p`, a report of its ports).
 //!
-//! Not supported: `--cache`, `--load-cache`, `--diff` and `--diffcheck` (libibnetdisc's
-//! binary cache file), the chassis grouping of `-g` for Mellanox, Voltaire, Topspin and
+//! `--cache` writes libibnetdisc's cache file, `--load-cache` prints a cached fabric
+//! instead of discovering one and `--diff` compares a cached fabric with the current one.
+//!
+//! Not supported: the chassis grouping of `-g` for Mellanox, Voltaire, Topspin and
 //! Xsigo switches (every node is printed as a non-chassis node), FDR10 detection (Mellanox's
 //! ExtendedPortInfo) and `-d`'s debug lines.
 
+mod diff;
 mod reports;
 mod topology;
 
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use ibumad::Port;
 
-use super::netdisc::{discover, UmadSmi, NODE_CA, NODE_ROUTER, NODE_SWITCH};
+use super::netdisc::{cache, discover, Fabric, UmadSmi, NODE_CA, NODE_ROUTER, NODE_SWITCH};
 use super::node_names::NodeNames;
 use super::options::{self, Handled, Opt, Tool};
 use crate::cli::{exit_code, prog_name, Output};
@@ -29,7 +32,7 @@ const TIMEOUT_MS: u32 = 1000;
 const RETRIES: u32 = 3;
 
 /// The tool's own options (the C table, in its order).
-const OPTS: [Opt; 11] = [
+const OPTS: [Opt; 15] = [
     own(
         "full",
         'f',
@@ -47,6 +50,30 @@ const OPTS: [Opt; 11] = [
         '\u{1}',
         Some("<file>"),
         "node name map file",
+    ),
+    own(
+        "cache",
+        '\u{2}',
+        Some("<file>"),
+        "filename to cache ibnetdiscover data to",
+    ),
+    own(
+        "load-cache",
+        '\u{3}',
+        Some("<file>"),
+        "filename of ibnetdiscover cache to load",
+    ),
+    own(
+        "diff",
+        '\u{4}',
+        Some("<file>"),
+        "filename of ibnetdiscover cache to diff",
+    ),
+    own(
+        "diffcheck",
+        '\u{5}',
+        Some("<key(s)>"),
+        "specify checks to execute for --diff",
     ),
     own("ports", 'p', None, "obtain a ports report"),
     own(
@@ -85,6 +112,10 @@ struct Asked {
     list: Vec<u8>,
     ports: bool,
     name_map: Option<String>,
+    cache: Option<String>,
+    load_cache: Option<String>,
+    diff: Option<String>,
+    checks: diff::Checks,
 }
 
 /// `ibnetdiscover`: the whole tool, `args` with the program name first.
@@ -104,7 +135,8 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         examples: &[],
     };
     let mut asked = Asked::default();
-    let handler = |letter: char, value: Option<&str>, _: &mut Output| {
+    let handler = |letter: char, value: Option<&str>, out: &mut Output| {
+        let file = || value.map(str::to_owned);
         match letter {
             'f' => asked.style.full = true,
             's' => asked.show = true,
@@ -113,7 +145,17 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
             'H' => asked.list = vec![NODE_CA],
             'S' => asked.list = vec![NODE_SWITCH],
             'R' => asked.list = vec![NODE_ROUTER],
-            '\u{1}' => asked.name_map = value.map(str::to_owned),
+            '\u{1}' => asked.name_map = file(),
+            '\u{2}' => asked.cache = file(),
+            '\u{3}' => asked.load_cache = file(),
+            '\u{4}' => asked.diff = file(),
+            '\u{5}' => match diff::Checks::parse(value.unwrap_or("")) {
+                Ok(checks) => asked.checks = checks,
+                Err(key) => {
+                    out.error(&format!("invalid diff check key: {key}"));
+                    return Handled::No;
+                }
+            },
             'p' => asked.ports = true,
             'm' => asked.style.max_hops = true,
             'o' => {}
@@ -138,39 +180,78 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         out.error(&warning);
     }
 
-    let Some(fabric) = open_and_discover(&common, asked.show, out) else {
-        return fail(out, "discover failed\n");
+    let loaded = |path: &str| std::fs::read(path).ok().and_then(|b| cache::load(&b).ok());
+    let diff_fabric = match &asked.diff {
+        None => None,
+        Some(path) => match loaded(path) {
+            Some(fabric) => Some(fabric),
+            None => return fail(out, "loading cached fabric for diff failed\n"),
+        },
+    };
+    let fabric = match &asked.load_cache {
+        Some(path) => loaded(path).ok_or("loading cached fabric failed\n"),
+        None => open_and_discover(&common, asked.show, out).ok_or("discover failed\n"),
+    };
+    let fabric = match fabric {
+        Ok(fabric) => fabric,
+        Err(msg) => return fail(out, msg),
     };
     let mut text = String::new();
     if asked.ports {
         reports::write_ports(&fabric, &names, &mut text);
         let _ = out.write_str(&text);
-        return 0;
-    }
-    if !asked.list.is_empty() {
-        reports::write_list(&fabric, &asked.list, &names, &mut text);
     } else {
-        topology::write_topology(&fabric, asked.style, &names, &ctime_now(), &mut text);
-    }
-    match file.as_mut() {
-        Some(f) => {
-            use std::io::Write as _;
-            let _ = f.write_all(text.as_bytes());
+        if !asked.list.is_empty() {
+            reports::write_list(&fabric, &asked.list, &names, &mut text);
+        } else if let Some(orig) = &diff_fabric {
+            let out_of = |fabric| topology::Out {
+                fabric,
+                style: Style::default(),
+                names: &names,
+            };
+            diff::write_diff(&out_of(orig), &out_of(&fabric), asked.checks, &mut text);
+        } else {
+            topology::write_topology(&fabric, asked.style, &names, &ctime_now(), &mut text);
         }
-        None => {
-            let _ = out.write_str(&text);
+        match file.as_mut() {
+            Some(f) => {
+                use std::io::Write as _;
+                let _ = f.write_all(text.as_bytes());
+            }
+            None => {
+                let _ = out.write_str(&text);
+            }
+        }
+    }
+    if let Some(path) = &asked.cache {
+        if write_cache(path, &fabric).is_err() {
+            return fail(out, "caching ibnetdiscover data failed\n");
         }
     }
     0
 }
 
+/// `ibnd_cache_fabric`: replaces `path` with the cache file of `fabric`.
+fn write_cache(path: &str, fabric: &Fabric) -> std::io::Result<()> {
+    use std::io::Write as _;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let written = file.write_all(&cache::write(fabric));
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
 /// `ibnd_discover_fabric` from `-C`/`-P`'s port: `None` (after a message on stderr) when
 /// the port cannot be opened or the local node does not answer.
-fn open_and_discover(
-    common: &options::Common,
-    show: bool,
-    out: &mut Output,
-) -> Option<super::netdisc::Fabric> {
+fn open_and_discover(common: &options::Common, show: bool, out: &mut Output) -> Option<Fabric> {
     let ca = common.ca.as_deref();
     let port_num = common.port;
     let port = u32::try_from(port_num)

@@ -70,7 +70,7 @@ pub fn write_ports(fabric: &Fabric, names: &NodeNames, w: &mut String) {
                 port.num,
                 port.guid,
                 width_name(width),
-                speed_name(speed, espeed)
+                speed_name(port, speed, espeed)
             );
             match fabric.remote(port) {
                 Some((rnode, rport)) => {

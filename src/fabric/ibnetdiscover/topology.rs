@@ -3,11 +3,12 @@
 
 use std::fmt::Write as _;
 
+use ibumad::mad::NodeDescription;
+
+use crate::fabric::mlnx_ext;
 use crate::fabric::netdisc::{Fabric, Node, Port, NODE_CA, NODE_ROUTER, NODE_SWITCH};
 use crate::fabric::node_names::NodeNames;
-
-/// CapabilityMask bit IsExtendedSpeedsSupported.
-const CAP_HAS_EXT_SPEEDS: u32 = 1 << 14;
+use crate::fabric::portinfo_text::CAP_HAS_EXT_SPEEDS;
 
 /// How the topology is written.
 #[derive(Clone, Copy, Debug, Default)]
@@ -47,12 +48,23 @@ pub fn write_topology(
     if style.group {
         w.push_str("\nNon-Chassis Nodes\n");
     }
+    let out = Out {
+        fabric,
+        style,
+        names,
+    };
     for node in fabric.of_type(NODE_SWITCH) {
-        write_switch(fabric, node, style, names, w);
+        out.switch_header(node, "", "", w);
+        for port in node.ports.iter().skip(1).flatten() {
+            out.switch_port(node, port, "", w);
+        }
     }
     for node_type in [NODE_CA, NODE_ROUTER] {
         for node in fabric.of_type(node_type) {
-            write_ca(fabric, node, style, names, w);
+            out.ca_header(node, "", "", w);
+            for port in node.ports.iter().skip(1).flatten() {
+                out.ca_port(node, port, "", w);
+            }
         }
     }
 }
@@ -70,17 +82,7 @@ pub fn node_name(node: &Node) -> String {
 
 /// `clean_nodedesc`: the description up to its first NUL, each unprintable byte a space.
 pub fn clean_desc(node: &Node) -> String {
-    node.desc
-        .iter()
-        .take_while(|&&b| b != 0)
-        .map(|&b| {
-            if (0x20..0x7f).contains(&b) {
-                b as char
-            } else {
-                ' '
-            }
-        })
-        .collect()
+    NodeDescription(node.desc).printable()
 }
 
 /// The compatibility width name (`dump_linkwidth_compat`).
@@ -95,10 +97,10 @@ pub fn width_name(width: u8) -> &'static str {
     }
 }
 
-/// The compatibility speed name of a link: LinkSpeedActive, or LinkSpeedExtActive where
-/// the port has extended speeds (`dump_linkspeed_compat` and `dump_linkspeedext_compat`;
-/// FDR10, which needs Mellanox's ExtendedPortInfo, is never seen here).
-pub fn speed_name(speed: u8, ext_speed: u8) -> &'static str {
+/// The compatibility speed name of `port`'s link at `speed` (LinkSpeedActive) and
+/// `ext_speed` (LinkSpeedExtActive where the port has extended speeds): `dump_linkspeed_compat`
+/// and `dump_linkspeedext_compat`, FDR10 from Mellanox's ExtendedPortInfo.
+pub fn speed_name(port: &Port, speed: u8, ext_speed: u8) -> &'static str {
     let base = |speed| match speed {
         1 => "SDR",
         2 => "DDR",
@@ -109,6 +111,7 @@ pub fn speed_name(speed: u8, ext_speed: u8) -> &'static str {
         return base(speed);
     }
     match ext_speed {
+        0 if port.mlnx_speed_active & mlnx_ext::FDR10 != 0 => "FDR10",
         0 => base(speed),
         1 => "FDR",
         2 => "EDR",
@@ -136,53 +139,73 @@ fn is_xsigo_tca(guid: u64) -> bool {
     guid & 0xffff_ffff_0000_0000 == 0x0013_9703_0000_0000
 }
 
-/// `out_ids`: the vendor, device and system image lines.
-fn write_ids(node: &Node, w: &mut String) {
-    let _ = write!(
-        w,
-        "\nvendid=0x{:x}\ndevid=0x{:x}\n",
-        node.info.vendor_id, node.info.device_id
-    );
-    if node.info.system_image_guid != 0 {
-        let _ = writeln!(w, "sysimgguid=0x{:x}", node.info.system_image_guid);
-    }
+/// How the nodes and ports of one fabric are written: the C `out_*` functions, each line
+/// after a prefix (`< ` and `> ` in `--diff`).
+pub struct Out<'a> {
+    /// The fabric the nodes and ports are in.
+    pub fabric: &'a Fabric,
+    /// `-f`, `-g`.
+    pub style: Style,
+    /// The node name map.
+    pub names: &'a NodeNames,
 }
 
-/// `out_switch_detail`: the `Switch` line, without its newline.
-pub fn switch_detail(node: &Node, names: &NodeNames, w: &mut String) {
-    let _ = write!(
-        w,
-        "Switch\t{} {}\t\t# \"{}\" {} port 0 lid {} lmc {}",
-        node.info.num_ports,
-        node_name(node),
-        names.name(node.info.node_guid, clean_desc(node)),
-        if node.enhanced_port0 {
-            "enhanced"
-        } else {
-            "base"
-        },
-        node.sma_lid,
-        node.sma_lmc
-    );
-}
-
-/// `out_switch` and `out_switch_port` for each linked port.
-fn write_switch(fabric: &Fabric, node: &Node, style: Style, names: &NodeNames, w: &mut String) {
-    write_ids(node, w);
-    let _ = write!(
-        w,
-        "switchguid=0x{:x}({:x})",
-        node.info.node_guid, node.info.port_guid
-    );
-    if style.group {
-        w.push_str("\t# ");
+impl Out<'_> {
+    /// A node's name: the map's, else its description.
+    fn name(&self, node: &Node) -> String {
+        self.names.name(node.info.node_guid, clean_desc(node))
     }
-    w.push('\n');
-    switch_detail(node, names, w);
-    w.push('\n');
-    for port in node.ports.iter().skip(1).flatten() {
-        let Some((rnode, rport)) = fabric.remote(port) else {
-            continue;
+
+    /// `out_ids`: the vendor, device and system image lines.
+    fn ids(&self, node: &Node, prefix: &str, w: &mut String) {
+        let _ = write!(
+            w,
+            "\n{prefix}vendid=0x{:x}\n{prefix}devid=0x{:x}\n",
+            node.info.vendor_id, node.info.device_id
+        );
+        if node.info.system_image_guid != 0 {
+            let _ = writeln!(w, "{prefix}sysimgguid=0x{:x}", node.info.system_image_guid);
+        }
+    }
+
+    /// `out_switch`: the ids, `switchguid` and `Switch` lines.
+    pub fn switch_header(&self, node: &Node, id_prefix: &str, prefix: &str, w: &mut String) {
+        self.ids(node, id_prefix, w);
+        let _ = write!(
+            w,
+            "{id_prefix}switchguid=0x{:x}({:x})",
+            node.info.node_guid, node.info.port_guid
+        );
+        if self.style.group {
+            w.push_str("\t# ");
+        }
+        w.push('\n');
+        self.switch_detail(node, prefix, w);
+        w.push('\n');
+    }
+
+    /// `out_switch_detail`: the `Switch` line, without its newline.
+    pub fn switch_detail(&self, node: &Node, prefix: &str, w: &mut String) {
+        let _ = write!(
+            w,
+            "{prefix}Switch\t{} {}\t\t# \"{}\" {} port 0 lid {} lmc {}",
+            node.info.num_ports,
+            node_name(node),
+            self.name(node),
+            if node.enhanced_port0 {
+                "enhanced"
+            } else {
+                "base"
+            },
+            node.sma_lid,
+            node.sma_lmc
+        );
+    }
+
+    /// `out_switch_port`: a switch port and the port it is linked to (nothing if none).
+    pub fn switch_port(&self, node: &Node, port: &Port, prefix: &str, w: &mut String) {
+        let Some((rnode, rport)) = self.fabric.remote(port) else {
+            return;
         };
         let info = &port.info;
         let (speed, espeed) = match node.port(0) {
@@ -192,19 +215,25 @@ fn write_switch(fabric: &Fabric, node: &Node, style: Style, names: &NodeNames, w
                 ext_speed(port, p0.info.capability_mask),
             ),
         };
-        let _ = write!(w, "[{}]\t{}[{}]", port.num, node_name(rnode), rport.num);
+        let _ = write!(
+            w,
+            "{prefix}[{}]\t{}[{}]",
+            port.num,
+            node_name(rnode),
+            rport.num
+        );
         if !rnode.is_switch() {
             let _ = write!(w, "({:x}) ", rport.guid);
         }
         let _ = write!(
             w,
             "\t\t# \"{}\" lid {} {}{}",
-            names.name(rnode.info.node_guid, clean_desc(rnode)),
+            self.name(rnode),
             rnode.lid_of(rport),
             width_name(info.link_width_active),
-            speed_name(speed, espeed)
+            speed_name(port, speed, espeed)
         );
-        write_full(port, speed, style, w);
+        self.full(port, speed, w);
         if is_xsigo_tca(rport.guid) {
             let _ = write!(w, " slot {}", port.num);
         } else if is_xsigo_hca(rport.guid) {
@@ -212,56 +241,58 @@ fn write_switch(fabric: &Fabric, node: &Node, style: Style, names: &NodeNames, w
         }
         w.push('\n');
     }
-}
 
-/// The ` s=.. w=.. v=..` of `-f`.
-fn write_full(port: &Port, speed: u8, style: Style, w: &mut String) {
-    if style.full {
-        let info = &port.info;
+    /// The ` s=.. w=.. v=..` of `-f`.
+    fn full(&self, port: &Port, speed: u8, w: &mut String) {
+        if self.style.full {
+            let info = &port.info;
+            let _ = write!(
+                w,
+                " s={speed} w={} v={}",
+                info.link_width_active, info.vl_cap
+            );
+        }
+    }
+
+    /// `out_ca`: the ids, `caguid` (or `rtguid`) and `Ca` (or `Rt`) lines.
+    pub fn ca_header(&self, node: &Node, id_prefix: &str, prefix: &str, w: &mut String) {
+        self.ids(node, id_prefix, w);
+        let kind = if node.info.node_type == NODE_CA {
+            "ca"
+        } else {
+            "rt"
+        };
+        let _ = writeln!(w, "{id_prefix}{kind}guid=0x{:x}", node.info.node_guid);
+        self.ca_detail(node, prefix, w);
+        if self.style.group && is_xsigo_hca(node.info.node_guid) {
+            w.push_str(" (scp)");
+        }
+        w.push('\n');
+    }
+
+    /// `out_ca_detail`: the `Ca` (or `Rt`) line, without its newline.
+    pub fn ca_detail(&self, node: &Node, prefix: &str, w: &mut String) {
+        let kind = match node.info.node_type {
+            NODE_CA => "Ca",
+            NODE_ROUTER => "Rt",
+            _ => "???",
+        };
         let _ = write!(
             w,
-            " s={speed} w={} v={}",
-            info.link_width_active, info.vl_cap
+            "{prefix}{kind}\t{} {}\t\t# \"{}\"",
+            node.info.num_ports,
+            node_name(node),
+            clean_desc(node)
         );
     }
-}
 
-/// `out_ca_detail`: the `Ca` (or `Rt`) line, without its newline.
-pub fn ca_detail(node: &Node, w: &mut String) {
-    let kind = match node.info.node_type {
-        NODE_CA => "Ca",
-        NODE_ROUTER => "Rt",
-        _ => "???",
-    };
-    let _ = write!(
-        w,
-        "{kind}\t{} {}\t\t# \"{}\"",
-        node.info.num_ports,
-        node_name(node),
-        clean_desc(node)
-    );
-}
-
-/// `out_ca` and `out_ca_port` for each linked port.
-fn write_ca(fabric: &Fabric, node: &Node, style: Style, names: &NodeNames, w: &mut String) {
-    write_ids(node, w);
-    let kind = if node.info.node_type == NODE_CA {
-        "ca"
-    } else {
-        "rt"
-    };
-    let _ = writeln!(w, "{kind}guid=0x{:x}", node.info.node_guid);
-    ca_detail(node, w);
-    if style.group && is_xsigo_hca(node.info.node_guid) {
-        w.push_str(" (scp)");
-    }
-    w.push('\n');
-    for port in node.ports.iter().skip(1).flatten() {
-        let Some((rnode, rport)) = fabric.remote(port) else {
-            continue;
+    /// `out_ca_port`: a CA (or router) port and the port it is linked to (nothing if none).
+    pub fn ca_port(&self, node: &Node, port: &Port, prefix: &str, w: &mut String) {
+        let Some((rnode, rport)) = self.fabric.remote(port) else {
+            return;
         };
         let info = &port.info;
-        let _ = write!(w, "[{}]", port.num);
+        let _ = write!(w, "{prefix}[{}]", port.num);
         if !node.is_switch() {
             let _ = write!(w, "({:x}) ", port.guid);
         }
@@ -275,12 +306,12 @@ fn write_ca(fabric: &Fabric, node: &Node, style: Style, names: &NodeNames, w: &m
             "\t\t# lid {} lmc {} \"{}\" lid {} {}{}",
             port.base_lid,
             port.lmc,
-            names.name(rnode.info.node_guid, clean_desc(rnode)),
+            self.name(rnode),
             rnode.lid_of(rport),
             width_name(info.link_width_active),
-            speed_name(info.link_speed_active, espeed)
+            speed_name(port, info.link_speed_active, espeed)
         );
-        write_full(port, info.link_speed_active, style, w);
+        self.full(port, info.link_speed_active, w);
         w.push('\n');
     }
 }

@@ -1,11 +1,7 @@
 //! `ibportstate [options] <dest dr_path|lid|guid> <portnum> [<op>]` (infiniband-diags 44):
 //! prints a port's PortInfo (and, for an active switch port, its peer's), or changes its
 //! state, speed, width, LID, ... with a PortInfo Set and prints the answer.
-//!
-//! Not supported: asking for an M_Key on the terminal when `mkey`'s value is not a number
-//! (an error here).
 
-mod mlnx;
 mod ops;
 mod peer;
 mod show;
@@ -17,16 +13,16 @@ use std::process::ExitCode;
 use ibumad::mad::{NodeInfo, PortInfo};
 
 use super::dest;
+use super::getpass::getpass;
+use super::mlnx_ext as mlnx;
 use super::options::{self, Common, Handled, Tool};
+use super::portinfo_text::CAP_HAS_EXT_SPEEDS;
 use super::rpc::Rpc;
 use crate::cli::{exit_code, prog_name, strtol, Output};
 use crate::ibdiag;
 use ops::{Setting, StateOp};
 use peer::PeerRoute;
 use show::Shown;
-
-/// CapabilityMask bit IsExtendedSpeedsSupported.
-const CAP_HAS_EXT_SPEEDS: u32 = 1 << 14;
 
 const USAGE_ARGS: &str = "<dest dr_path|lid|guid> <portnum> [<op>]\n\
     \nSupported ops: enable, disable, on, off, reset, speed, espeed, fdr10,\n\
@@ -79,9 +75,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         Err(status) => return status,
     };
     if operands.len() < 2 {
-        // The usage, as `-h` prints it.
-        let help = [OsString::from(prog), OsString::from("-h")];
-        return options::parse(prog, &help, &tool, out, no_own).map_or_else(|s| s, |_| 2);
+        return options::usage(prog, &tool, out);
     }
     let rpc = match Rpc::open(prog, &common, out) {
         Ok(rpc) => rpc,
@@ -95,7 +89,8 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
         return ctx.exit(out, "main", &msg);
     };
     let port = strtol(&operands[1]) as i32;
-    let ops = match ops::parse(&operands[2..]) {
+    let mut ask_key = || getpass("New M_Key: ");
+    let ops = match ops::parse(&operands[2..], &mut ask_key) {
         Ok(ops) => ops,
         Err(msg) => return ctx.exit(out, "main", &msg),
     };
@@ -110,7 +105,7 @@ type Fail = (&'static str, String);
 
 /// `get_node_info`: the node's NodeInfo.
 fn node_info(ctx: &Ctx, to: &PeerRoute, out: &mut Output) -> Result<NodeInfo, Fail> {
-    to.get(&ctx.rpc, &ctx.common, NodeInfo::ATTR_ID, 0, out)
+    to.get(&ctx.rpc, NodeInfo::ATTR_ID, 0, out)
         .and_then(|data| NodeInfo::decode(&data).ok())
         .ok_or(("get_node_info", "smp query nodeinfo failed".to_owned()))
 }
@@ -125,7 +120,7 @@ fn port_info(
     out: &mut Output,
 ) -> Result<(PortInfo, bool), Fail> {
     let get = |port: i32, out: &mut Output| {
-        to.get(&ctx.rpc, &ctx.common, PortInfo::ATTR_ID, port as u32, out)
+        to.get(&ctx.rpc, PortInfo::ATTR_ID, port as u32, out)
             .and_then(|data| PortInfo::decode(&data).ok())
     };
     let port0 = if switch {
@@ -175,12 +170,10 @@ fn portstate(
     show::show(&shown, &info, out);
     let mut ext = [0u8; 64];
     if mlnx::supported(node.vendor_id, node.device_id) {
-        ext = to
-            .get(&ctx.rpc, &ctx.common, mlnx::ATTR_ID, port as u32, out)
-            .ok_or((
-                "get_mlnx_ext_port_info",
-                "smp query ext portinfo failed".to_owned(),
-            ))?;
+        ext = to.get(&ctx.rpc, mlnx::ATTR_ID, port as u32, out).ok_or((
+            "get_mlnx_ext_port_info",
+            "smp query ext portinfo failed".to_owned(),
+        ))?;
         mlnx::show(&dest, port, &ext, out);
     }
     if ops.changes() {
@@ -285,7 +278,7 @@ fn smp_set(
 ) -> Option<[u8; 64]> {
     match to {
         PeerRoute::Plain(dest) => ctx.rpc.smp_set(dest, attr, modifier, data, out),
-        PeerRoute::LidDr { .. } => None,
+        PeerRoute::Combined(_) => None,
     }
 }
 
@@ -302,7 +295,7 @@ fn check_peer(
     let PeerRoute::Plain(dest) = to else {
         return Ok(());
     };
-    let peer = PeerRoute::new(&ctx.rpc, dest, port, out).map_err(|msg| ("main", msg))?;
+    let peer = PeerRoute::new(&ctx.rpc, dest, port).map_err(|msg| ("main", msg))?;
     let node = node_info(ctx, &peer, out)?;
     let peer_switch = node.node_type == 2;
     let _ = writeln!(out, "Peer PortInfo:");
@@ -310,7 +303,7 @@ fn check_peer(
     let (info, peer_espeed_cap) = port_info(ctx, &peer, peer_port, peer_switch, out)?;
     let mlnx = mlnx::supported(node.vendor_id, node.device_id);
     let ext = if mlnx {
-        peer.get(&ctx.rpc, &ctx.common, mlnx::ATTR_ID, peer_port as u32, out)
+        peer.get(&ctx.rpc, mlnx::ATTR_ID, peer_port as u32, out)
             .ok_or((
                 "get_mlnx_ext_port_info",
                 "smp query ext portinfo failed".to_owned(),
@@ -348,15 +341,15 @@ fn check_peer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::dest::Dest;
+    use crate::fabric::dest::{Combined, Dest};
 
     #[test]
     fn peer_route_text() {
-        let route = PeerRoute::LidDr {
+        let route = PeerRoute::Combined(Combined {
             lid: 2,
             slid: 1,
-            port: 3,
-        };
+            path: vec![0, 3],
+        });
         assert_eq!(route.text(), "Lid 2 DR path slid 1; dlid 65535; 0,3");
         let dr = PeerRoute::Plain(Dest::Dr(vec![0, 1]));
         assert_eq!(dr.text(), "DR path slid 65535; dlid 65535; 0,1");

@@ -114,7 +114,9 @@ impl Ops {
 }
 
 /// Parses the words after `<dest> <portnum>`; `Err` is the C tool's `IBEXIT` message.
-pub fn parse(words: &[String]) -> Result<Ops, String> {
+/// `ask_key` asks for the new M_Key when `mkey`'s value is not a number (`getpass`; `None`
+/// when it cannot).
+pub fn parse(words: &[String], ask_key: &mut dyn FnMut() -> Option<String>) -> Result<Ops, String> {
     let mut ops = Ops::default();
     let mut i = 0;
     while i < words.len() {
@@ -137,7 +139,7 @@ pub fn parse(words: &[String]) -> Result<Ops, String> {
                 let Some(text) = words.get(i) else {
                     return Err(format!("{name} requires an additional parameter"));
                 };
-                let value = check(setting, text)?;
+                let value = check(setting, text, ask_key)?;
                 match ops.settings.iter_mut().find(|(s, _)| *s == setting) {
                     Some(entry) => entry.1 = value,
                     None => ops.settings.push((setting, value)),
@@ -150,7 +152,15 @@ pub fn parse(words: &[String]) -> Result<Ops, String> {
 }
 
 /// The value of `setting` (`strtoull`), or the C tool's message for one out of range.
-fn check(setting: Setting, text: &str) -> Result<u64, String> {
+fn check(
+    setting: Setting,
+    text: &str,
+    ask_key: &mut dyn FnMut() -> Option<String>,
+) -> Result<u64, String> {
+    if setting == Setting::Mkey {
+        let key = exact_u64(text).or_else(|| ask_key().and_then(|line| exact_u64(&line)));
+        return key.ok_or_else(|| "Bad new M_Key\n".to_owned());
+    }
     let v = strtoull(text);
     let bad = match setting {
         Setting::Speed => (v > 15).then(|| format!("invalid speed value {v}")),
@@ -174,8 +184,7 @@ fn check(setting: Setting, text: &str) -> Result<u64, String> {
     }
 }
 
-/// `strtoull(text, &end, 0)` with nothing after the number. (The C tool then asks for
-/// the key on the terminal; here a bad key is an error at once.)
+/// `strtoull(text, &end, 0)` with nothing after the number.
 fn exact_u64(text: &str) -> Option<u64> {
     let t = text.trim_start();
     let t = t.strip_prefix('+').unwrap_or(t);
@@ -192,6 +201,10 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn parse(words: &[String]) -> Result<Ops, String> {
+        super::parse(words, &mut || None)
     }
 
     #[test]
@@ -218,5 +231,7 @@ mod tests {
             Some(255)
         );
         assert_eq!(err("mkey 12z"), "Bad new M_Key\n");
+        let typed = super::parse(&words("mkey x"), &mut || Some("0x10".to_owned()));
+        assert_eq!(typed.unwrap().get(Setting::Mkey), Some(16));
     }
 }

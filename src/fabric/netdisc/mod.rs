@@ -7,6 +7,7 @@
 //! number out of range, a path over 63 hops or a fabric larger than [`MAX_NODES`] ends that
 //! branch with a message, never a panic or an endless walk.
 
+pub mod cache;
 mod smi;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,8 @@ use std::fmt::Write as _;
 use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 
 use crate::cli::Output;
+use crate::fabric::mlnx_ext;
+use crate::fabric::portinfo_text::CAP_HAS_EXT_SPEEDS;
 
 /// Node types of NodeInfo.
 pub const NODE_CA: u8 = 1;
@@ -47,6 +50,9 @@ pub struct Fabric {
     pub max_hops: u32,
     /// How many SMPs were sent.
     pub total_mads: u32,
+    /// How many ports were entered in the port table (libibnetdisc's port GUID hash), which
+    /// gives the order of the ports in a cache file.
+    pub ports_hashed: u32,
 }
 
 /// One node (`ibnd_node_t`).
@@ -54,6 +60,10 @@ pub struct Fabric {
 pub struct Node {
     /// Its NodeInfo, as first received.
     pub info: NodeInfo,
+    /// The 64 bytes of that NodeInfo.
+    pub info_raw: [u8; 64],
+    /// Its SwitchInfo's 64 bytes (zero until received).
+    pub switch_info: [u8; 64],
     /// Its NodeDescription (zero until received).
     pub desc: [u8; 64],
     /// SwitchInfo's EnhancedPort0.
@@ -69,7 +79,7 @@ pub struct Node {
 }
 
 /// One port (`ibnd_port_t`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Port {
     /// Port number.
     pub num: u8,
@@ -77,12 +87,34 @@ pub struct Port {
     pub guid: u64,
     /// Its PortInfo (zero until received).
     pub info: PortInfo,
+    /// The 64 bytes of that PortInfo.
+    pub info_raw: [u8; 64],
+    /// When it entered the port table (see [`Fabric::ports_hashed`]), if it did.
+    pub hashed: Option<u32>,
+    /// Mellanox ExtendedPortInfo's LinkSpeedActive (FDR10 bit), read on Mellanox QDR links.
+    pub mlnx_speed_active: u8,
     /// Base LID (a switch port has its port 0's).
     pub base_lid: u16,
     /// LMC.
     pub lmc: u8,
     /// The port at the other end of the link: node index and port number.
     pub remote: Option<(usize, u8)>,
+}
+
+impl Default for Port {
+    fn default() -> Port {
+        Port {
+            num: 0,
+            guid: 0,
+            info: PortInfo::default(),
+            info_raw: [0; 64],
+            hashed: None,
+            mlnx_speed_active: 0,
+            base_lid: 0,
+            lmc: 0,
+            remote: None,
+        }
+    }
 }
 
 impl Node {
@@ -131,6 +163,8 @@ enum Query {
     NodeDesc(usize),
     SwitchInfo(usize),
     PortInfo(usize, u8),
+    /// Mellanox's ExtendedPortInfo of a port, before going on through it.
+    MlnxExtPortInfo(usize, u8),
 }
 
 /// The discovery in progress: libibnetdisc's SMP engine and scan state.
@@ -160,6 +194,7 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
             Query::NodeDesc(_) => (NodeDescription::ATTR_ID, 0),
             Query::SwitchInfo(_) => (SwitchInfo::ATTR_ID, 0),
             Query::PortInfo(_, port) => (PortInfo::ATTR_ID, u32::from(port)),
+            Query::MlnxExtPortInfo(_, port) => (mlnx_ext::ATTR_ID, u32::from(port)),
         };
         scan.fabric.total_mads += 1;
         let data = match smi.get(&path, attr, modifier) {
@@ -170,6 +205,10 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
                     dr_text(&path)
                 );
                 scan.out.error(&text);
+                // `mlnx_ext_port_info_err`: the walk goes on without it.
+                if let Query::MlnxExtPortInfo(n, port) = query {
+                    scan.onward(&path, n, port);
+                }
                 continue;
             }
         };
@@ -182,9 +221,17 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
             Query::SwitchInfo(n) => {
                 let info = SwitchInfo::decode(&data).unwrap_or_default();
                 scan.fabric.nodes[n].enhanced_port0 = info.enhanced_port0 != 0;
+                scan.fabric.nodes[n].switch_info = data;
                 Ok(())
             }
             Query::PortInfo(n, port) => scan.port_info(path, n, port, &data),
+            Query::MlnxExtPortInfo(n, port) => {
+                if let Some(p) = scan.fabric.nodes[n].ports[usize::from(port)].as_mut() {
+                    p.mlnx_speed_active = data[mlnx_ext::LINK_SPEED_ACTIVE];
+                }
+                scan.onward(&path, n, port);
+                Ok(())
+            }
         };
         if let Err(msg) = done {
             scan.out.error(&format!("ibnetdisc: {msg}"));
@@ -229,6 +276,8 @@ impl Scan<'_> {
                 let n = self.fabric.nodes.len();
                 self.fabric.nodes.push(Node {
                     info,
+                    info_raw: *data,
+                    switch_info: [0; 64],
                     desc: [0; 64],
                     enhanced_port0: false,
                     sma_lid: 0,
@@ -287,8 +336,6 @@ impl Scan<'_> {
             t => format!("?({t})?"),
         };
         let end = port.base_lid as u32 + (1u32 << (port.lmc & 7)) - 1;
-        let desc = &node.desc;
-        let len = desc.iter().position(|&b| b == 0).unwrap_or(desc.len());
         let _ = writeln!(
             self.out,
             "{} -> {} {kind} {{{:016x}}} portnum {} lid {}-{} \"{}\"",
@@ -298,7 +345,7 @@ impl Scan<'_> {
             if node.is_switch() { 0 } else { port_num },
             port.base_lid,
             end as u16,
-            String::from_utf8_lossy(&desc[..len]),
+            NodeDescription(node.desc).text(),
         );
     }
 
@@ -340,7 +387,6 @@ impl Scan<'_> {
         data: &[u8; 64],
     ) -> Result<(), String> {
         let info = PortInfo::decode(data).map_err(|e| e.to_string())?;
-        let from = self.fabric.from;
         let node = &mut self.fabric.nodes[n];
         let switch = node.is_switch();
         let default_guid = node.info.port_guid;
@@ -351,7 +397,12 @@ impl Scan<'_> {
             ..Port::default()
         });
         port.info = info;
+        port.info_raw = *data;
         port.num = port_num;
+        if port.hashed.is_none() {
+            port.hashed = Some(self.fabric.ports_hashed);
+            self.fabric.ports_hashed += 1;
+        }
         port.base_lid = info.lid;
         port.lmc = info.lmc;
         if port_num == 0 {
@@ -361,32 +412,10 @@ impl Scan<'_> {
             port.base_lid = sma_lid;
             port.lmc = sma_lmc;
         }
-        let onward = port_num != 0
-            && info.port_physical_state == LINK_UP
-            && ((switch && port_num != info.local_port_num) || from == Some((n, port_num)));
-        if onward {
-            let from_node = from.map(|(f, _)| f) == Some(n);
-            let mut next = path.clone();
-            let go = if !switch && from_node && path.len() > 1 {
-                next.pop();
-                self.fabric.max_hops += 1;
-                true
-            } else if next.len() >= MAX_HOPS {
-                self.out.error(&format!(
-                    "ibnetdisc: add port {port_num} to DR path failed; {}",
-                    dr_text(&path)
-                ));
-                false
-            } else {
-                next.push(port_num);
-                if next.len() as u32 > self.fabric.max_hops {
-                    self.fabric.max_hops += 1;
-                }
-                true
-            };
-            if go {
-                self.push(&next, Query::NodeInfo(Some((n, port_num))));
-            }
+        if self.wants_mlnx_ext(n, port_num) {
+            self.push(&path, Query::MlnxExtPortInfo(n, port_num));
+        } else {
+            self.onward(&path, n, port_num);
         }
         if port_num == 0 {
             for p in 1..=num_ports {
@@ -394,5 +423,64 @@ impl Scan<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether libibnetdisc reads Mellanox's ExtendedPortInfo of this port before going on:
+    /// a Mellanox device's LinkUp port at QDR without extended speeds (FDR10 or QDR).
+    fn wants_mlnx_ext(&self, n: usize, port_num: u8) -> bool {
+        let node = &self.fabric.nodes[n];
+        let Some(port) = node.port(port_num) else {
+            return false;
+        };
+        if !mlnx_ext::supported(node.info.vendor_id, node.info.device_id) {
+            return false;
+        }
+        let caps_port = if node.is_switch() {
+            node.port(0)
+        } else {
+            Some(port)
+        };
+        let caps = caps_port.map_or(0, |p| p.info.capability_mask);
+        let espeed = if caps & CAP_HAS_EXT_SPEEDS != 0 {
+            port.info.link_speed_ext_active
+        } else {
+            0
+        };
+        port.info.port_physical_state == LINK_UP && port.info.link_speed_active == 4 && espeed == 0
+    }
+
+    /// The end of `recv_port_info`: through a switch port that is LinkUp (not the one the
+    /// SMP came in by), or out of the local port, on to the next node.
+    fn onward(&mut self, path: &[u8], n: usize, port_num: u8) {
+        let from = self.fabric.from;
+        let node = &self.fabric.nodes[n];
+        let switch = node.is_switch();
+        let Some(info) = node.port(port_num).map(|p| p.info) else {
+            return;
+        };
+        let onward = port_num != 0
+            && info.port_physical_state == LINK_UP
+            && ((switch && port_num != info.local_port_num) || from == Some((n, port_num)));
+        if !onward {
+            return;
+        }
+        let from_node = from.map(|(f, _)| f) == Some(n);
+        let mut next = path.to_vec();
+        if !switch && from_node && path.len() > 1 {
+            next.pop();
+            self.fabric.max_hops += 1;
+        } else if next.len() >= MAX_HOPS {
+            self.out.error(&format!(
+                "ibnetdisc: add port {port_num} to DR path failed; {}",
+                dr_text(path)
+            ));
+            return;
+        } else {
+            next.push(port_num);
+            if next.len() as u32 > self.fabric.max_hops {
+                self.fabric.max_hops += 1;
+            }
+        }
+        self.push(&next, Query::NodeInfo(Some((n, port_num))));
     }
 }

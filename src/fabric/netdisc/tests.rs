@@ -1,4 +1,5 @@
-//! The discovery against hostile subnets: answers of random bytes (NodeInfo's GUIDs drawn
+//! The cache file reader against hostile files (never a panic; a C tool's file read and
+//! written again is the same), and the discovery against hostile subnets: answers of random bytes (NodeInfo's GUIDs drawn
 //! from a few, so that nodes meet again through loops) must never make it panic, loop
 //! forever or leave a one-sided link. (Its output on real topologies is compared with the
 //! C tool's on the simulator, in tests/fabric.rs.)
@@ -59,10 +60,22 @@ impl Smi for Hostile {
     }
 }
 
-/// Every link is seen from both ends, and every port is within its node.
-fn check(fabric: &Fabric) {
-    for (n, node) in fabric.nodes.iter().enumerate() {
+/// Every port is within its node, where its number says.
+fn check_ports(fabric: &Fabric) {
+    for node in &fabric.nodes {
         assert_eq!(node.ports.len(), usize::from(node.info.num_ports) + 1);
+        for (num, port) in node.ports.iter().enumerate() {
+            if let Some(port) = port {
+                assert_eq!(usize::from(port.num), num);
+            }
+        }
+    }
+}
+
+/// [`check_ports`], and every link is seen from both ends.
+fn check(fabric: &Fabric) {
+    check_ports(fabric);
+    for (n, node) in fabric.nodes.iter().enumerate() {
         for port in node.ports.iter().flatten() {
             if let Some((rn, rp)) = port.remote {
                 let back = fabric.nodes[rn].port(rp).and_then(|p| p.remote);
@@ -105,6 +118,50 @@ proptest! {
             check(&fabric);
             prop_assert!(fabric.nodes.len() as u64 <= guids);
             prop_assert!(fabric.max_hops <= MAX_HOPS as u32);
+        }
+    }
+}
+
+/// The C tool's cache files of the shipped topologies.
+const FIXTURES: [&[u8]; 2] = [
+    include_bytes!("../../../tests/data/ibnetdiscover-simple.cache"),
+    include_bytes!("../../../tests/data/ibnetdiscover-fabric.cache"),
+];
+
+#[test]
+fn a_cache_read_and_written_again_is_the_same() {
+    for bytes in FIXTURES {
+        let fabric = cache::load(bytes).expect("the C tool's cache file");
+        assert!(fabric.from.is_some());
+        check(&fabric);
+        // Ports enter the table in node order when loaded: same ports, maybe in another
+        // order; loaded again, the same fabric.
+        let again = cache::write(&fabric);
+        assert_eq!(again.len(), bytes.len());
+        assert_eq!(again[..28], bytes[..28]);
+        let twice = cache::write(&cache::load(&again).expect("our cache file"));
+        assert_eq!(twice, again);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn cache_reader_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        if let Ok(fabric) = cache::load(&bytes) {
+            check_ports(&fabric);
+        }
+    }
+
+    #[test]
+    fn damaged_caches_never_panic(which in 0usize..2, at in any::<prop::sample::Index>(), value in any::<u8>(), cut in any::<prop::sample::Index>()) {
+        let mut bytes = FIXTURES[which].to_vec();
+        let i = at.index(bytes.len());
+        bytes[i] = value;
+        bytes.truncate(cut.index(bytes.len() + 1).max(i));
+        if let Ok(fabric) = cache::load(&bytes) {
+            check_ports(&fabric);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Mellanox's ExtendedPortInfo (vendor SMP attribute 0xff90), which `ibportstate` reads on
-//! Mellanox devices and sets for `fdr10`: four one-byte fields the tool prints in hex.
+//! Mellanox devices (and sets for `fdr10`; it prints its four one-byte fields in hex) and
+//! `ibnetdiscover` reads on their QDR links, to tell FDR10 from QDR.
 
 use std::fmt::Write as _;
 
