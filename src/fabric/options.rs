@@ -261,7 +261,7 @@ fn parse_timeout(text: &str) -> Option<u32> {
 
 /// `strtoull(text, &end, 0)` without overflow and with nothing left after the number (an
 /// empty text is 0, a negative number wraps around); `None` otherwise.
-fn parse_u64_exact(text: &str) -> Option<u64> {
+pub(crate) fn parse_u64_exact(text: &str) -> Option<u64> {
     if text.is_empty() {
         return Some(0);
     }

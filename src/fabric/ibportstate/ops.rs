@@ -3,6 +3,7 @@
 //! number of `<field> <value>` settings, checked as the C tool checks them.
 
 use crate::cli::strtoull;
+use crate::fabric::options::parse_u64_exact;
 
 /// The state operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,7 +159,8 @@ fn check(
     ask_key: &mut dyn FnMut() -> Option<String>,
 ) -> Result<u64, String> {
     if setting == Setting::Mkey {
-        let key = exact_u64(text).or_else(|| ask_key().and_then(|line| exact_u64(&line)));
+        let key =
+            parse_u64_exact(text).or_else(|| ask_key().and_then(|line| parse_u64_exact(&line)));
         return key.ok_or_else(|| "Bad new M_Key\n".to_owned());
     }
     let v = strtoull(text);
@@ -172,7 +174,7 @@ fn check(
         Setting::Lid => (v == 0 || v >= 0xc000).then(|| format!("invalid lid value 0x{v:x}")),
         Setting::Smlid => (v == 0 || v >= 0xc000).then(|| format!("invalid smlid value 0x{v:x}")),
         Setting::Lmc => (v > 7).then(|| format!("invalid lmc value {v}")),
-        Setting::Mkey => exact_u64(text)
+        Setting::Mkey => parse_u64_exact(text)
             .is_none()
             .then(|| "Bad new M_Key\n".to_owned()),
         Setting::Mkeylease => (v > 0xffff).then(|| format!("invalid mkey lease time {v}")),
@@ -181,17 +183,6 @@ fn check(
     match bad {
         Some(msg) => Err(msg),
         None => Ok(v),
-    }
-}
-
-/// `strtoull(text, &end, 0)` with nothing after the number.
-fn exact_u64(text: &str) -> Option<u64> {
-    let t = text.trim_start();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None if t.len() > 1 && t.starts_with('0') => u64::from_str_radix(&t[1..], 8).ok(),
-        None => t.parse().ok(),
     }
 }
 
