@@ -44,16 +44,22 @@ impl ProtectionDomain {
         let mut route = *route;
         route.force_grh |= roce;
         let mut attr = route.ah_attr(port, sgid_index, remote);
-        // SAFETY: the PD is live and attr is fully initialised.
-        let raw = unsafe { ffi::ibv_create_ah(self.as_raw(), &mut attr) };
-        Ok(AddressHandle {
-            raw: check_ptr("ibv_create_ah", raw)?,
-            pd: self.clone(),
-        })
+        AddressHandle::from_attr(self, &mut attr)
     }
 }
 
 impl AddressHandle {
+    /// `ibv_create_ah` in `pd` with an attribute the caller filled (a route, or
+    /// librdmacm's for a UD peer).
+    pub(crate) fn from_attr(pd: &ProtectionDomain, attr: &mut ffi::ibv_ah_attr) -> Result<Self> {
+        // SAFETY: the PD is live and attr is fully initialised.
+        let raw = unsafe { ffi::ibv_create_ah(pd.as_raw(), attr) };
+        Ok(AddressHandle {
+            raw: check_ptr("ibv_create_ah", raw)?,
+            pd: pd.clone(),
+        })
+    }
+
     /// The raw `ibv_ah`, valid while the handle lives.
     pub fn as_raw(&self) -> *mut ffi::ibv_ah {
         self.raw.as_ptr()

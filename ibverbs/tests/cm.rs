@@ -3,7 +3,8 @@
 //! accept with private data both ways and a send over the connected QPs, a connect nobody
 //! listens for, a reject with private data, private data over the limit, a port in use,
 //! addresses that do not resolve (within the timeout), a peer process killed after the
-//! connection is up, and `rdma_getaddrinfo`. A missing device or address is a failure, not
+//! connection is up, `rdma_getaddrinfo`, and UD over rdma_cm (datagrams both ways; private
+//! data over the UD limits). A missing device or address is a failure, not
 //! a skip.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use ibverbs::cm::{
     getaddrinfo, private_data_limit, AddrHints, CmEvent, CmEventKind, CmId, ConnParam,
-    EventChannel, Message, PortSpace,
+    EventChannel, Message, PortSpace, UDP_QKEY,
 };
 use ibverbs::{
-    AccessFlags, CompletionQueue, Error, ProtectionDomain, RecvRequest, SendRequest, WcStatus,
-    WorkCompletion,
+    AccessFlags, AddressHandle, CompletionQueue, Endpoint, Error, Gid, GidType, ProtectionDomain,
+    QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
 use ibverbs_test_kit::{cm_addr, Running};
 
@@ -32,7 +33,12 @@ fn next_event(channel: &EventChannel) -> CmEvent {
 
 /// A listening id on the CM address, on a port the CM picks.
 fn listener(channel: &EventChannel) -> (CmId, SocketAddr) {
-    let id = channel.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    listener_in(channel, PortSpace::Tcp)
+}
+
+/// A listening id in `ps` on the CM address, on a port the CM picks.
+fn listener_in(channel: &EventChannel, ps: PortSpace) -> (CmId, SocketAddr) {
+    let id = channel.create_id(ps).expect("rdma_create_id");
     id.bind(SocketAddr::new(cm_addr(), 0))
         .expect("rdma_bind_addr");
     id.listen(4).expect("rdma_listen");
@@ -65,7 +71,12 @@ fn add_qp(id: &mut CmId) -> Side {
 
 /// A client id resolved (address and route) to `dst`, with a QP.
 fn client(channel: &EventChannel, dst: SocketAddr) -> (CmId, Side) {
-    let mut id = channel.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    client_in(channel, dst, PortSpace::Tcp)
+}
+
+/// A client id in `ps` resolved (address and route) to `dst`, with a QP (UD in UDP).
+fn client_in(channel: &EventChannel, dst: SocketAddr, ps: PortSpace) -> (CmId, Side) {
+    let mut id = channel.create_id(ps).expect("rdma_create_id");
     id.resolve_addr(None, dst, Duration::from_secs(2))
         .expect("rdma_resolve_addr");
     let ev = next_event(channel);
@@ -136,7 +147,7 @@ fn connect_accept_with_private_data_then_send() {
     .expect("rdma_accept");
 
     let ev = next_event(&cchan);
-    let CmEventKind::Established { private_data } = ev.kind else {
+    let CmEventKind::Established { private_data, .. } = ev.kind else {
         panic!("expected established on the client, got {ev:?}");
     };
     let accept_limit = private_data_limit(Message::Accept, PortSpace::Tcp);
@@ -468,4 +479,190 @@ fn peer_killed_after_establishment_disconnects_and_flushes() {
         flushed,
         [(1, WcStatus::WR_FLUSH_ERR), (2, WcStatus::WR_FLUSH_ERR)]
     );
+}
+
+/// The bytes before a UD receive's payload: the GRH (or, for RoCE v2 over IPv4, its
+/// 20-byte IPv4 header at the end of that space).
+const GRH: usize = 40;
+
+/// Posts a receive of [`GRH`] + 64 bytes of `mr` on `id`'s QP.
+fn post_ud_recv(id: &CmId, mr: &ibverbs::MemoryRegion, wr_id: u64) {
+    let sge = [mr.sge(..GRH + 64).unwrap()];
+    id.qp()
+        .expect("the id's QP")
+        .post_recv(&mut [RecvRequest::new(wr_id, &sge)])
+        .expect("ibv_post_recv");
+}
+
+/// Sends `msg` from `id`'s QP to `qpn` through `ah`, and waits for its completion.
+fn send_ud(id: &CmId, side: &Side, ah: &AddressHandle, qpn: u32, msg: &[u8]) {
+    let mut mr = side.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    mr.write(0, msg).unwrap();
+    let sge = [mr.sge(..msg.len()).unwrap()];
+    id.qp()
+        .expect("the id's QP")
+        .post_send(&mut [SendRequest::send(5, &sge).ud(ah, qpn, UDP_QKEY).signaled()])
+        .expect("ibv_post_send");
+    assert_eq!(one_completion(&side.cq).wr_id(), 5);
+}
+
+/// Waits for the datagram of receive `wr_id` and checks that it is `msg`; its completion.
+fn recv_ud(side: &Side, mr: &ibverbs::MemoryRegion, wr_id: u64, msg: &[u8]) -> WorkCompletion {
+    let wc = one_completion(&side.cq);
+    assert_eq!(wc.wr_id(), wr_id);
+    assert!(wc.has_grh(), "UD receives on RoCE carry a GRH");
+    assert_eq!(wc.byte_len() as usize, GRH + msg.len());
+    let mut got = vec![0; msg.len()];
+    mr.read(GRH, &mut got).unwrap();
+    assert_eq!(got, msg);
+    wc
+}
+
+/// The RoCE GID of an IP address (IPv4-mapped for IPv4).
+fn ip_gid(ip: IpAddr) -> Gid {
+    match ip {
+        IpAddr::V4(v4) => Gid::from(v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => Gid::from(v6),
+    }
+}
+
+/// The accepting side's handle back to a datagram's sender: the peer's GID from its
+/// address, sent from our address's RoCE v2 GID.
+fn reply_ah(sid: &CmId, side: &Side) -> AddressHandle {
+    let port = sid.qp().expect("the id's QP").port();
+    let local = ip_gid(sid.local_addr().expect("a local address").ip());
+    let table = sid
+        .context()
+        .unwrap()
+        .gid_table(port)
+        .expect("the GID table");
+    let entry = table
+        .iter()
+        .find(|e| e.gid == local && e.gid_type == GidType::RoceV2)
+        .unwrap_or_else(|| panic!("no RoCE v2 GID {local} in {table:?}"));
+    let peer = Endpoint {
+        qpn: 0,
+        psn: 0,
+        lid: 0,
+        gid: ip_gid(sid.peer_addr().expect("a peer address").ip()),
+    };
+    let route = Route {
+        sgid_index: Some(entry.index),
+        ..Route::default()
+    };
+    side.pd
+        .create_ah(port, &peer, &route)
+        .expect("ibv_create_ah")
+}
+
+#[test]
+fn ud_datagrams_both_ways() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener_in(&schan, PortSpace::Udp);
+    let (cid, cside) = client_in(&cchan, addr, PortSpace::Udp);
+    assert_eq!(cid.qp().unwrap().qp_type(), QpType::Ud);
+    let cmr = cside
+        .pd
+        .alloc_mr(GRH + 64, AccessFlags::LOCAL_WRITE)
+        .unwrap();
+    post_ud_recv(&cid, &cmr, 11);
+    cid.connect(&ConnParam {
+        private_data: b"ud hello",
+        ..ConnParam::default()
+    })
+    .expect("rdma_connect (SIDR REQ)");
+
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest {
+        id: mut sid,
+        private_data,
+        ..
+    } = ev.kind
+    else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let connect_limit = private_data_limit(Message::Connect, PortSpace::Udp);
+    assert_eq!(private_data, padded(b"ud hello", connect_limit));
+    assert_eq!(sid.port_space(), PortSpace::Udp);
+    let sside = add_qp(&mut sid);
+    let smr = sside
+        .pd
+        .alloc_mr(GRH + 64, AccessFlags::LOCAL_WRITE)
+        .unwrap();
+    post_ud_recv(&sid, &smr, 21);
+    sid.accept(&ConnParam {
+        private_data: b"ud welcome",
+        ..ConnParam::default()
+    })
+    .expect("rdma_accept (SIDR REP)");
+
+    let ev = next_event(&cchan);
+    let CmEventKind::Established {
+        private_data,
+        ud: Some(peer),
+    } = ev.kind
+    else {
+        panic!("expected established with the UD peer, got {ev:?}");
+    };
+    let accept_limit = private_data_limit(Message::Accept, PortSpace::Udp);
+    assert_eq!(private_data, padded(b"ud welcome", accept_limit));
+    let sqp = sid.qp().unwrap();
+    assert_eq!((peer.qp_num, peer.qkey), (sqp.qp_num(), UDP_QKEY));
+
+    // Client to server, through the peer's address handle.
+    let ah = peer
+        .create_ah(&cside.pd)
+        .expect("ibv_create_ah from ud_param");
+    send_ud(&cid, &cside, &ah, peer.qp_num, b"datagram to the server");
+    let wc = recv_ud(&sside, &smr, 21, b"datagram to the server");
+    assert_eq!(wc.src_qp(), cid.qp().unwrap().qp_num());
+
+    // Server to client, back to the datagram's sender.
+    let back = reply_ah(&sid, &sside);
+    send_ud(&sid, &sside, &back, wc.src_qp(), b"datagram to the client");
+    let wc = recv_ud(&cside, &cmr, 11, b"datagram to the client");
+    assert_eq!(wc.src_qp(), peer.qp_num);
+}
+
+#[test]
+fn ud_private_data_over_the_limit_is_refused_before_the_call() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener_in(&schan, PortSpace::Udp);
+    let (cid, _side) = client_in(&cchan, addr, PortSpace::Udp);
+    let long = [0xa5; 200];
+    let err = cid
+        .connect(&ConnParam {
+            private_data: &long[..181],
+            ..ConnParam::default()
+        })
+        .unwrap_err();
+    assert!(is_too_long(&err, 181, 180), "{err}");
+    // Nothing reached the peer: no connect request within a second.
+    let none = schan.get_event_timeout(Duration::from_secs(1)).unwrap();
+    assert!(none.is_none(), "{none:?}");
+
+    cid.connect(&ConnParam {
+        private_data: &long[..180],
+        ..ConnParam::default()
+    })
+    .expect("rdma_connect with 180 bytes");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let err = sid
+        .accept(&ConnParam {
+            private_data: &long[..137],
+            ..ConnParam::default()
+        })
+        .unwrap_err();
+    assert!(is_too_long(&err, 137, 136), "{err}");
+    let err = sid.reject(&long[..137]).unwrap_err();
+    assert!(is_too_long(&err, 137, 136), "{err}");
+    // The request is still pending: it can be rejected within the limit.
+    sid.reject(&long[..136])
+        .expect("rdma_reject with 136 bytes");
+    let ev = next_event(&cchan);
+    // A UD reject is a SIDR REP with a failure status, reported as unreachable.
+    assert!(matches!(ev.kind, CmEventKind::Unreachable), "{ev:?}");
 }

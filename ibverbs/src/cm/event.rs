@@ -4,6 +4,7 @@ use rdmacm_sys as cm;
 
 use super::channel::EventChannel;
 use super::id::{CmId, IdHandle};
+use super::ud::UdPeer;
 use crate::error::{check, Result};
 
 /// One event of an [`EventChannel`], already acknowledged: what it said, copied.
@@ -22,7 +23,7 @@ pub struct CmEvent {
 ///
 /// On InfiniBand and RoCE the CM does not send the length of the private data: a peer's
 /// private data arrives zero-padded to the message's whole field (56 bytes for a connect
-/// request, 196 for an accept, 148 for a reject; see
+/// request, 196 for an accept, 148 for a reject; 180 and 136 for UD's; see
 /// [`private_data_limit`](super::private_data_limit)).
 #[derive(Debug)]
 #[non_exhaustive]
@@ -41,9 +42,11 @@ pub enum CmEventKind {
         id: CmId,
         /// What the peer sent with its request.
         private_data: Vec<u8>,
-        /// The peer's `initiator_depth` (what we may give as `responder_resources`).
+        /// The peer's `initiator_depth` (what we may give as `responder_resources`; 0
+        /// for UD).
         initiator_depth: u8,
-        /// The peer's `responder_resources` (what we may give as `initiator_depth`).
+        /// The peer's `responder_resources` (what we may give as `initiator_depth`; 0
+        /// for UD).
         responder_resources: u8,
     },
     /// `RDMA_CM_EVENT_CONNECT_RESPONSE`: a reply for an id without a QP.
@@ -64,10 +67,13 @@ pub enum CmEventKind {
         /// What the peer sent with its reject.
         private_data: Vec<u8>,
     },
-    /// `RDMA_CM_EVENT_ESTABLISHED`: the connection is up.
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the connection is up (for UD, on the connecting side
+    /// only: the peer accepted).
     Established {
         /// What the peer sent with its accept (on the connecting side).
         private_data: Vec<u8>,
+        /// For a UD id (UDP port space): the peer's address, QP number and Q_Key.
+        ud: Option<UdPeer>,
     },
     /// `RDMA_CM_EVENT_DISCONNECTED`: the connection is down.
     Disconnected,
@@ -122,8 +128,17 @@ impl CmEvent {
         // SAFETY: raw is valid until acknowledged (caller); everything is copied before.
         let (kind, status, id) = unsafe {
             let ev = &*raw;
+            // librdmacm fills `param.ud` for the ids of UD QPs, `param.conn` for the others
+            // (both begin with the private data).
+            let ud = (*ev.id).qp_type == crate::ffi::ibv_qp_type::IBV_QPT_UD;
             let conn = ev.param.conn.as_ref();
             let data = || private_data(conn.private_data, conn.private_data_len);
+            // The RDMA read depths of an RC request (none for UD).
+            let depths = if ud {
+                (0, 0)
+            } else {
+                (conn.initiator_depth, conn.responder_resources)
+            };
             let kind = match ev.event {
                 T::RDMA_CM_EVENT_ADDR_RESOLVED => CmEventKind::AddrResolved,
                 T::RDMA_CM_EVENT_ADDR_ERROR => CmEventKind::AddrError,
@@ -133,8 +148,8 @@ impl CmEvent {
                     // The new id is ours from here on; it was created on this channel.
                     id: CmId::adopt_request(channel, ev.id),
                     private_data: data(),
-                    initiator_depth: conn.initiator_depth,
-                    responder_resources: conn.responder_resources,
+                    initiator_depth: depths.0,
+                    responder_resources: depths.1,
                 },
                 T::RDMA_CM_EVENT_CONNECT_RESPONSE => CmEventKind::ConnectResponse {
                     private_data: data(),
@@ -148,6 +163,7 @@ impl CmEvent {
                 },
                 T::RDMA_CM_EVENT_ESTABLISHED => CmEventKind::Established {
                     private_data: data(),
+                    ud: ud.then(|| UdPeer::from_c(ev.param.ud.as_ref())),
                 },
                 T::RDMA_CM_EVENT_DISCONNECTED => CmEventKind::Disconnected,
                 T::RDMA_CM_EVENT_DEVICE_REMOVAL => CmEventKind::DeviceRemoval,

@@ -19,7 +19,7 @@
 //! id.create_qp(&pd, &cq, &cq, caps)?;
 //! id.connect(&ConnParam { private_data: b"hello", ..ConnParam::default() })?;
 //! match channel.get_event()?.kind {
-//!     CmEventKind::Established { private_data } => println!("accepted: {private_data:?}"),
+//!     CmEventKind::Established { private_data, .. } => println!("accepted: {private_data:?}"),
 //!     other => println!("not connected: {other:?}"),
 //! }
 //! # Ok(()) }
@@ -32,6 +32,8 @@
 //! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP |
 //! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
 //! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp` | PD, CQs (as any QP) |
+//! | [`UdPeer`] of a UD [`CmEventKind::Established`] | `rdma_ud_param` (copied) | a UD connect's accept | nothing (plain data) |
+//! | [`AddressHandle`](crate::AddressHandle) of [`UdPeer::create_ah`] | `ibv_ah` | `ibv_create_ah` | its PD (as any AH) |
 //!
 //! - The channel is destroyed after the last id on it: each id holds it.
 //! - An id owns its QP and destroys it first on drop (clearing librdmacm's pointer to it),
@@ -42,6 +44,11 @@
 //!   made from it holds librdmacm's device list, which keeps the device open until the
 //!   context and everything made from it are gone. Contexts made from two ids on the same
 //!   device are the same device context for the `Mismatch` checks.
+//! - UD (the UDP port space): the connecting side's `Established` event carries the peer
+//!   ([`UdPeer`]: address vector, QP number, Q_Key); its address handle is made in the PD of
+//!   the id's QP and lives apart from the id (drop it after the sends that use it complete).
+//!   The accepting side gets no `Established`: it answers a datagram's sender (the
+//!   completion's source QP and GRH), with the same Q_Key ([`UDP_QKEY`]).
 //! - The new id of a connect request belongs to the [`CmEventKind::ConnectRequest`] that
 //!   carries it: accept or reject it, and drop it to destroy it.
 //!
@@ -63,6 +70,7 @@ mod device;
 mod event;
 mod id;
 mod param;
+mod ud;
 
 pub use addr::{getaddrinfo, AddrHints, AddrInfo};
 pub use channel::EventChannel;
@@ -71,6 +79,7 @@ pub use id::{CmId, IdHandle};
 pub use param::{private_data_limit, ConnParam, Message};
 /// The raw librdmacm bindings (`rdmacm-sys`).
 pub use rdmacm_sys as ffi;
+pub use ud::{UdPeer, UDP_QKEY};
 
 use rdmacm_sys as cm;
 
