@@ -300,6 +300,7 @@ mod mw;
 mod opcode;
 mod pd;
 mod port;
+mod post_error;
 mod qp;
 mod qp_ex;
 mod qp_type;
@@ -324,6 +325,7 @@ pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
+pub use post_error::PostError;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };

@@ -19,6 +19,7 @@ use crate::limits::{RecvLimits, SendLimits};
 use crate::mr::AccessFlags;
 use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
+use crate::post_error::PostError;
 use crate::port::{LinkLayer, Mtu, PortAttr};
 use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
@@ -331,7 +332,7 @@ impl PreparedQueuePair {
     }
 
     /// Posts receives ahead of the connection (`ibv_post_recv`).
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         self.qp.post_recv(wrs)
     }
 
@@ -617,7 +618,7 @@ impl QueuePair {
     /// posted. If the provider fails, the requests before [`Error::Post::index`](Error::Post)
     /// were posted.
     #[inline]
-    pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
+    pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {
             // SAFETY: the QP is live; every request was checked against its limits, the
             // list is linked and every SGE it references borrows a live registered region
@@ -629,7 +630,7 @@ impl QueuePair {
     /// Posts a list of receive requests (`ibv_post_recv`), checked as
     /// [`post_send`](Self::post_send) checks sends.
     #[inline]
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_recv", wrs, &self.recv_limits, |head, bad| {
             // SAFETY: as for post_send.
             unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }

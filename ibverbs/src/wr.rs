@@ -1,16 +1,20 @@
 //! Work requests: `struct ibv_sge`, `struct ibv_send_wr` and `struct ibv_recv_wr`.
 //!
-//! The request types are `#[repr(transparent)]` over the C structs, so posting a list costs
-//! linking the `next` pointers and one call into the provider.
+//! A request is the C struct and the word of requirement bits its constructor works out
+//! ([`limits`](crate::limits)), so posting a list costs one check of the OR of those words
+//! against the queue's, linking the `next` pointers and one call into the provider.
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use crate::ah::AddressHandle;
 use crate::error::{Error, Result, WrError};
 use crate::ffi;
+use crate::limits::{inline_need, recv_need, send_need};
 use crate::opcode::WrOpcode;
+use crate::post_error::PostError;
 
 /// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
 ///
@@ -137,9 +141,12 @@ impl RemoteMemory {
 ///
 /// Build one with a constructor per operation, then add flags:
 /// `SendRequest::write(1, &sges, remote).signaled()`.
-#[repr(transparent)]
+#[repr(C)]
 pub struct SendRequest<'a> {
+    /// First, so that a pointer to the request is one to its `ibv_send_wr`.
     raw: ffi::ibv_send_wr,
+    /// What the request needs of a queue pair ([`limits`](crate::limits)).
+    need: u64,
     _borrows: PhantomData<&'a ()>,
 }
 
@@ -155,6 +162,7 @@ impl<'a> SendRequest<'a> {
         // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
+            need: send_need(opcode, raw.sg_list, raw.num_sge as u32),
             raw,
             _borrows: PhantomData,
         }
@@ -272,8 +280,12 @@ impl<'a> SendRequest<'a> {
 
     /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
     /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
-    pub fn inline(self) -> Self {
-        self.flag(ffi::ibv_send_flags::IBV_SEND_INLINE)
+    pub fn inline(mut self) -> Self {
+        let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
+        if self.raw.send_flags & inline.0 == 0 {
+            self.need = inline_need(self.need, self.raw.sg_list, self.raw.num_sge as u32);
+        }
+        self.flag(inline)
     }
 
     /// Marks the message solicited (`IBV_SEND_SOLICITED`).
@@ -309,7 +321,7 @@ impl<'a> SendRequest<'a> {
         WrOpcode::from_raw(self.raw.opcode)
     }
 
-    /// The raw request.
+    /// The raw request. Its `next` is what the last post of it wrote (posting sets it).
     pub fn as_raw(&self) -> &ffi::ibv_send_wr {
         &self.raw
     }
@@ -320,22 +332,27 @@ impl<'a> SendRequest<'a> {
 }
 
 /// A receive queue work request (`struct ibv_recv_wr`).
-#[repr(transparent)]
+#[repr(C)]
 pub struct RecvRequest<'a> {
+    /// First, so that a pointer to the request is one to its `ibv_recv_wr`.
     raw: ffi::ibv_recv_wr,
+    /// What the request needs of a queue ([`limits`](crate::limits)).
+    need: u64,
     _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
     pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+        let raw = ffi::ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: sg_list(sges),
+            num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
+        };
         RecvRequest {
-            raw: ffi::ibv_recv_wr {
-                wr_id,
-                next: ptr::null_mut(),
-                sg_list: sg_list(sges),
-                num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
-            },
+            need: recv_need(raw.sg_list, raw.num_sge as u32),
+            raw,
             _borrows: PhantomData,
         }
     }
@@ -345,7 +362,7 @@ impl<'a> RecvRequest<'a> {
         self.raw.wr_id
     }
 
-    /// The raw request.
+    /// The raw request. Its `next` is what the last post of it wrote (posting sets it).
     pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
         &self.raw
     }
@@ -357,7 +374,11 @@ impl<'a> RecvRequest<'a> {
 
 /// The limits a queue checks its work requests `W` against before posting them.
 pub(crate) trait Limits<W> {
-    /// Whether `wr` is within the limits (the data path: cheap).
+    /// The requirement bits the queue does not grant: a request whose word has none of them
+    /// fits (the data path: one test).
+    fn deny(&self) -> u64;
+    /// Whether `wr` is within the limits: the exact check, for the requests whose word has
+    /// a denied bit.
     fn fits(&self, wr: &W) -> bool;
     /// Which limit `wr` broke (it did not fit).
     fn refusal(&self, wr: &W) -> WrError;
@@ -366,15 +387,23 @@ pub(crate) trait Limits<W> {
 /// The work requests of a post, linked through their `next` pointers.
 pub(crate) trait Linked {
     type Raw;
+    /// The request's requirement word.
+    fn need(&self) -> u64;
     fn raw(&mut self) -> *mut Self::Raw;
     fn set_next(&mut self, next: *mut Self::Raw);
 }
 
 impl Linked for SendRequest<'_> {
     type Raw = ffi::ibv_send_wr;
+    #[inline(always)]
+    fn need(&self) -> u64 {
+        self.need
+    }
+    #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_send_wr {
         self.raw_mut()
     }
+    #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_send_wr) {
         self.raw.next = next;
     }
@@ -382,99 +411,107 @@ impl Linked for SendRequest<'_> {
 
 impl Linked for RecvRequest<'_> {
     type Raw = ffi::ibv_recv_wr;
+    #[inline(always)]
+    fn need(&self) -> u64 {
+        self.need
+    }
+    #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_recv_wr {
         self.raw_mut()
     }
+    #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_recv_wr) {
         self.raw.next = next;
     }
 }
 
 /// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
-/// provider's return code and the request it stopped at come back) and maps a failure to
-/// [`Error::Post`] with its index. A refused request refuses the whole list: nothing is
-/// posted and the error is [`Error::Request`] with its index.
+/// provider's return code comes back, and the request it stopped at is written through the
+/// second argument on failure) and maps a failure to [`Error::Post`] with its index. A
+/// refused request refuses the whole list: nothing is posted and the error is
+/// [`Error::Request`] with its index.
 ///
-/// Every request's `next` is null outside this function (the constructors make it so and
-/// nothing else can write it), so a single request is posted as it is, at the cost of the
-/// check and the raw call; a longer list is checked and linked in one pass for the call and
-/// unlinked after it.
+/// Posting writes the `next` pointer of every request it passes on (null for the last), so
+/// they are never read stale. A single request that passes the fast check is posted inline,
+/// at the cost of the test, that store and the raw call; anything else goes through
+/// [`post_many`].
 #[inline(always)]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
     limits: &impl Limits<W>,
-    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
-) -> Result<()> {
-    let [one] = wrs else {
-        return post_many(verb, wrs, limits, post);
-    };
-    if !limits.fits(one) {
-        return Err(refused(0, limits.refusal(one)));
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
+) -> Result<(), PostError> {
+    // Written by the provider on failure only, and not read: the index is 0.
+    let mut bad = MaybeUninit::uninit();
+    if let [one] = wrs {
+        if one.need() & limits.deny() == 0 {
+            one.set_next(ptr::null_mut());
+            return match post(one.raw(), bad.as_mut_ptr()) {
+                0 => Ok(()),
+                rc => Err(post_failed(verb, 0, rc)),
+            };
+        }
     }
-    let mut bad = ptr::null_mut();
-    match post(one.raw(), &mut bad) {
-        0 => Ok(()),
-        rc => Err(post_failed(verb, 0, rc)),
-    }
+    post_many(post, wrs, limits, verb)
 }
 
-/// [`post_list`] for lists of other lengths than one.
+/// [`post_list`] for lists of other lengths than one and for requests the fast check did
+/// not pass: links the list while ORing the requirement words, tests the OR once and, if
+/// it has a denied bit, checks each request exactly.
 #[inline(never)]
 fn post_many<W: Linked>(
-    verb: &'static str,
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
     wrs: &mut [W],
     limits: &impl Limits<W>,
-    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
-) -> Result<()> {
-    if wrs.is_empty() {
+    verb: &'static str,
+) -> Result<(), PostError> {
+    let mut need = 0;
+    let mut head = ptr::null_mut();
+    for wr in wrs.iter_mut().rev() {
+        need |= wr.need();
+        wr.set_next(head);
+        head = wr.raw();
+    }
+    if head.is_null() {
         return Ok(());
     }
-    check_and_link(wrs, limits)?;
+    if need & limits.deny() != 0 {
+        check_each(wrs, 0, limits)?;
+    }
     let mut bad = ptr::null_mut();
-    let rc = post(wrs[0].raw(), &mut bad);
-    unlink(wrs);
-    match rc {
+    match post(head, &mut bad) {
         0 => Ok(()),
         rc => Err(post_error(verb, wrs, bad, rc)),
     }
 }
 
-/// Checks each request and points the one before it at it (the last keeps its null `next`);
-/// on a refusal, unlinks what it linked.
-#[inline]
-fn check_and_link<W: Linked>(wrs: &mut [W], limits: &impl Limits<W>) -> Result<()> {
-    for i in 0..wrs.len() {
-        if !limits.fits(&wrs[i]) {
-            unlink(&mut wrs[..i]);
-            return Err(refused(i, limits.refusal(&wrs[i])));
-        }
-        if i > 0 {
-            let next = wrs[i].raw();
-            wrs[i - 1].set_next(next);
-        }
-    }
-    Ok(())
-}
-
-/// Sets every request's `next` back to null.
-fn unlink<W: Linked>(wrs: &mut [W]) {
-    for wr in wrs {
-        wr.set_next(ptr::null_mut());
+/// The exact check of each request of `wrs`, the first of which has index `first` in its
+/// list or batch: the [`Error::Request`] of the first refused one.
+#[inline(never)]
+pub(crate) fn check_each<W>(wrs: &[W], first: usize, limits: &impl Limits<W>) -> Result<()> {
+    match wrs.iter().position(|wr| !limits.fits(wr)) {
+        None => Ok(()),
+        Some(i) => Err(refused(first + i, limits.refusal(&wrs[i]))),
     }
 }
 
 /// The [`Error::Request`] for request `index`, refused for `reason`.
 #[cold]
 #[inline(never)]
-pub(crate) fn refused(index: usize, reason: WrError) -> Error {
+fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
 /// The [`Error::Post`] for a failed post that stopped at `bad`.
 #[cold]
 #[inline(never)]
-fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc: i32) -> Error {
+fn post_error<W: Linked>(
+    verb: &'static str,
+    wrs: &mut [W],
+    bad: *mut W::Raw,
+    rc: i32,
+) -> PostError {
     let index = wrs
         .iter_mut()
         .position(|w| ptr::eq(w.raw(), bad))
@@ -485,17 +522,17 @@ fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc
 /// The [`Error::Post`] for a post that failed with `rc` at request `index`.
 #[cold]
 #[inline(never)]
-fn post_failed(verb: &'static str, index: usize, rc: i32) -> Error {
+fn post_failed(verb: &'static str, index: usize, rc: i32) -> PostError {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {
         std::io::Error::from_raw_os_error(rc)
     };
-    Error::Post {
+    PostError::from(Error::Post {
         verb,
         index,
         source,
-    }
+    })
 }
 
 #[cfg(test)]
