@@ -325,10 +325,10 @@ pub use mr::{AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
-pub use post_error::PostError;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
+pub use post_error::PostError;
 pub use qp::{
     ConnectOptions, PreparedQueuePair, QpState, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
 };

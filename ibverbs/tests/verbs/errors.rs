@@ -289,7 +289,7 @@ fn posting_more_than_the_queue_depth() {
     let mut wrs: Vec<_> = (0..n)
         .map(|i| SendRequest::write(i, &sge, buf.remote()).signaled())
         .collect();
-    let err = p.a.post_send(&mut wrs).unwrap_err();
+    let err = p.a.post_send(&mut wrs).unwrap_err().into_inner();
     let Error::Post {
         verb: "ibv_post_send",
         index,
@@ -311,7 +311,7 @@ fn posting_more_than_the_queue_depth() {
 
     let n = 64 * p.b.max_recv_wr() as u64;
     let mut rs: Vec<_> = (0..n).map(|i| RecvRequest::new(i, &sge)).collect();
-    let err = p.b.post_recv(&mut rs).unwrap_err();
+    let err = p.b.post_recv(&mut rs).unwrap_err().into_inner();
     let Error::Post {
         verb: "ibv_post_recv",
         index,
