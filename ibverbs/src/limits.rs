@@ -123,6 +123,8 @@ pub(crate) struct SendLimits {
     max_total: [u64; 2],
     max_sge: u32,
     max_inline: u32,
+    /// The granted `max_send_wr`.
+    depth: u32,
     qp_type: QpType,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
@@ -140,6 +142,7 @@ impl SendLimits {
             max_total: [MAX_MESSAGE, u64::from(cap.max_inline_data).min(MAX_MESSAGE)],
             max_sge: cap.max_send_sge,
             max_inline: cap.max_inline_data,
+            depth: cap.max_send_wr,
             qp_type,
             pd,
             send_ops: None,
@@ -272,6 +275,10 @@ impl Limits<SendRequest<'_>> for SendLimits {
         self.deny
     }
 
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+
     fn fits(&self, wr: &SendRequest<'_>) -> bool {
         self.fits_raw(wr.as_raw())
     }
@@ -292,15 +299,18 @@ pub(crate) struct RecvLimits {
     /// `max_sge + 1`, or 0 for a QP whose receives come from an SRQ (nothing fits).
     sge_bound: u32,
     max_sge: u32,
+    /// The granted `max_recv_wr` or SRQ `max_wr`.
+    depth: u32,
 }
 
 impl RecvLimits {
-    /// The limits of a queue granted `max_sge` entries per receive.
-    pub(crate) fn new(max_sge: u32) -> Self {
+    /// The limits of a queue granted `max_wr` requests of `max_sge` entries.
+    pub(crate) fn new(max_wr: u32, max_sge: u32) -> Self {
         RecvLimits {
             deny: SLOW | u64::MAX.checked_shl(max_sge.saturating_add(1)).unwrap_or(0),
             sge_bound: max_sge.saturating_add(1),
             max_sge,
+            depth: max_wr,
         }
     }
 
@@ -310,6 +320,7 @@ impl RecvLimits {
             deny: u64::MAX,
             sge_bound: 0,
             max_sge: 0,
+            depth: 0,
         }
     }
 }
@@ -320,6 +331,10 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.deny
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
     }
 
     fn fits(&self, wr: &RecvRequest<'_>) -> bool {

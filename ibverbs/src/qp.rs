@@ -285,7 +285,7 @@ impl<'a> QueuePairBuilder<'a> {
             send_limits: SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw()),
             recv_limits: match self.srq {
                 Some(_) => RecvLimits::srq(),
-                None => RecvLimits::new(init.cap.max_recv_sge),
+                None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
             },
             port: self.port,
             gid_index,
@@ -615,8 +615,8 @@ impl QueuePair {
     ///
     /// Every request is first checked against the QP's transport and the capabilities it
     /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
-    /// posted. If the provider fails, the requests before [`Error::Post::index`](Error::Post)
-    /// were posted.
+    /// posted. If the provider fails, the requests before its index were posted:
+    /// [`Error::QueueFull`] when the send queue is full, else [`Error::Post`].
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {

@@ -59,7 +59,7 @@ impl ProtectionDomain {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,
                 attr: attr.attr,
-                limits: RecvLimits::new(attr.attr.max_sge),
+                limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge),
                 pd: self.clone(),
             }),
         })

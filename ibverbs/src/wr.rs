@@ -377,6 +377,8 @@ pub(crate) trait Limits<W> {
     /// The requirement bits the queue does not grant: a request whose word has none of them
     /// fits (the data path: one test).
     fn deny(&self) -> u64;
+    /// The queue's granted depth, for the error of a post that found it full.
+    fn depth(&self) -> u32;
     /// Whether `wr` is within the limits: the exact check, for the requests whose word has
     /// a denied bit.
     fn fits(&self, wr: &W) -> bool;
@@ -427,7 +429,8 @@ impl Linked for RecvRequest<'_> {
 
 /// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
 /// provider's return code comes back, and the request it stopped at is written through the
-/// second argument on failure) and maps a failure to [`Error::Post`] with its index. A
+/// second argument on failure) and maps a failure to [`Error::QueueFull`] or
+/// [`Error::Post`] with its index. A
 /// refused request refuses the whole list: nothing is posted and the error is
 /// [`Error::Request`] with its index.
 ///
@@ -449,7 +452,7 @@ pub(crate) fn post_list<W: Linked>(
             one.set_next(ptr::null_mut());
             return match post(one.raw(), bad.as_mut_ptr()) {
                 0 => Ok(()),
-                rc => Err(post_failed(verb, 0, rc)),
+                rc => Err(post_failed(verb, 0, rc, limits.depth())),
             };
         }
     }
@@ -482,7 +485,7 @@ fn post_many<W: Linked>(
     let mut bad = ptr::null_mut();
     match post(head, &mut bad) {
         0 => Ok(()),
-        rc => Err(post_error(verb, wrs, bad, rc)),
+        rc => Err(post_error(verb, wrs, bad, rc, limits.depth())),
     }
 }
 
@@ -511,27 +514,34 @@ fn post_error<W: Linked>(
     wrs: &mut [W],
     bad: *mut W::Raw,
     rc: i32,
+    depth: u32,
 ) -> PostError {
     let index = wrs
         .iter_mut()
         .position(|w| ptr::eq(w.raw(), bad))
         .unwrap_or(0);
-    post_failed(verb, index, rc)
+    post_failed(verb, index, rc, depth)
 }
 
-/// The [`Error::Post`] for a post that failed with `rc` at request `index`.
+/// The error of a post that failed with `rc` at request `index` of a queue `depth` deep:
+/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full), else
+/// [`Error::Post`].
 #[cold]
 #[inline(never)]
-fn post_failed(verb: &'static str, index: usize, rc: i32) -> PostError {
+fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {
         std::io::Error::from_raw_os_error(rc)
     };
-    PostError::from(Error::Post {
-        verb,
-        index,
-        source,
+    PostError::from(if source.raw_os_error() == Some(libc::ENOMEM) {
+        Error::QueueFull { verb, index, depth }
+    } else {
+        Error::Post {
+            verb,
+            index,
+            source,
+        }
     })
 }
 
