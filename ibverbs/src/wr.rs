@@ -85,6 +85,7 @@ static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
 /// The `sg_list` of a request over `sges`: never dangling, so that the first entry's
 /// length can be read without looking at the count (an empty list points at [`NO_SGE`],
 /// of length 0). Providers only read the list.
+#[inline]
 fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
     if sges.is_empty() {
         ptr::addr_of!(NO_SGE).cast_mut()
@@ -151,6 +152,7 @@ pub struct SendRequest<'a> {
 }
 
 impl<'a> SendRequest<'a> {
+    #[inline]
     fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
         let mut raw = ffi::ibv_send_wr {
             wr_id,
@@ -169,17 +171,20 @@ impl<'a> SendRequest<'a> {
     }
 
     /// A send (`IBV_WR_SEND`): the data lands in the peer's next receive.
+    #[inline]
     pub fn send(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
         Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
     }
 
     /// A send with 32-bit immediate data (`IBV_WR_SEND_WITH_IMM`), given in host order.
+    #[inline]
     pub fn send_with_imm(wr_id: u64, sges: &'a [Sge<'a>], imm: u32) -> Self {
         let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
         wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
         wr
     }
 
+    #[inline]
     fn rdma(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
@@ -195,12 +200,14 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An RDMA write (`IBV_WR_RDMA_WRITE`) of the SGEs to `remote.addr`.
+    #[inline]
     pub fn write(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
     }
 
     /// An RDMA write with immediate data (`IBV_WR_RDMA_WRITE_WITH_IMM`), which also
     /// consumes a receive at the peer.
+    #[inline]
     pub fn write_with_imm(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory, imm: u32) -> Self {
         let mut wr = Self::rdma(
             wr_id,
@@ -213,10 +220,12 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An RDMA read (`IBV_WR_RDMA_READ`) from `remote.addr` into the SGEs.
+    #[inline]
     pub fn read(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
     }
 
+    #[inline]
     fn atomic(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
@@ -237,6 +246,7 @@ impl<'a> SendRequest<'a> {
 
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
+    #[inline]
     pub fn compare_swap(
         wr_id: u64,
         result: &'a Sge<'a>,
@@ -256,6 +266,7 @@ impl<'a> SendRequest<'a> {
 
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
+    #[inline]
     pub fn fetch_add(wr_id: u64, result: &'a Sge<'a>, remote: RemoteMemory, add: u64) -> Self {
         Self::atomic(
             wr_id,
@@ -267,6 +278,7 @@ impl<'a> SendRequest<'a> {
         )
     }
 
+    #[inline]
     fn flag(mut self, flag: ffi::ibv_send_flags) -> Self {
         self.raw.send_flags |= flag.0;
         self
@@ -274,12 +286,14 @@ impl<'a> SendRequest<'a> {
 
     /// Asks for a completion (`IBV_SEND_SIGNALED`); without it, only errors complete when
     /// the QP was created with `sq_sig_all` off.
+    #[inline]
     pub fn signaled(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SIGNALED)
     }
 
     /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
     /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
+    #[inline]
     pub fn inline(mut self) -> Self {
         let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
         if self.raw.send_flags & inline.0 == 0 {
@@ -289,11 +303,13 @@ impl<'a> SendRequest<'a> {
     }
 
     /// Marks the message solicited (`IBV_SEND_SOLICITED`).
+    #[inline]
     pub fn solicited(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SOLICITED)
     }
 
     /// Waits for earlier reads and atomics before this request (`IBV_SEND_FENCE`).
+    #[inline]
     pub fn fence(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_FENCE)
     }
@@ -302,6 +318,7 @@ impl<'a> SendRequest<'a> {
     /// UD QP needs it (posting checks that it was called, with a handle of the QP's PD);
     /// RC and UC QPs ignore it on sends, and on RDMA or atomic requests, which are not for
     /// UD QPs, it overwrites the remote address and key.
+    #[inline]
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
             ah: ah.as_raw(),
@@ -343,6 +360,7 @@ pub struct RecvRequest<'a> {
 
 impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
+    #[inline]
     pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
         let raw = ffi::ibv_recv_wr {
             wr_id,
