@@ -3,19 +3,25 @@
 //!
 //! ```text
 //! verbs_overhead OP PATH N      OP: poll_empty | post_write | post_send | post_recv | post_list16
+//!                                   | build_write | build_recv
 //!                               PATH: safe | raw
 //! ```
 //!
 //! Only the calls inside the `measured_*` functions are counted (callgrind's
-//! `--toggle-collect`); waiting for completions happens outside them.
+//! `--toggle-collect`); waiting for completions happens outside them. The `post_*`
+//! operations post requests built before the call; `build_*` counts building one (the safe
+//! constructors also work out the request's requirement word for the post check). Every result is
+//! used (`black_box`), so that the compiler cannot drop the return-code check of either
+//! path as dead code.
 
+use std::hint::black_box;
 use std::process::ExitCode;
 use std::ptr;
 
 use ibverbs::ffi;
 use ibverbs::{
     AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, QpType, QueuePair,
-    RecvRequest, SendRequest, WorkCompletion,
+    RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
 };
 
 struct Setup {
@@ -91,6 +97,41 @@ fn measured_raw_recv(qp: *mut ffi::ibv_qp, wr: *mut ffi::ibv_recv_wr) -> bool {
     unsafe { ffi::ibv_post_recv(qp, wr, &mut bad) == 0 }
 }
 
+#[inline(never)]
+fn measured_safe_build_write<'a>(sge: &'a [Sge<'a>], remote: RemoteMemory) -> SendRequest<'a> {
+    SendRequest::write(1, sge, remote).signaled()
+}
+
+#[inline(never)]
+fn measured_raw_build_write(sge: *mut ffi::ibv_sge, addr: u64, rkey: u32) -> ffi::ibv_send_wr {
+    let mut wr = ffi::ibv_send_wr {
+        wr_id: 1,
+        sg_list: sge,
+        num_sge: 1,
+        opcode: ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+        send_flags: ffi::ibv_send_flags::IBV_SEND_SIGNALED.0,
+        ..Default::default()
+    };
+    wr.wr.rdma.remote_addr = addr;
+    wr.wr.rdma.rkey = rkey;
+    wr
+}
+
+#[inline(never)]
+fn measured_safe_build_recv<'a>(sge: &'a [Sge<'a>]) -> RecvRequest<'a> {
+    RecvRequest::new(1, sge)
+}
+
+#[inline(never)]
+fn measured_raw_build_recv(sge: *mut ffi::ibv_sge) -> ffi::ibv_recv_wr {
+    ffi::ibv_recv_wr {
+        wr_id: 1,
+        next: ptr::null_mut(),
+        sg_list: sge,
+        num_sge: 1,
+    }
+}
+
 /// Polls `cq` until `n` completions arrived, failing on an error status.
 fn drain(cq: &CompletionQueue, mut n: usize) -> Result<(), String> {
     let mut wc = [WorkCompletion::default(); 16];
@@ -128,10 +169,10 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
             "poll_empty" => {
                 if raw {
                     let mut wc = [ffi::ibv_wc::default(); 1];
-                    measured_raw_poll(s.a_cq.as_raw(), &mut wc);
+                    black_box(measured_raw_poll(s.a_cq.as_raw(), &mut wc));
                 } else {
                     let mut wc = [WorkCompletion::default(); 1];
-                    measured_safe_poll(&s.a_cq, &mut wc);
+                    black_box(measured_safe_poll(&s.a_cq, &mut wc));
                 }
             }
             "post_write" | "post_send" | "post_list16" => {
@@ -210,6 +251,24 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
                     .map_err(|e| e.to_string())?;
                 drain(&s.a_cq, 1)?;
                 drain(&s.b_cq, 1)?;
+            }
+            "build_write" => {
+                if raw {
+                    black_box(measured_raw_build_write(
+                        black_box(&mut raw_sge),
+                        s.dst.addr(),
+                        s.dst.rkey(),
+                    ));
+                } else {
+                    black_box(measured_safe_build_write(black_box(&sge), s.dst.remote()));
+                }
+            }
+            "build_recv" => {
+                if raw {
+                    black_box(measured_raw_build_recv(black_box(&mut raw_rsge)));
+                } else {
+                    black_box(measured_safe_build_recv(black_box(&rsge)));
+                }
             }
             other => return Err(format!("unknown operation {other:?}")),
         }

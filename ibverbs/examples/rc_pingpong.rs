@@ -350,7 +350,7 @@ fn run(o: &Options) -> Result<(), String> {
     let qp = builder.build().or_say("Couldn't create QP")?;
 
     let sge = [mr.sge(..size).or_say("Couldn't describe the buffer")?];
-    let mut routs = post_recvs(|wr| qp.post_recv(wr), &sge, o.rx_depth);
+    let mut routs = post_recvs(|wr| Ok(qp.post_recv(wr)?), &sge, o.rx_depth);
     if routs < o.rx_depth {
         return Err(format!("Couldn't post receive ({routs})"));
     }
@@ -470,7 +470,7 @@ fn run(o: &Options) -> Result<(), String> {
                 RECV_WRID => {
                     routs -= 1;
                     if routs <= 1 {
-                        routs += post_recvs(|wr| qp.post_recv(wr), &sge, o.rx_depth - routs);
+                        routs += post_recvs(|wr| Ok(qp.post_recv(wr)?), &sge, o.rx_depth - routs);
                         if routs < o.rx_depth {
                             return Err(format!("Couldn't post receive ({routs})"));
                         }

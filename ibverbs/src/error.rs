@@ -73,6 +73,20 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// Posting a list stopped at `index` because the queue was full (the provider's
+    /// `ENOMEM`); the ones before it were posted.
+    #[error(
+        "{verb} failed at work request {index}: {} full (depth {depth})",
+        queue_of(verb)
+    )]
+    QueueFull {
+        /// `ibv_post_send`, `ibv_post_recv` or `ibv_post_srq_recv`.
+        verb: &'static str,
+        /// Index in the list of the first request not posted.
+        index: usize,
+        /// The queue's granted depth: `max_send_wr`, `max_recv_wr` or the SRQ's `max_wr`.
+        depth: u32,
+    },
     /// A work request was refused before anything reached the provider: of a list, none
     /// was posted; in a [`WrBatch`](crate::WrBatch), this one was not added.
     #[error("work request {index} refused: {reason}")]
@@ -204,8 +218,18 @@ impl Error {
             Error::Verb { source, .. }
             | Error::Post { source, .. }
             | Error::Transition { source, .. } => source.raw_os_error(),
+            Error::QueueFull { .. } => Some(libc::ENOMEM),
             _ => None,
         }
+    }
+}
+
+/// The queue a post `verb` fills.
+fn queue_of(verb: &str) -> &'static str {
+    match verb {
+        "ibv_post_send" => "send queue",
+        "ibv_post_srq_recv" => "shared receive queue",
+        _ => "receive queue",
     }
 }
 

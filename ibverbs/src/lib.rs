@@ -166,10 +166,13 @@
 //! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure, the old call does not compile (E0061), the batch cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
 //! | the safe raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
 //!
-//! What this costs on the data path: posting checks each request against the cached
-//! limits (one opcode mask test, an entry count and a length compare; the reason is worked
-//! out only for a refused request), links the `next` pointers of the request list and
-//! calls the provider; polling writes completions into the caller's buffer, which
+//! What this costs on the data path: each request carries a word of requirement bits that
+//! its constructor worked out (operation, inline or not, entry count, inline length, a
+//! total over 2^31), and posting tests it, or the OR of a list's words, against one word of
+//! what the queue does not grant; only a request that misses (16 entries or more, long
+//! inline data, any UD send) is checked field by field, and the reason is worked out only
+//! for a refused one. Posting then links the `next` pointers and calls the provider, and
+//! returns a one-word [`PostError`] result; polling writes completions into the caller's buffer, which
 //! [`WorkCompletion`] shares the layout of. Neither allocates or touches a reference count.
 //! Copies through [`MemoryRegion::read`] / [`MemoryRegion::write`] run a word-at-a-time
 //! atomic copy, which the compiler does not vectorize (so slower than `memcpy` on large
@@ -339,6 +342,7 @@ mod mw;
 mod opcode;
 mod pd;
 mod port;
+mod post_error;
 mod qp;
 mod qp_ex;
 mod qp_state;
@@ -367,6 +371,7 @@ pub use pd::ProtectionDomain;
 pub use port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
+pub use post_error::PostError;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
 pub use qp_ex::WrBatch;
 pub use qp_state::QpState;

@@ -2,11 +2,19 @@
 //! provider granted them) and the check of every work request against them before it
 //! reaches the provider.
 //!
-//! The check is on the data path, so it is built to be cheap: the limits are cached when
-//! the queue is created, the allowed operations are one bit mask per QP (one for requests
-//! with inline data, one without), the lengths are summed in a `u64` (at most `i32::MAX`
-//! entries of at most `u32::MAX` bytes cannot overflow it), and working out which limit a
-//! refused request broke is left to a cold function.
+//! The check is on the data path, so it comes in two steps. The fast one is a single
+//! `need & deny == 0`: a request carries one word of requirement bits, computed when it is
+//! built ([`send_need`], [`recv_need`]), and a queue caches one word of the bits it does not
+//! grant (`deny`). Each bit stands for a set of requests that all fit a queue exactly when
+//! the queue grants that bit (an operation, inline or not; an entry count under 16; an
+//! inline length of a given bit length), so passing the fast check means fitting, and a
+//! list passes when the OR of its words does. What has no bit of its own (16 entries or
+//! more, inline data of 2^15 bytes or more, a total over 2^31 bytes, an opcode the
+//! constructors do not make) sets [`SLOW`], which every queue denies, and a UD QP denies
+//! every send ([`ANY_SEND`]) so that its address handles are looked at: those requests
+//! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
+//! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
+//! Working out which limit a refused request broke is left to a cold function.
 
 use crate::error::WrError;
 use crate::ffi;
@@ -16,6 +24,57 @@ use crate::wr::{Limits, RecvRequest, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
+
+/// Set in a request's word when only the exact check can tell whether it fits; denied by
+/// every queue.
+pub(crate) const SLOW: u64 = 1 << 63;
+/// Set in every send request's word; denied by UD QPs, whose sends' address handles only
+/// the exact check looks at.
+pub(crate) const ANY_SEND: u64 = 1 << 62;
+/// A send's bits: `1 << opcode` (opcodes under 8), or `1 << (8 + opcode)` with inline data.
+const SEND_OP: u32 = 0;
+/// A send's bits: `1 << (16 + n)` for `n` entries, `n` under 16.
+const SEND_SGE: u32 = 16;
+/// A send's bits with inline data: `1 << (32 + b)` for a total of bit length `b` (the
+/// total is at most `2^b - 1`), `b` under 16.
+const SEND_INLINE: u32 = 32;
+
+/// The requirement word of a send of raw `opcode` over the `n` entries at `sges` (a
+/// request's never-dangling list), without inline data.
+#[inline]
+pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n: u32) -> u64 {
+    if opcode.0 >= 8 || n >= 16 || total_len(sges, n) > MAX_MESSAGE {
+        return SLOW;
+    }
+    ANY_SEND | 1 << (SEND_OP + opcode.0) | 1 << (SEND_SGE + n)
+}
+
+/// The requirement word `need` of a send over the `n` entries at `sges` once it carries
+/// its data inline (called once per request).
+#[inline]
+pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
+    if need & SLOW != 0 {
+        return SLOW;
+    }
+    let total = total_len(sges, n);
+    if total >= 1 << 15 {
+        return SLOW;
+    }
+    let op = need & 0xff;
+    let bucket = 1 << (SEND_INLINE + (u64::BITS - total.leading_zeros()));
+    need & !0xff | op << 8 | bucket
+}
+
+/// The requirement word of a receive over the `n` entries at `sges`: `1 << n` for `n`
+/// under 63 and a total of at most 2^31 bytes.
+#[inline]
+pub(crate) fn recv_need(sges: *const ffi::ibv_sge, n: u32) -> u64 {
+    if n >= 63 || total_len(sges, n) > MAX_MESSAGE {
+        SLOW
+    } else {
+        1 << n
+    }
+}
 
 /// The bit of a raw opcode in the masks below.
 const fn bit(op: ffi::ibv_wr_opcode) -> u32 {
@@ -56,12 +115,16 @@ fn has(mask: u32, op: u32) -> bool {
 /// The send queue limits of a queue pair.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SendLimits {
+    /// The requirement bits the QP does not grant (see the module docs).
+    deny: u64,
     /// The operations allowed: bit `opcode` without inline data, bit `32 + opcode` with.
     ops: u64,
     /// The largest total length: `[MAX_MESSAGE, max_inline_data]`.
     max_total: [u64; 2],
     max_sge: u32,
     max_inline: u32,
+    /// The granted `max_send_wr`.
+    depth: u32,
     qp_type: QpType,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
@@ -74,14 +137,45 @@ impl SendLimits {
     pub(crate) fn new(qp_type: QpType, cap: &ffi::ibv_qp_cap, pd: *mut ffi::ibv_pd) -> Self {
         let all = transport_ops(qp_type);
         SendLimits {
+            deny: 0,
             ops: u64::from(all) | u64::from(all & ops::INLINE) << 32,
             max_total: [MAX_MESSAGE, u64::from(cap.max_inline_data).min(MAX_MESSAGE)],
             max_sge: cap.max_send_sge,
             max_inline: cap.max_inline_data,
+            depth: cap.max_send_wr,
             qp_type,
             pd,
             send_ops: None,
         }
+        .with_deny()
+    }
+
+    /// These limits with `deny` worked out from the others.
+    fn with_deny(mut self) -> Self {
+        let mut deny = SLOW;
+        for op in 0..8 {
+            if self.ops >> op & 1 == 0 {
+                deny |= 1 << (SEND_OP + op);
+            }
+            if self.ops >> (32 + op) & 1 == 0 {
+                deny |= 1 << (SEND_OP + 8 + op);
+            }
+        }
+        for n in 0..16 {
+            if n > self.max_sge {
+                deny |= 1 << (SEND_SGE + n);
+            }
+        }
+        for b in 0..16 {
+            if (1 << b) - 1 > self.max_inline {
+                deny |= 1 << (SEND_INLINE + b);
+            }
+        }
+        if self.qp_type == QpType::Ud {
+            deny |= ANY_SEND;
+        }
+        self.deny = deny;
+        self
     }
 
     /// The QP's transport.
@@ -100,10 +194,9 @@ impl SendLimits {
         }
         self.ops &= u64::from(enabled) | u64::from(enabled) << 32;
         self.send_ops = Some(send_ops);
-        self
+        self.with_deny()
     }
 
-    #[inline(always)]
     fn fits_raw(&self, raw: &ffi::ibv_send_wr) -> bool {
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
         // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
@@ -178,6 +271,14 @@ impl SendLimits {
 /// QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
+    fn deny(&self) -> u64 {
+        self.deny
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+
     fn fits(&self, wr: &SendRequest<'_>) -> bool {
         self.fits_raw(wr.as_raw())
     }
@@ -192,25 +293,34 @@ impl Limits<SendRequest<'_>> for SendLimits {
 /// The receive queue limits of a queue pair or SRQ.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvLimits {
+    /// The requirement bits the queue does not grant: `1 << n` for `n` over `max_sge`,
+    /// [`SLOW`]; all of them for a QP whose receives come from an SRQ.
+    deny: u64,
     /// `max_sge + 1`, or 0 for a QP whose receives come from an SRQ (nothing fits).
     sge_bound: u32,
     max_sge: u32,
+    /// The granted `max_recv_wr` or SRQ `max_wr`.
+    depth: u32,
 }
 
 impl RecvLimits {
-    /// The limits of a queue granted `max_sge` entries per receive.
-    pub(crate) fn new(max_sge: u32) -> Self {
+    /// The limits of a queue granted `max_wr` requests of `max_sge` entries.
+    pub(crate) fn new(max_wr: u32, max_sge: u32) -> Self {
         RecvLimits {
+            deny: SLOW | u64::MAX.checked_shl(max_sge.saturating_add(1)).unwrap_or(0),
             sge_bound: max_sge.saturating_add(1),
             max_sge,
+            depth: max_wr,
         }
     }
 
     /// The limits of a QP that takes its receives from an SRQ: none may be posted to it.
     pub(crate) fn srq() -> Self {
         RecvLimits {
+            deny: u64::MAX,
             sge_bound: 0,
             max_sge: 0,
+            depth: 0,
         }
     }
 }
@@ -219,6 +329,14 @@ impl RecvLimits {
 /// add up to at most 2^31 bytes.
 impl Limits<RecvRequest<'_>> for RecvLimits {
     #[inline(always)]
+    fn deny(&self) -> u64 {
+        self.deny
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+
     fn fits(&self, wr: &RecvRequest<'_>) -> bool {
         let raw = wr.as_raw();
         // Never negative: RecvRequest::new sets it from a slice length.
@@ -261,8 +379,9 @@ fn total_len(sges: *const ffi::ibv_sge, n: u32) -> u64 {
     }
 }
 
-/// The sum of the lengths of `sges`, a list of several entries.
-#[inline(never)]
+/// The sum of the lengths of `sges`, a list of several entries (inline: a call here would
+/// make every constructor save registers around it).
+#[inline]
 fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
     sges.iter().map(|s| u64::from(s.length)).sum()
 }

@@ -19,6 +19,7 @@ use crate::mr::AccessFlags;
 use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
 use crate::port::{LinkLayer, Mtu};
+use crate::post_error::PostError;
 use crate::qp_state::QpState;
 use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
@@ -257,7 +258,7 @@ impl<'a> QueuePairBuilder<'a> {
             send_limits: SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw()),
             recv_limits: match self.srq {
                 Some(_) => RecvLimits::srq(),
-                None => RecvLimits::new(init.cap.max_recv_sge),
+                None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
             },
             port: self.port,
             gid_index,
@@ -314,7 +315,7 @@ impl PreparedQueuePair {
     }
 
     /// Posts receives ahead of the connection (`ibv_post_recv`).
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         self.qp.post_recv(wrs)
     }
 
@@ -611,10 +612,10 @@ impl QueuePair {
     ///
     /// Every request is first checked against the QP's transport and the capabilities it
     /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
-    /// posted. If the provider fails, the requests before [`Error::Post::index`](Error::Post)
-    /// were posted.
+    /// posted. If the provider fails, the requests before its index were posted:
+    /// [`Error::QueueFull`] when the send queue is full, else [`Error::Post`].
     #[inline]
-    pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<()> {
+    pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {
             // SAFETY: the QP is live; every request was checked against its limits, the
             // list is linked and every SGE it references borrows a live registered region
@@ -626,7 +627,7 @@ impl QueuePair {
     /// Posts a list of receive requests (`ibv_post_recv`), checked as
     /// [`post_send`](Self::post_send) checks sends.
     #[inline]
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_recv", wrs, &self.recv_limits, |head, bad| {
             // SAFETY: as for post_send.
             unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }

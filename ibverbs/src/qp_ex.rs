@@ -21,7 +21,7 @@ use crate::ffi;
 use crate::limits::SendLimits;
 use crate::qp::QueuePair;
 use crate::qp_type::QpType;
-use crate::wr::{refused, Limits, SendRequest};
+use crate::wr::{check_each, Limits, Linked, SendRequest};
 
 /// A batch of requests on an extended QP, open inside [`QueuePair::batch`].
 pub struct WrBatch<'qp> {
@@ -86,8 +86,8 @@ impl WrBatch<'_> {
     /// closure with the error (`?`) aborts the whole batch.
     pub fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
         use ffi::ibv_wr_opcode as O;
-        if !self.limits.fits(wr) {
-            return Err(refused(self.pushed, self.limits.refusal(wr)));
+        if wr.need() & self.limits.deny() != 0 {
+            check_each(std::slice::from_ref(wr), self.pushed, &self.limits)?;
         }
         let raw = wr.as_raw();
         let qpx = self.qpx.as_ptr();

@@ -9,6 +9,7 @@ use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
 use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
+use crate::post_error::PostError;
 use crate::wr::{post_list, RecvRequest};
 
 /// A shared receive queue (`ibv_create_srq`): receives that several QPs draw from.
@@ -82,7 +83,7 @@ impl ProtectionDomain {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,
                 attr: attr.attr,
-                limits: RecvLimits::new(attr.attr.max_sge),
+                limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge),
                 pd: self.clone(),
             }),
         })
@@ -113,7 +114,7 @@ impl SharedReceiveQueue {
     /// Posts a list of receive requests (`ibv_post_srq_recv`). Every request is first
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<()> {
+    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         post_list("ibv_post_srq_recv", wrs, &self.inner.limits, |head, bad| {
             // SAFETY: the SRQ is live; every request was checked against its limits and
             // every SGE borrows a live registered region.

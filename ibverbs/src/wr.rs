@@ -1,16 +1,20 @@
 //! Work requests: `struct ibv_sge`, `struct ibv_send_wr` and `struct ibv_recv_wr`.
 //!
-//! The request types are `#[repr(transparent)]` over the C structs, so posting a list costs
-//! linking the `next` pointers and one call into the provider.
+//! A request is the C struct and the word of requirement bits its constructor works out
+//! ([`limits`](crate::limits)), so posting a list costs one check of the OR of those words
+//! against the queue's, linking the `next` pointers and one call into the provider.
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use crate::ah::AddressHandle;
 use crate::error::{Error, Result, WrError};
 use crate::ffi;
+use crate::limits::{inline_need, recv_need, send_need};
 use crate::opcode::WrOpcode;
+use crate::post_error::PostError;
 
 /// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
 ///
@@ -81,6 +85,7 @@ static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
 /// The `sg_list` of a request over `sges`: never dangling, so that the first entry's
 /// length can be read without looking at the count (an empty list points at [`NO_SGE`],
 /// of length 0). Providers only read the list.
+#[inline]
 fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
     if sges.is_empty() {
         ptr::addr_of!(NO_SGE).cast_mut()
@@ -137,13 +142,17 @@ impl RemoteMemory {
 ///
 /// Build one with a constructor per operation, then add flags:
 /// `SendRequest::write(1, &sges, remote).signaled()`.
-#[repr(transparent)]
+#[repr(C)]
 pub struct SendRequest<'a> {
+    /// First, so that a pointer to the request is one to its `ibv_send_wr`.
     raw: ffi::ibv_send_wr,
+    /// What the request needs of a queue pair ([`limits`](crate::limits)).
+    need: u64,
     _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> SendRequest<'a> {
+    #[inline]
     fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
         let mut raw = ffi::ibv_send_wr {
             wr_id,
@@ -155,23 +164,27 @@ impl<'a> SendRequest<'a> {
         // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
+            need: send_need(opcode, raw.sg_list, raw.num_sge as u32),
             raw,
             _borrows: PhantomData,
         }
     }
 
     /// A send (`IBV_WR_SEND`): the data lands in the peer's next receive.
+    #[inline]
     pub fn send(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
         Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
     }
 
     /// A send with 32-bit immediate data (`IBV_WR_SEND_WITH_IMM`), given in host order.
+    #[inline]
     pub fn send_with_imm(wr_id: u64, sges: &'a [Sge<'a>], imm: u32) -> Self {
         let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
         wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
         wr
     }
 
+    #[inline]
     fn rdma(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
@@ -187,12 +200,14 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An RDMA write (`IBV_WR_RDMA_WRITE`) of the SGEs to `remote.addr`.
+    #[inline]
     pub fn write(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
     }
 
     /// An RDMA write with immediate data (`IBV_WR_RDMA_WRITE_WITH_IMM`), which also
     /// consumes a receive at the peer.
+    #[inline]
     pub fn write_with_imm(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory, imm: u32) -> Self {
         let mut wr = Self::rdma(
             wr_id,
@@ -205,10 +220,12 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An RDMA read (`IBV_WR_RDMA_READ`) from `remote.addr` into the SGEs.
+    #[inline]
     pub fn read(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
     }
 
+    #[inline]
     fn atomic(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
@@ -229,6 +246,7 @@ impl<'a> SendRequest<'a> {
 
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
+    #[inline]
     pub fn compare_swap(
         wr_id: u64,
         result: &'a Sge<'a>,
@@ -248,6 +266,7 @@ impl<'a> SendRequest<'a> {
 
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
+    #[inline]
     pub fn fetch_add(wr_id: u64, result: &'a Sge<'a>, remote: RemoteMemory, add: u64) -> Self {
         Self::atomic(
             wr_id,
@@ -259,6 +278,7 @@ impl<'a> SendRequest<'a> {
         )
     }
 
+    #[inline]
     fn flag(mut self, flag: ffi::ibv_send_flags) -> Self {
         self.raw.send_flags |= flag.0;
         self
@@ -266,22 +286,30 @@ impl<'a> SendRequest<'a> {
 
     /// Asks for a completion (`IBV_SEND_SIGNALED`); without it, only errors complete when
     /// the QP was created with `sq_sig_all` off.
+    #[inline]
     pub fn signaled(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SIGNALED)
     }
 
     /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
     /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
-    pub fn inline(self) -> Self {
-        self.flag(ffi::ibv_send_flags::IBV_SEND_INLINE)
+    #[inline]
+    pub fn inline(mut self) -> Self {
+        let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
+        if self.raw.send_flags & inline.0 == 0 {
+            self.need = inline_need(self.need, self.raw.sg_list, self.raw.num_sge as u32);
+        }
+        self.flag(inline)
     }
 
     /// Marks the message solicited (`IBV_SEND_SOLICITED`).
+    #[inline]
     pub fn solicited(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_SOLICITED)
     }
 
     /// Waits for earlier reads and atomics before this request (`IBV_SEND_FENCE`).
+    #[inline]
     pub fn fence(self) -> Self {
         self.flag(ffi::ibv_send_flags::IBV_SEND_FENCE)
     }
@@ -290,6 +318,7 @@ impl<'a> SendRequest<'a> {
     /// UD QP needs it (posting checks that it was called, with a handle of the QP's PD);
     /// RC and UC QPs ignore it on sends, and on RDMA or atomic requests, which are not for
     /// UD QPs, it overwrites the remote address and key.
+    #[inline]
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
             ah: ah.as_raw(),
@@ -309,7 +338,7 @@ impl<'a> SendRequest<'a> {
         WrOpcode::from_raw(self.raw.opcode)
     }
 
-    /// The raw request.
+    /// The raw request. Its `next` is what the last post of it wrote (posting sets it).
     pub fn as_raw(&self) -> &ffi::ibv_send_wr {
         &self.raw
     }
@@ -320,22 +349,28 @@ impl<'a> SendRequest<'a> {
 }
 
 /// A receive queue work request (`struct ibv_recv_wr`).
-#[repr(transparent)]
+#[repr(C)]
 pub struct RecvRequest<'a> {
+    /// First, so that a pointer to the request is one to its `ibv_recv_wr`.
     raw: ffi::ibv_recv_wr,
+    /// What the request needs of a queue ([`limits`](crate::limits)).
+    need: u64,
     _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
+    #[inline]
     pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+        let raw = ffi::ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: sg_list(sges),
+            num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
+        };
         RecvRequest {
-            raw: ffi::ibv_recv_wr {
-                wr_id,
-                next: ptr::null_mut(),
-                sg_list: sg_list(sges),
-                num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
-            },
+            need: recv_need(raw.sg_list, raw.num_sge as u32),
+            raw,
             _borrows: PhantomData,
         }
     }
@@ -345,7 +380,7 @@ impl<'a> RecvRequest<'a> {
         self.raw.wr_id
     }
 
-    /// The raw request.
+    /// The raw request. Its `next` is what the last post of it wrote (posting sets it).
     pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
         &self.raw
     }
@@ -364,6 +399,7 @@ impl Clone for RecvRequest<'_> {
                 next: ptr::null_mut(),
                 ..self.raw
             },
+            need: self.need,
             _borrows: PhantomData,
         }
     }
@@ -371,7 +407,13 @@ impl Clone for RecvRequest<'_> {
 
 /// The limits a queue checks its work requests `W` against before posting them.
 pub(crate) trait Limits<W> {
-    /// Whether `wr` is within the limits (the data path: cheap).
+    /// The requirement bits the queue does not grant: a request whose word has none of them
+    /// fits (the data path: one test).
+    fn deny(&self) -> u64;
+    /// The queue's granted depth, for the error of a post that found it full.
+    fn depth(&self) -> u32;
+    /// Whether `wr` is within the limits: the exact check, for the requests whose word has
+    /// a denied bit.
     fn fits(&self, wr: &W) -> bool;
     /// Which limit `wr` broke (it did not fit).
     fn refusal(&self, wr: &W) -> WrError;
@@ -380,15 +422,23 @@ pub(crate) trait Limits<W> {
 /// The work requests of a post, linked through their `next` pointers.
 pub(crate) trait Linked {
     type Raw;
+    /// The request's requirement word.
+    fn need(&self) -> u64;
     fn raw(&mut self) -> *mut Self::Raw;
     fn set_next(&mut self, next: *mut Self::Raw);
 }
 
 impl Linked for SendRequest<'_> {
     type Raw = ffi::ibv_send_wr;
+    #[inline(always)]
+    fn need(&self) -> u64 {
+        self.need
+    }
+    #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_send_wr {
         self.raw_mut()
     }
+    #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_send_wr) {
         self.raw.next = next;
     }
@@ -396,120 +446,136 @@ impl Linked for SendRequest<'_> {
 
 impl Linked for RecvRequest<'_> {
     type Raw = ffi::ibv_recv_wr;
+    #[inline(always)]
+    fn need(&self) -> u64 {
+        self.need
+    }
+    #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_recv_wr {
         self.raw_mut()
     }
+    #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_recv_wr) {
         self.raw.next = next;
     }
 }
 
 /// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
-/// provider's return code and the request it stopped at come back) and maps a failure to
-/// [`Error::Post`] with its index. A refused request refuses the whole list: nothing is
-/// posted and the error is [`Error::Request`] with its index.
+/// provider's return code comes back, and the request it stopped at is written through the
+/// second argument on failure) and maps a failure to [`Error::QueueFull`] or
+/// [`Error::Post`] with its index. A
+/// refused request refuses the whole list: nothing is posted and the error is
+/// [`Error::Request`] with its index.
 ///
-/// Every request's `next` is null outside this function (the constructors make it so and
-/// nothing else can write it), so a single request is posted as it is, at the cost of the
-/// check and the raw call; a longer list is checked and linked in one pass for the call and
-/// unlinked after it.
+/// Posting writes the `next` pointer of every request it passes on (null for the last), so
+/// they are never read stale. A single request that passes the fast check is posted inline,
+/// at the cost of the test, that store and the raw call; anything else goes through
+/// [`post_many`].
 #[inline(always)]
 pub(crate) fn post_list<W: Linked>(
     verb: &'static str,
     wrs: &mut [W],
     limits: &impl Limits<W>,
-    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
-) -> Result<()> {
-    let [one] = wrs else {
-        return post_many(verb, wrs, limits, post);
-    };
-    if !limits.fits(one) {
-        return Err(refused(0, limits.refusal(one)));
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
+) -> Result<(), PostError> {
+    // Written by the provider on failure only, and not read: the index is 0.
+    let mut bad = MaybeUninit::uninit();
+    if let [one] = wrs {
+        if one.need() & limits.deny() == 0 {
+            one.set_next(ptr::null_mut());
+            return match post(one.raw(), bad.as_mut_ptr()) {
+                0 => Ok(()),
+                rc => Err(post_failed(verb, 0, rc, limits.depth())),
+            };
+        }
     }
-    let mut bad = ptr::null_mut();
-    match post(one.raw(), &mut bad) {
-        0 => Ok(()),
-        rc => Err(post_failed(verb, 0, rc)),
-    }
+    post_many(post, wrs, limits, verb)
 }
 
-/// [`post_list`] for lists of other lengths than one.
+/// [`post_list`] for lists of other lengths than one and for requests the fast check did
+/// not pass: links the list while ORing the requirement words, tests the OR once and, if
+/// it has a denied bit, checks each request exactly.
 #[inline(never)]
 fn post_many<W: Linked>(
-    verb: &'static str,
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
     wrs: &mut [W],
     limits: &impl Limits<W>,
-    post: impl FnOnce(*mut W::Raw, &mut *mut W::Raw) -> i32,
-) -> Result<()> {
-    if wrs.is_empty() {
+    verb: &'static str,
+) -> Result<(), PostError> {
+    let mut need = 0;
+    let mut head = ptr::null_mut();
+    for wr in wrs.iter_mut().rev() {
+        need |= wr.need();
+        wr.set_next(head);
+        head = wr.raw();
+    }
+    if head.is_null() {
         return Ok(());
     }
-    check_and_link(wrs, limits)?;
+    if need & limits.deny() != 0 {
+        check_each(wrs, 0, limits)?;
+    }
     let mut bad = ptr::null_mut();
-    let rc = post(wrs[0].raw(), &mut bad);
-    unlink(wrs);
-    match rc {
+    match post(head, &mut bad) {
         0 => Ok(()),
-        rc => Err(post_error(verb, wrs, bad, rc)),
+        rc => Err(post_error(verb, wrs, bad, rc, limits.depth())),
     }
 }
 
-/// Checks each request and points the one before it at it (the last keeps its null `next`);
-/// on a refusal, unlinks what it linked.
-#[inline]
-fn check_and_link<W: Linked>(wrs: &mut [W], limits: &impl Limits<W>) -> Result<()> {
-    for i in 0..wrs.len() {
-        if !limits.fits(&wrs[i]) {
-            unlink(&mut wrs[..i]);
-            return Err(refused(i, limits.refusal(&wrs[i])));
-        }
-        if i > 0 {
-            let next = wrs[i].raw();
-            wrs[i - 1].set_next(next);
-        }
-    }
-    Ok(())
-}
-
-/// Sets every request's `next` back to null.
-fn unlink<W: Linked>(wrs: &mut [W]) {
-    for wr in wrs {
-        wr.set_next(ptr::null_mut());
+/// The exact check of each request of `wrs`, the first of which has index `first` in its
+/// list or batch: the [`Error::Request`] of the first refused one.
+#[inline(never)]
+pub(crate) fn check_each<W>(wrs: &[W], first: usize, limits: &impl Limits<W>) -> Result<()> {
+    match wrs.iter().position(|wr| !limits.fits(wr)) {
+        None => Ok(()),
+        Some(i) => Err(refused(first + i, limits.refusal(&wrs[i]))),
     }
 }
 
 /// The [`Error::Request`] for request `index`, refused for `reason`.
 #[cold]
 #[inline(never)]
-pub(crate) fn refused(index: usize, reason: WrError) -> Error {
+fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
 /// The [`Error::Post`] for a failed post that stopped at `bad`.
 #[cold]
 #[inline(never)]
-fn post_error<W: Linked>(verb: &'static str, wrs: &mut [W], bad: *mut W::Raw, rc: i32) -> Error {
+fn post_error<W: Linked>(
+    verb: &'static str,
+    wrs: &mut [W],
+    bad: *mut W::Raw,
+    rc: i32,
+    depth: u32,
+) -> PostError {
     let index = wrs
         .iter_mut()
         .position(|w| ptr::eq(w.raw(), bad))
         .unwrap_or(0);
-    post_failed(verb, index, rc)
+    post_failed(verb, index, rc, depth)
 }
 
-/// The [`Error::Post`] for a post that failed with `rc` at request `index`.
+/// The error of a post that failed with `rc` at request `index` of a queue `depth` deep:
+/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full), else
+/// [`Error::Post`].
 #[cold]
 #[inline(never)]
-fn post_failed(verb: &'static str, index: usize, rc: i32) -> Error {
+fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {
         std::io::Error::from_raw_os_error(rc)
     };
-    Error::Post {
-        verb,
-        index,
-        source,
-    }
+    PostError::from(if source.raw_os_error() == Some(libc::ENOMEM) {
+        Error::QueueFull { verb, index, depth }
+    } else {
+        Error::Post {
+            verb,
+            index,
+            source,
+        }
+    })
 }
 
 #[cfg(test)]

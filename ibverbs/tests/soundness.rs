@@ -67,8 +67,8 @@ fn assert_empty(cq: &CompletionQueue) {
 
 /// Asserts that `result` is the refusal of request `index` for `reason`.
 #[track_caller]
-fn assert_refused(result: ibverbs::Result<()>, index: usize, reason: WrError) {
-    match result {
+fn assert_refused<E: Into<Error>>(result: Result<(), E>, index: usize, reason: WrError) {
+    match result.map_err(Into::into) {
         Err(Error::Request {
             index: i,
             reason: r,
@@ -683,7 +683,7 @@ impl Bench {
         let got = if spec.batch {
             p.a.batch(|batch| batch.push(&wr))
         } else {
-            p.a.post_send(&mut [wr])
+            p.a.post_send(&mut [wr]).map_err(Error::from)
         };
 
         let broken = match (got, want) {

@@ -49,7 +49,7 @@ impl QueuePair {
             qp_type: what.qp_type,
             caps: what.caps,
             send_limits: SendLimits::new(what.qp_type, &what.caps, what.pd.as_raw()),
-            recv_limits: RecvLimits::new(what.caps.max_recv_sge),
+            recv_limits: RecvLimits::new(what.caps.max_recv_wr, what.caps.max_recv_sge),
             port: what.port,
             gid_index: entry.index,
             gid: entry.gid,

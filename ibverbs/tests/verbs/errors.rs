@@ -288,6 +288,26 @@ fn wrong_connect_calls_and_mtu() {
     assert_clean_drops();
 }
 
+/// The index a post stopped at when `err` says the queue was full: the variant names the
+/// verb and the granted depth, and so does the message.
+fn queue_full_at(err: Error, verb: &str, queue: &str, depth: u32) -> usize {
+    let Error::QueueFull {
+        verb: v,
+        index,
+        depth: d,
+    } = err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert_eq!((v, d), (verb, depth), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!("{verb} failed at work request {index}: {queue} full (depth {depth})")
+    );
+    assert_eq!(err.raw_os_error(), Some(libc::ENOMEM), "{err}");
+    index
+}
+
 #[test]
 fn posting_more_than_the_queue_depth() {
     let p = Pair::with(QpType::Rc, |b| b.max_send_wr(4).max_recv_wr(4), |_| {});
@@ -298,20 +318,10 @@ fn posting_more_than_the_queue_depth() {
     let mut wrs: Vec<_> = (0..n)
         .map(|i| SendRequest::write(i, &sge, buf.remote()).signaled())
         .collect();
-    let err = p.a.post_send(&mut wrs).unwrap_err();
-    let Error::Post {
-        verb: "ibv_post_send",
-        index,
-        ref source,
-    } = err
-    else {
-        panic!("unexpected error: {err}");
-    };
-    assert_eq!(source.raw_os_error(), Some(libc::ENOMEM), "{err}");
-    assert!(
-        index >= p.a.max_send_wr() as usize && (index as u64) < n,
-        "{err}"
-    );
+    let err = p.a.post_send(&mut wrs).unwrap_err().into_inner();
+    let depth = p.a.max_send_wr();
+    let index = queue_full_at(err, "ibv_post_send", "send queue", depth);
+    assert!(index >= depth as usize && (index as u64) < n, "{index}");
     // The requests before the failing one were posted, and complete in order.
     for i in 0..index as u64 {
         assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), i);
@@ -320,21 +330,37 @@ fn posting_more_than_the_queue_depth() {
 
     let n = 64 * p.b.max_recv_wr() as u64;
     let mut rs: Vec<_> = (0..n).map(|i| RecvRequest::new(i, &sge)).collect();
-    let err = p.b.post_recv(&mut rs).unwrap_err();
-    let Error::Post {
-        verb: "ibv_post_recv",
-        index,
-        ref source,
-    } = err
-    else {
-        panic!("unexpected error: {err}");
-    };
-    assert_eq!(source.raw_os_error(), Some(libc::ENOMEM), "{err}");
-    assert!(
-        index >= p.b.max_recv_wr() as usize && (index as u64) < n,
-        "{err}"
-    );
+    let err = p.b.post_recv(&mut rs).unwrap_err().into_inner();
+    let depth = p.b.max_recv_wr();
+    let index = queue_full_at(err, "ibv_post_recv", "receive queue", depth);
+    assert!(index >= depth as usize && (index as u64) < n, "{index}");
     drop(p);
+    assert_clean_drops();
+}
+
+#[test]
+fn a_full_shared_receive_queue_names_its_depth() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let srq = pd.create_srq(4, 1).unwrap();
+    let buf = pd.alloc_mr(8, ALL).unwrap();
+    let sge = [buf.sge(..).unwrap()];
+    // One request at a time, so that the full queue shows at index 0 of the failing post.
+    let mut posted = 0;
+    let err = loop {
+        match srq.post_recv(&mut [RecvRequest::new(posted, &sge)]) {
+            Ok(()) => posted += 1,
+            Err(e) => break e.into_inner(),
+        }
+        assert!(posted <= 64 * u64::from(srq.max_wr()), "never full");
+    };
+    let depth = srq.max_wr();
+    assert_eq!(
+        queue_full_at(err, "ibv_post_srq_recv", "shared receive queue", depth),
+        0
+    );
+    assert!(posted >= u64::from(depth), "{posted} posted");
+    drop((buf, srq, pd, ctx));
     assert_clean_drops();
 }
 

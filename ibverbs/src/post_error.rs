@@ -1,0 +1,85 @@
+//! The error of a post: an [`Error`] behind one pointer, so that a post's `Result` is
+//! returned in a register and the success path does not carry the error's layout.
+
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+
+use crate::error::Error;
+
+/// Why [`QueuePair::post_send`](crate::QueuePair::post_send),
+/// [`QueuePair::post_recv`](crate::QueuePair::post_recv) or
+/// [`SharedReceiveQueue::post_recv`](crate::SharedReceiveQueue::post_recv) failed: an
+/// [`Error::Request`] (refused before posting), an [`Error::QueueFull`] or an
+/// [`Error::Post`] (the provider failed).
+///
+/// It is the [`Error`] boxed: it dereferences to it, [`into_inner`](Self::into_inner)
+/// unboxes it, and `?` converts it in a function returning [`Result`](crate::Result).
+/// `Result<(), PostError>` is one word, returned in a register.
+pub struct PostError(
+    /// Dropped by [`drop_boxed`], out of line, so that dropping a post's result is one
+    /// call on the error path and nothing on the success path.
+    ManuallyDrop<Box<Error>>,
+);
+
+impl PostError {
+    /// The error.
+    pub fn into_inner(self) -> Error {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the box is taken once and dropped by its
+        // new owner only.
+        *unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+}
+
+impl Drop for PostError {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the field is not used after this.
+        drop_boxed(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
+
+/// Drops the boxed error of a [`PostError`], out of line.
+#[cold]
+#[inline(never)]
+fn drop_boxed(error: Box<Error>) {
+    drop(error);
+}
+
+impl From<Error> for PostError {
+    fn from(error: Error) -> Self {
+        PostError(ManuallyDrop::new(Box::new(error)))
+    }
+}
+
+impl From<PostError> for Error {
+    fn from(error: PostError) -> Self {
+        error.into_inner()
+    }
+}
+
+impl Deref for PostError {
+    type Target = Error;
+    fn deref(&self) -> &Error {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
+    }
+}
+
+impl std::error::Error for PostError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        (**self).source()
+    }
+}
