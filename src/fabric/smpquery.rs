@@ -1,7 +1,7 @@
 //! `smpquery`: prints one SMP attribute of a node or port (infiniband-diags 44):
 //! `smpquery [options] <op> <dest> [op params]`, the ops NodeInfo, NodeDesc, PortInfo,
-//! SwitchInfo, PKeyTable, SL2VLTable, VLArbitration and GUIDInfo (by name or alias, any
-//! case), with `-c` (a combined route: `<lid> <dr_path>`), `-x` (PortInfo with extended
+//! SwitchInfo, PKeyTable, SL2VLTable, VLArbitration, GUIDInfo and MlnxExtPortInfo (by name
+//! or alias, any case; not PortInfoExtended), with `-c` (a combined route: `<lid> <dr_path>`), `-x` (PortInfo with extended
 //! speeds) and `--node-name-map`.
 
 use std::ffi::OsString;
@@ -12,6 +12,7 @@ use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 
 use super::dest::{self, Combined, Dest, DestType};
 use super::dump;
+use super::mlnx_ext;
 use super::node_names::NodeNames;
 use super::options::{self, Handled, Opt, Tool};
 use super::rpc::Rpc;
@@ -65,7 +66,7 @@ impl fmt::Display for Target {
 }
 
 /// The ops: name, alias, function, whether it takes a port number.
-const OPS: [(&str, &str, OpFn, bool); 8] = [
+const OPS: [(&str, &str, OpFn, bool); 9] = [
     ("NodeInfo", "NI", node_info, false),
     ("NodeDesc", "ND", node_desc, false),
     ("PortInfo", "PI", port_info, true),
@@ -74,6 +75,7 @@ const OPS: [(&str, &str, OpFn, bool); 8] = [
     ("SL2VLTable", "SL2VL", sl2vl_table, true),
     ("VLArbitration", "VLArb", vlarb_table, true),
     ("GUIDInfo", "GI", guid_info, false),
+    ("MlnxExtPortInfo", "MEPI", mlnx_ext_port_info, true),
 ];
 
 /// SMP attribute IDs of the tables.
@@ -250,6 +252,20 @@ fn port_info(
     let info = PortInfo::decode(&data).map_err(|_| failed)?;
     let text = dump::port_info(&info, q.show_keys, out);
     let _ = write!(out, "# Port info: {dest} port {port}\n{text}");
+    Ok(())
+}
+
+/// `mlnx_ext_port_info`: Mellanox's ExtendedPortInfo of the port (asked of any device).
+fn mlnx_ext_port_info(
+    q: &Query,
+    dest: &Target,
+    params: &[String],
+    out: &mut Output,
+) -> Result<(), &'static str> {
+    let port = port_param(params);
+    let failed = "Mellanox ext port info query failed";
+    let data = q.get(dest, mlnx_ext::ATTR_ID, port as u32, failed, out)?;
+    mlnx_ext::show(&dest.to_string(), port, &data, out);
     Ok(())
 }
 
