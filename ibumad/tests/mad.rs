@@ -5,7 +5,7 @@
 use ibumad::mad::{
     counter_run, parse_dr_path, ClassPortInfo, MadError, MadHeader, NodeDescription, NodeInfo,
     PathRecord, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
-    PortSamplesControl, Route, SaMad, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
+    PortInfoExtended, PortSamplesControl, Route, SaMad, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -334,6 +334,7 @@ proptest! {
         let _ = PortCountersExtended::decode(&bytes);
         let _ = ClassPortInfo::decode(&bytes);
         let _ = PortSamplesControl::decode(&bytes);
+        let _ = PortInfoExtended::decode(&bytes);
         let _ = PortExtendedSpeedsCounters::decode(&bytes);
         for width in [0, 2, 16, 32, 64, 65] {
             let _ = counter_run(&bytes, width, 16);
@@ -357,6 +358,8 @@ proptest! {
         prop_assert_eq!(NodeInfo::decode(&ni.encode()).unwrap(), ni);
         let si = SwitchInfo::decode(&smp.data).unwrap();
         prop_assert_eq!(SwitchInfo::decode(&si.encode()).unwrap(), si);
+        let pie = PortInfoExtended::decode(&smp.data).unwrap();
+        prop_assert_eq!(PortInfoExtended::decode(&pie.encode()).unwrap(), pie);
         let pce = PortCountersExtended::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
         prop_assert_eq!(PortCountersExtended::decode(&pce.encode()).unwrap(), pce);
         let psc = PortSamplesControl::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
