@@ -23,6 +23,11 @@ pub fn warn(out: &mut Output, function: &str, msg: &str) {
     ));
 }
 
+/// `IBDEBUG` (libibmad's `DEBUG` with `-d`): `ibdebug: [pid] function: msg` on stdout.
+pub fn debug(out: &mut Output, function: &str, msg: &str) {
+    let _ = writeln!(out, "ibdebug: [{}] {function}: {msg}", std::process::id());
+}
+
 /// The line `-V` prints to stderr, after which the tool exits with status 0.
 pub fn version_line(prog: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");

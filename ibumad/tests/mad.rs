@@ -4,8 +4,8 @@
 
 use ibumad::mad::{
     counter_run, parse_dr_path, ClassPortInfo, MadError, MadHeader, NodeDescription, NodeInfo,
-    PathRecord, PortCounters, PortCountersExtended, PortInfo, Route, SaMad, SmInfo, Smp,
-    SwitchInfo, PERF_DATA_OFFSET,
+    PathRecord, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
+    PortInfoExtended, PortSamplesControl, Route, SaMad, SmInfo, Smp, SwitchInfo, PERF_DATA_OFFSET,
 };
 use proptest::prelude::*;
 
@@ -333,6 +333,9 @@ proptest! {
         let _ = PortCounters::decode(&bytes);
         let _ = PortCountersExtended::decode(&bytes);
         let _ = ClassPortInfo::decode(&bytes);
+        let _ = PortSamplesControl::decode(&bytes);
+        let _ = PortInfoExtended::decode(&bytes);
+        let _ = PortExtendedSpeedsCounters::decode(&bytes);
         for width in [0, 2, 16, 32, 64, 65] {
             let _ = counter_run(&bytes, width, 16);
         }
@@ -355,7 +358,13 @@ proptest! {
         prop_assert_eq!(NodeInfo::decode(&ni.encode()).unwrap(), ni);
         let si = SwitchInfo::decode(&smp.data).unwrap();
         prop_assert_eq!(SwitchInfo::decode(&si.encode()).unwrap(), si);
+        let pie = PortInfoExtended::decode(&smp.data).unwrap();
+        prop_assert_eq!(PortInfoExtended::decode(&pie.encode()).unwrap(), pie);
         let pce = PortCountersExtended::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
         prop_assert_eq!(PortCountersExtended::decode(&pce.encode()).unwrap(), pce);
+        let psc = PortSamplesControl::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
+        prop_assert_eq!(PortSamplesControl::decode(&psc.encode()).unwrap(), psc);
+        let pesc = PortExtendedSpeedsCounters::decode(&mad[PERF_DATA_OFFSET..]).unwrap();
+        prop_assert_eq!(PortExtendedSpeedsCounters::decode(&pesc.encode()).unwrap(), pesc);
     }
 }

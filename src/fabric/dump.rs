@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use ibumad::mad::{NodeInfo, PortInfo, SwitchInfo};
+use ibumad::mad::{NodeInfo, PortInfo, PortInfoExtended, SwitchInfo};
 
 use super::portinfo_text::{
     field, link_speed, link_speed_ext, link_speed_ext_enabled, link_speed_ext_set, link_speed_set,
@@ -18,6 +18,36 @@ use crate::ibdiag;
 /// its width fills).
 pub fn hex(value: u64, bytes: usize) -> String {
     format!("{value:#0width$x}", width = 2 + 2 * bytes)
+}
+
+/// `mad_dump_portinfo_ext` of PortInfoExtended `p`, whose SMP data is `data`. libibmad
+/// reads its HDR and NDR fields with plain (not big-endian-in-word) bit offsets, so it
+/// shows the 16-bit words at bytes 12, 18, 16 and 22 of the data under those names; they
+/// are shown from there here too.
+pub fn port_info_ext(p: &PortInfoExtended, data: &[u8; 64]) -> String {
+    let word = |at: usize| u64::from(u16::from_be_bytes([data[at], data[at + 1]]));
+    let lines = [
+        ("CapMask", hex(p.capability_mask.into(), 4)),
+        ("FECModeActive", p.fec_mode_active.to_string()),
+        (
+            "FDRFECModeSupported",
+            hex(p.fdr_fec_mode_supported.into(), 2),
+        ),
+        ("FDRFECModeEnabled", hex(p.fdr_fec_mode_enabled.into(), 2)),
+        (
+            "EDRFECModeSupported",
+            hex(p.edr_fec_mode_supported.into(), 2),
+        ),
+        ("EDRFECModeEnabled", hex(p.edr_fec_mode_enabled.into(), 2)),
+        ("HDRFECModeSupported", hex(word(12), 2)),
+        ("HDRFECModeEnabled", hex(word(18), 2)),
+        ("NDRFECModeSupported", hex(word(16), 2)),
+        ("NDRFECModeEnabled", hex(word(22), 2)),
+    ];
+    lines
+        .iter()
+        .map(|(name, value)| field(name, value) + "\n")
+        .collect()
 }
 
 /// `mad_dump_node_type`.
@@ -281,6 +311,30 @@ fn link_down_default(state: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_info_ext_reads_where_libibmad_reads() {
+        let mut data = [0u8; 64];
+        data[3] = 1;
+        for (i, byte) in data[4..24].iter_mut().enumerate() {
+            *byte = i as u8;
+        }
+        let pie = PortInfoExtended::decode(&data).unwrap();
+        let text = port_info_ext(&pie, &data);
+        assert_eq!(
+            text,
+            "CapMask:.........................0x00000001\n\
+             FECModeActive:...................1\n\
+             FDRFECModeSupported:.............0x0203\n\
+             FDRFECModeEnabled:...............0x0405\n\
+             EDRFECModeSupported:.............0x0607\n\
+             EDRFECModeEnabled:...............0x0809\n\
+             HDRFECModeSupported:.............0x0809\n\
+             HDRFECModeEnabled:...............0x0e0f\n\
+             NDRFECModeSupported:.............0x0c0d\n\
+             NDRFECModeEnabled:...............0x1213\n"
+        );
+    }
 
     #[test]
     fn values_as_libibmad_dumps_them() {

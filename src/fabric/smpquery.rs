@@ -1,17 +1,18 @@
 //! `smpquery`: prints one SMP attribute of a node or port (infiniband-diags 44):
 //! `smpquery [options] <op> <dest> [op params]`, the ops NodeInfo, NodeDesc, PortInfo,
-//! SwitchInfo, PKeyTable, SL2VLTable, VLArbitration and GUIDInfo (by name or alias, any
-//! case), with `-c` (a combined route: `<lid> <dr_path>`), `-x` (PortInfo with extended
+//! PortInfoExtended, SwitchInfo, PKeyTable, SL2VLTable, VLArbitration, GUIDInfo and
+//! MlnxExtPortInfo (by name or alias, any case), with `-c` (a combined route: `<lid> <dr_path>`), `-x` (PortInfo with extended
 //! speeds) and `--node-name-map`.
 
 use std::ffi::OsString;
 use std::fmt::{self, Write as _};
 use std::process::ExitCode;
 
-use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use ibumad::mad::{NodeDescription, NodeInfo, PortInfo, PortInfoExtended, SwitchInfo};
 
 use super::dest::{self, Combined, Dest, DestType};
 use super::dump;
+use super::mlnx_ext;
 use super::node_names::NodeNames;
 use super::options::{self, Handled, Opt, Tool};
 use super::rpc::Rpc;
@@ -44,7 +45,21 @@ const OPTS: [Opt; 3] = [
 ];
 
 /// An op: what the query runs, given the destination and the op's parameters.
-type OpFn = fn(&Query, &Target, &[String], &mut Output) -> Result<(), &'static str>;
+type OpFn = fn(&Query, &Target, &[String], &mut Output) -> Result<(), OpError>;
+
+/// How an op fails.
+enum OpError {
+    /// The op returns this message (`operation <op>: msg`).
+    Op(&'static str),
+    /// A query under it exits with this message (the C tool's `IBEXIT` from a helper).
+    Exit(&'static str),
+}
+
+impl From<&'static str> for OpError {
+    fn from(msg: &'static str) -> Self {
+        OpError::Op(msg)
+    }
+}
 
 /// Where the queries go.
 enum Target {
@@ -65,16 +80,23 @@ impl fmt::Display for Target {
 }
 
 /// The ops: name, alias, function, whether it takes a port number.
-const OPS: [(&str, &str, OpFn, bool); 8] = [
+const OPS: [(&str, &str, OpFn, bool); 10] = [
     ("NodeInfo", "NI", node_info, false),
     ("NodeDesc", "ND", node_desc, false),
     ("PortInfo", "PI", port_info, true),
+    ("PortInfoExtended", "PIE", port_info_ext, true),
     ("SwitchInfo", "SI", switch_info, false),
     ("PKeyTable", "PKeys", pkey_table, true),
     ("SL2VLTable", "SL2VL", sl2vl_table, true),
     ("VLArbitration", "VLArb", vlarb_table, true),
     ("GUIDInfo", "GI", guid_info, false),
+    ("MlnxExtPortInfo", "MEPI", mlnx_ext_port_info, true),
 ];
+
+/// PortInfo CapabilityMask bit HasCapabilityMask2.
+const CAP_HAS_CAP_MASK2: u32 = 1 << 15;
+/// PortInfo CapabilityMask2 bit IsPortInfoExtendedSupported.
+const CAP2_PORT_INFO_EXT: u16 = 1 << 1;
 
 /// SMP attribute IDs of the tables.
 const GUID_INFO: u16 = 0x0014;
@@ -174,7 +196,8 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     };
     match op_fn(&query, &target, params, out) {
         Ok(()) => 0,
-        Err(msg) => exit(out, &format!("operation {op}: {msg}")),
+        Err(OpError::Op(msg)) => exit(out, &format!("operation {op}: {msg}")),
+        Err(OpError::Exit(msg)) => exit(out, msg),
     }
 }
 
@@ -217,13 +240,13 @@ impl Query {
     }
 }
 
-fn node_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn node_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), OpError> {
     let info = q.node_info(dest, out)?;
     let _ = write!(out, "# Node info: {dest}\n{}", dump::node_info(&info));
     Ok(())
 }
 
-fn node_desc(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn node_desc(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), OpError> {
     let info = q.node_info(dest, out)?;
     let failed = "node desc query failed";
     let data = q.get(dest, NodeDescription::ATTR_ID, 0, failed, out)?;
@@ -234,12 +257,7 @@ fn node_desc(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result
     Ok(())
 }
 
-fn port_info(
-    q: &Query,
-    dest: &Target,
-    params: &[String],
-    out: &mut Output,
-) -> Result<(), &'static str> {
+fn port_info(q: &Query, dest: &Target, params: &[String], out: &mut Output) -> Result<(), OpError> {
     let port = port_param(params);
     let mut modifier = port as u32;
     if q.extended {
@@ -253,12 +271,58 @@ fn port_info(
     Ok(())
 }
 
-fn switch_info(
+/// `port_info_extended`: PortInfoExtended of the port, if its PortInfo (port 0's on a
+/// switch) says CapabilityMask2 IsPortInfoExtendedSupported (`is_port_info_extended_supported`).
+fn port_info_ext(
     q: &Query,
     dest: &Target,
-    _: &[String],
+    params: &[String],
     out: &mut Output,
-) -> Result<(), &'static str> {
+) -> Result<(), OpError> {
+    let port = port_param(params);
+    let node = q.node_info(dest, out).map_err(OpError::Exit)?;
+    let info_port = if node.node_type == 2 { 0 } else { port as u32 };
+    let failed = "port info query failed";
+    let info = q
+        .get(dest, PortInfo::ATTR_ID, info_port, failed, out)
+        .and_then(|data| PortInfo::decode(&data).map_err(|_| failed))
+        .map_err(OpError::Exit)?;
+    let function = "is_port_info_extended_supported";
+    if info.capability_mask & CAP_HAS_CAP_MASK2 == 0 {
+        ibdiag::warn(out, function, "port info capability mask2 not supported");
+        return Err("port info extended not supported".into());
+    }
+    if info.capability_mask2 & CAP2_PORT_INFO_EXT == 0 {
+        let mask2 = info.capability_mask2;
+        let msg = format!(
+            "port info capability mask2 = {mask2:#x} doesn't indicate PortInfoExtended support"
+        );
+        ibdiag::warn(out, function, &msg);
+        return Err("port info extended not supported".into());
+    }
+    let failed = "port info extended query failed";
+    let data = q.get(dest, PortInfoExtended::ATTR_ID, port as u32, failed, out)?;
+    let pie = PortInfoExtended::decode(&data).map_err(|_| failed)?;
+    let text = dump::port_info_ext(&pie, &data);
+    let _ = write!(out, "# Port info Extended: {dest} port {port}\n{text}");
+    Ok(())
+}
+
+/// `mlnx_ext_port_info`: Mellanox's ExtendedPortInfo of the port (asked of any device).
+fn mlnx_ext_port_info(
+    q: &Query,
+    dest: &Target,
+    params: &[String],
+    out: &mut Output,
+) -> Result<(), OpError> {
+    let port = port_param(params);
+    let failed = "Mellanox ext port info query failed";
+    let data = q.get(dest, mlnx_ext::ATTR_ID, port as u32, failed, out)?;
+    mlnx_ext::show(&dest.to_string(), port, &data, out);
+    Ok(())
+}
+
+fn switch_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), OpError> {
     let failed = "switch info query failed";
     let data = q.get(dest, SwitchInfo::ATTR_ID, 0, failed, out)?;
     let info = SwitchInfo::decode(&data).map_err(|_| failed)?;
@@ -271,11 +335,11 @@ fn pkey_table(
     dest: &Target,
     params: &[String],
     out: &mut Output,
-) -> Result<(), &'static str> {
+) -> Result<(), OpError> {
     let port = port_param(params);
     let info = q.node_info(dest, out)?;
     if port > i32::from(info.num_ports) {
-        return Err("invalid port number");
+        return Err("invalid port number".into());
     }
     let cap = if info.node_type == 2 && port != 0 {
         let data = q.get(dest, SwitchInfo::ATTR_ID, 0, "switch info failed", out)?;
@@ -310,11 +374,11 @@ fn sl2vl_table(
     dest: &Target,
     params: &[String],
     out: &mut Output,
-) -> Result<(), &'static str> {
+) -> Result<(), OpError> {
     let port = port_param(params);
     let info = q.node_info(dest, out)?;
     if port > i32::from(info.num_ports) {
-        return Err("invalid port number");
+        return Err("invalid port number".into());
     }
     let _ = writeln!(out, "# SL2VL table: {dest}");
     let _ = write!(out, "#                 SL: |");
@@ -345,7 +409,7 @@ fn vlarb_table(
     dest: &Target,
     params: &[String],
     out: &mut Output,
-) -> Result<(), &'static str> {
+) -> Result<(), OpError> {
     let port = port_param(params);
     if port == 0 {
         let info = q.node_info(dest, out)?;
@@ -388,7 +452,7 @@ fn vlarb_entries(
     offset: u32,
     count: u8,
     out: &mut Output,
-) -> Result<(), &'static str> {
+) -> Result<(), OpError> {
     let modifier = offset << 16 | port as u32;
     let data = q.get(dest, VLARB_TABLE, modifier, "vl arb query failed", out)?;
     let entries = data.chunks_exact(2).take(usize::from(count));
@@ -404,7 +468,7 @@ fn vlarb_entries(
     Ok(())
 }
 
-fn guid_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), &'static str> {
+fn guid_info(q: &Query, dest: &Target, _: &[String], out: &mut Output) -> Result<(), OpError> {
     let failed = "port info failed";
     let data = q.get(dest, PortInfo::ATTR_ID, 0, failed, out)?;
     let n = usize::from(PortInfo::decode(&data).map_err(|_| failed)?.guid_cap);

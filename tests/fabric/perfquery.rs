@@ -6,7 +6,8 @@
 //! they are compared as numbers that only grow: ours between the C tool's before and after.
 
 use ibverbs_test_kit::fabric::{
-    compare, compare_at, compare_masked, nodes, on_each_topology, run_c, run_ours, Place,
+    compare, compare_at, compare_masked, mask_numbers, nodes, on_each_topology, run_c, run_ours,
+    Place,
 };
 
 /// The counters that traffic (our own queries included) changes.
@@ -206,6 +207,56 @@ fn details() {
             }
         }
         compare_all(&lists);
+    });
+}
+
+/// `-T` (PortExtendedSpeedsCounters) and `-c` (PortSamplesControl), which the simulator
+/// does not answer (so asked of switches only, as [`UNANSWERED`]): the error paths, alone
+/// and against the other attribute options (the first in the C tool's order wins).
+#[test]
+fn ext_speeds_and_samples_control() {
+    on_each_topology(|| {
+        let mut lists = Vec::new();
+        for node in nodes().into_iter().filter(|n| n.switch) {
+            let lid = node.lid;
+            for opts in [
+                "-T",
+                "-c",
+                "--extended_speeds",
+                "--smplctl",
+                "-T -r",
+                "-T -R",
+                "-c -R",
+                "-T -c",
+                "-c -X",
+                "-T --oprcvcounters",
+                "-E -T",
+                "-c -D",
+                "-c --vlxmittimecc",
+                "-x -c",
+            ] {
+                lists.push(args(&format!("{opts} {lid} 1")));
+            }
+            lists.push(args(&format!("-T -R {lid} 2 0x3")));
+            lists.push(args(&format!("-T -R {lid} 2 0")));
+            lists.push(args(&format!("-c -a {lid}")));
+        }
+        compare_all(&lists);
+        // With -d: the pids in the messages differ.
+        let switch = nodes().into_iter().find(|n| n.switch).expect("a switch");
+        let lid = switch.lid.to_string();
+        let pids = |text: &str| mask_numbers(&mask_numbers(text, "[pid "), "ibdebug: [");
+        for opts in ["-d -T", "-d -c", "-d -T -R", "-d -d -T -r"] {
+            let list = args(&format!("{opts} {lid} 1"));
+            let list: Vec<&str> = list.iter().map(String::as_str).collect();
+            compare_masked("perfquery", &list, Place::Fabric, pids);
+        }
+        compare_masked(
+            "perfquery",
+            &["-d", "-T", "-R", &lid, "1", "0"],
+            Place::Fabric,
+            pids,
+        );
     });
 }
 

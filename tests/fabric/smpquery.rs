@@ -34,13 +34,15 @@ fn every_op_on_every_node() {
                 lists.push(args(&format!("{op} {lid}")));
             }
             for port in 0..=node.ports + 1 {
-                for op in ["portinfo", "PKeys", "sl2vl", "vlarb"] {
+                for op in ["portinfo", "PKeys", "sl2vl", "vlarb", "mepi", "pie"] {
                     lists.push(args(&format!("{op} {lid} {port}")));
                 }
             }
             lists.push(args(&format!("portinfo {lid}")));
             lists.push(args(&format!("-x portinfo {lid} 1")));
             lists.push(args(&format!("-K pi {lid}")));
+            lists.push(args(&format!("MlnxExtPortInfo {lid}")));
+            lists.push(args(&format!("PortInfoExtended {lid}")));
             lists.push(args(&format!("-G nodeinfo {}", node.port_guid)));
             lists.push(args(&format!("--Guid pi {} 1", node.port_guid)));
         }
@@ -57,6 +59,9 @@ fn directed_routes() {
             lists.push(args(&format!("-D portinfo 0,1 {port}")));
         }
         lists.push(args("-D switchinfo 0,1"));
+        lists.push(args("-D mepi 0 1"));
+        lists.push(args("-D MEPI 0,1 2"));
+        lists.push(args("-D pie 0,1 2"));
         lists.push(args("-D nd 0,1,1,1,1"));
         compare_all(&lists);
     });
@@ -121,6 +126,8 @@ fn errors() {
         compare_all(&[
             args("nodeinfo 0xbfff"),
             args("-e portinfo 0xbfff 1"),
+            args("mepi 0xbfff 1"),
+            args("pie 0xbfff 1"),
             args("nodeinfo 0"),
             args("nodeinfo x"),
             args("-D nodeinfo 0,1,1,1,1,1,1,1,9"),

@@ -1,8 +1,9 @@
 //! MADs as typed values: the common header ([`MadHeader`], IBA 13.4.2), subnet management
 //! packets LID-routed and directed-route ([`Smp`], 14.2.1), the SMP attributes
-//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`] and [`SmInfo`] (14.2.5),
-//! the performance class's [`ClassPortInfo`] (13.4.8.1), [`PortCounters`] and
-//! [`PortCountersExtended`] (16.1), and
+//! [`NodeInfo`], [`NodeDescription`], [`PortInfo`], [`SwitchInfo`], [`SmInfo`] and
+//! [`PortInfoExtended`] (14.2.5), the performance class's [`ClassPortInfo`] (13.4.8.1),
+//! [`PortCounters`], [`PortCountersExtended`], [`PortSamplesControl`] and
+//! [`PortExtendedSpeedsCounters`] (16.1), and
 //! subnet administration MADs ([`SaMad`], 15.2) with the [`PathRecord`] attribute.
 //! Decoding takes any bytes (a MAD from the wire is untrusted) and returns an error, never
 //! panics; encoding writes the IBTA layout (big-endian, fields at their bit offsets,
@@ -12,14 +13,18 @@ mod attr;
 mod bits;
 mod header;
 mod perf;
+mod port_ext;
 mod sa;
+mod samples;
 mod smp;
 mod switch;
 
 pub use attr::{NodeDescription, NodeInfo, PortInfo};
 pub use header::MadHeader;
 pub use perf::{counter_run, ClassPortInfo, PortCounters, PortCountersExtended, PERF_DATA_OFFSET};
+pub use port_ext::PortInfoExtended;
 pub use sa::{PathRecord, SaMad, SA_CLASS, SA_CLASS_VERSION, SA_DATA_OFFSET};
+pub use samples::{PortExtendedSpeedsCounters, PortSamplesControl};
 pub use smp::{parse_dr_path, Route, Smp};
 pub use switch::{SmInfo, SwitchInfo};
 

@@ -3,18 +3,20 @@
 //! PortCountersExtended with `-x`, all ports summed (`-a`) or one by one (`-l`), port lists
 //! (`1,4,8`) and ranges (`1-10`), reset after reading (`-r`) or only (`-R`), and the
 //! per-SL, per-VL, detail and congestion counters (`-X`, `-S`, `-D`, `-E` and the long
-//! options `--oprcvcounters` to `--vlxmittimecc`; not `-T` nor `-c`).
+//! options `--oprcvcounters` to `--vlxmittimecc`), PortExtendedSpeedsCounters (`-T`; not
+//! its RS-FEC layout, which needs PortInfoExtended) and PortSamplesControl (`-c`).
 
 mod counters;
 mod details;
+mod samples;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use ibumad::mad::{
-    ClassPortInfo, MadHeader, NodeInfo, PortCounters, PortCountersExtended, SwitchInfo,
-    PERF_DATA_OFFSET,
+    ClassPortInfo, MadHeader, NodeInfo, PortCounters, PortCountersExtended,
+    PortExtendedSpeedsCounters, PortSamplesControl, SwitchInfo, PERF_DATA_OFFSET,
 };
 use ibumad::MAD_SIZE;
 
@@ -53,6 +55,16 @@ const OPTS: [Opt; 5] = [
     flag("Reset_only", 'R', "only reset the counters"),
 ];
 
+/// `-T` and `-c`, after the detail options.
+const MORE_OPTS: [Opt; 2] = [
+    flag("extended_speeds", 'T', "PortExtendedSpeedsCounters"),
+    flag("smplctl", 'c', "PortSamplesControl"),
+];
+
+/// The options that each ask for one attribute, in the order the C tool tries them (the
+/// first given in this order wins): the details, `-T` among them, `-c` last.
+const QUERIES: &str = "XSDET\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{7}\u{8}\u{9}\u{a}\u{b}\u{c}c";
+
 /// What the options and operands ask for (the C `info`).
 #[derive(Debug, Default)]
 struct Info {
@@ -65,8 +77,8 @@ struct Info {
     port: i32,
     /// A list or range of ports.
     ports: Vec<i32>,
-    /// The first of [`details::DETAILS`] asked for.
-    detail: Option<usize>,
+    /// The rank in [`QUERIES`] of the first one asked for.
+    query: Option<usize>,
 }
 
 /// What the queries share.
@@ -98,6 +110,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
         .iter()
         .copied()
         .chain(details::DETAILS.iter().map(|d| d.opt))
+        .chain(MORE_OPTS)
         .collect();
     let tool = Tool {
         exclude: "DK",
@@ -123,9 +136,9 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
             'r' => info.reset = true,
             'R' => info.reset_only = true,
             _ => {
-                // The first one of the table wins, whatever the order given.
-                if let Some(i) = details::DETAILS.iter().position(|d| d.opt.letter == letter) {
-                    info.detail = Some(info.detail.map_or(i, |d| d.min(i)));
+                // The first one of the order wins, whatever the order given.
+                if let Some(i) = QUERIES.chars().position(|c| c == letter) {
+                    info.query = Some(info.query.map_or(i, |q| q.min(i)));
                 }
             }
         }
@@ -138,7 +151,9 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
         parse_ports(ports, &mut info).map_err(|msg| exit(out, "main", msg))?;
     }
     // The reset mask (CounterSelect, then CounterSelect2 from bit 16).
-    let mut mask = operands.get(2).map_or(0xffff, |text| strtoull(text) as i32);
+    // PortExtendedSpeedsCounters' CounterSelect (64 bits) takes the whole mask.
+    let ext_mask = operands.get(2).map_or(u64::MAX, |text| strtoull(text));
+    let mut mask = operands.get(2).map_or(0xffff, |_| ext_mask as i32);
     let rpc = Rpc::open(prog, &common, out)?;
     let lid = match operands.first() {
         Some(text) => match dest::resolve(&rpc, common.dest, text, common.sm_lid, out) {
@@ -182,8 +197,15 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
         }
         all_ports_loop = info.all_ports && info.port == ALL_PORTS;
     }
-    if let Some(index) = info.detail {
-        return q.detail(&details::DETAILS[index], &info, mask as u32, out);
+    match info.query.and_then(|i| QUERIES.chars().nth(i)) {
+        Some('T') => return q.ext_speeds(&info, ext_mask, out),
+        Some('c') => return q.samples_control(info.port, out),
+        Some(letter) => {
+            if let Some(detail) = details::DETAILS.iter().find(|d| d.opt.letter == letter) {
+                return q.detail(detail, &info, mask as u32, out);
+            }
+        }
+        None => {}
     }
     let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
     let mut first = 1;
@@ -293,11 +315,34 @@ impl Query<'_> {
             let msg = format!("lid {} port {port}", self.lid);
             ibdiag::warn(out, "pma_query_via", &msg);
         }
+        self.pma_mad(attr_id, port, set.is_some(), out, |data| {
+            if let Some(mask) = set {
+                let mask = if mask == 0 { u32::MAX } else { mask };
+                data[2..4].copy_from_slice(&(mask as u16).to_be_bytes());
+                if attr_id == PortCountersExtended::ATTR_ID {
+                    data[4..8].copy_from_slice(&(mask >> 16).to_be_bytes());
+                } else {
+                    data[18] = (mask >> 16) as u8;
+                }
+            }
+        })
+    }
+
+    /// A Get (or `set`, a Set) of attribute `attr_id` of port `port` (its PortSelect) with
+    /// the data `fill` writes after PortSelect; the answer's data.
+    fn pma_mad(
+        &self,
+        attr_id: u16,
+        port: i32,
+        set: bool,
+        out: &mut Output,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Option<[u8; MAD_SIZE - PERF_DATA_OFFSET]> {
         let header = MadHeader {
             base_version: 1,
             mgmt_class: PERF_CLASS,
             class_version: 1,
-            method: if set.is_some() { 0x02 } else { 0x01 },
+            method: if set { 0x02 } else { 0x01 },
             attr_id,
             ..MadHeader::default()
         };
@@ -305,15 +350,7 @@ impl Query<'_> {
         mad[..MadHeader::SIZE].copy_from_slice(&header.encode());
         let data = &mut mad[PERF_DATA_OFFSET..];
         data[1] = port as u8;
-        if let Some(mask) = set {
-            let mask = if mask == 0 { u32::MAX } else { mask };
-            data[2..4].copy_from_slice(&(mask as u16).to_be_bytes());
-            if attr_id == PortCountersExtended::ATTR_ID {
-                data[4..8].copy_from_slice(&(mask >> 16).to_be_bytes());
-            } else {
-                data[18] = (mask >> 16) as u8;
-            }
-        }
+        fill(data);
         let answer = self.rpc.gs(PERF_CLASS, 1, &mad, self.lid, out)?;
         let mut data = [0; MAD_SIZE - PERF_DATA_OFFSET];
         data.copy_from_slice(&answer[PERF_DATA_OFFSET..]);
@@ -426,6 +463,58 @@ impl Query<'_> {
         {
             return Err(exit(out, &format!("cannot reset {name}")));
         }
+        Ok(())
+    }
+
+    /// `extended_speeds_query`: prints PortExtendedSpeedsCounters of the port (unless
+    /// `-R`), then (`-r`, `-R`) resets the counters `mask` selects (all if 0).
+    fn ext_speeds(&self, info: &Info, mask: u64, out: &mut Output) -> Result<(), i32> {
+        let (prog, debug) = (self.prog, self.common.debug);
+        let attr = PortExtendedSpeedsCounters::ATTR_ID;
+        let name = "PortExtendedSpeedsCounters";
+        if !info.reset_only {
+            let text = self
+                .pma(attr, info.port, None, out)
+                .and_then(|data| samples::ext_speeds(&data))
+                .ok_or_else(|| {
+                    let msg = format!("cannot query {name}");
+                    ibdiag::exit(out, prog, debug, "common_func", &msg)
+                })?;
+            let (dest, port) = (&self.dest, info.port);
+            let _ = write!(out, "# {name} counters: {dest} port {port}\n{text}");
+        }
+        if info.reset_only || info.reset {
+            if debug > 0 {
+                let msg = format!("lid {} port {} mask {mask:#x}", self.lid, info.port);
+                ibdiag::debug(out, "ext_speeds_reset_via", &msg);
+            }
+            let mask = if mask == 0 { u64::MAX } else { mask };
+            let fill = |data: &mut [u8]| data[8..16].copy_from_slice(&mask.to_be_bytes());
+            if self.pma_mad(attr, info.port, true, out, fill).is_none() {
+                let msg = format!("cannot reset {name}");
+                return Err(ibdiag::exit(
+                    out,
+                    prog,
+                    debug,
+                    "extended_speeds_query",
+                    &msg,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `dump_portsamples_control`: prints PortSamplesControl of port `port`.
+    fn samples_control(&self, port: i32, out: &mut Output) -> Result<(), i32> {
+        let (prog, debug) = (self.prog, self.common.debug);
+        let text = self
+            .pma(PortSamplesControl::ATTR_ID, port, None, out)
+            .and_then(|data| samples::samples_control(&data))
+            .ok_or_else(|| {
+                ibdiag::exit(out, prog, debug, "dump_portsamples_control", "sampctlquery")
+            })?;
+        let dest = &self.dest;
+        let _ = write!(out, "# PortSamplesControl: {dest} port {port}\n{text}");
         Ok(())
     }
 
