@@ -83,6 +83,19 @@ run_in() {
 	exit "$EXIT_INFRA"
 }
 
+# check_shared_kernel: with WITH_RDMA_KERNEL set, the shared VM must run that kernel.
+check_shared_kernel() {
+	local kver=
+	[[ -n ${WITH_RDMA_KERNEL:-} ]] || return 0
+	pick_kernel || exit "$EXIT_USAGE"
+	read -r kver <"$VM_DIR/ready" 2>/dev/null
+	if [[ $kver != "$KREL" ]]; then
+		err "the shared VM runs kernel ${kver:-?}, not WITH_RDMA_KERNEL's $KREL:" \
+			"stop it (--vm-stop) or start it with that kernel"
+		exit "$EXIT_USAGE"
+	fi
+}
+
 run_shared() {
 	local kver=
 	read -r kver <"$VM_DIR/ready" 2>/dev/null
@@ -244,6 +257,7 @@ run_cmd() {
 		state=$(vm_state)
 	done
 	if [[ $state == UP ]]; then
+		check_shared_kernel
 		run_shared "$@"
 	fi
 	run_oneshot "$@"
