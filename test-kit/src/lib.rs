@@ -7,12 +7,15 @@
 //! - [`wire`]: a TCP connection carrying text lines, between test processes;
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
-//! - [`net`]: TCP ports (a free one; whether one is listened on).
+//! - [`net`]: TCP ports (a free one; whether one is listened on);
+//! - [`feature`](mod@feature): device capabilities only some kernels' rxe has, and what the
+//!   kernel scripts/with-rdma booted is expected to have.
 //!
 //! Everything here is generic; what only one test needs stays in its test file.
 
 pub mod data;
 pub mod device;
+pub mod feature;
 pub mod hello;
 pub mod net;
 pub mod programs;
@@ -20,6 +23,7 @@ pub mod wire;
 
 pub use data::{mix, pattern, record};
 pub use device::{assert_clean_drops, assert_empty, device, gid, netdev, open};
+pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
 pub use net::{free_port, listening};
 pub use programs::{c_tool, example};
