@@ -91,7 +91,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// Fails with [`Error::InvalidArgument`] on a pinned region (registered without
     /// [`AccessFlags::ON_DEMAND`]), an empty range, or [`Advice::PrefetchWrite`] without
-    /// [`AccessFlags::LOCAL_WRITE`]; with [`Error::OutOfRange`] on a range past the region.
+    /// [`AccessFlags::LOCAL_WRITE`]; with [`Error::OutOfRange`] on a range past the region;
+    /// with [`Error::Unsupported`] where the provider has no `advise_mr` (`EOPNOTSUPP`).
     pub fn advise(&self, advice: Advice, range: impl RangeBounds<usize>, wait: bool) -> Result<()> {
         let invalid = |reason: &str| Error::InvalidArgument {
             what: "ibv_advise_mr",
@@ -118,6 +119,12 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         // SAFETY: the PD is live, and raw is one SGE of this registered region.
         let rc =
             unsafe { ffi::ibv_advise_mr(self.pd().as_raw(), advice.raw(), flags, &mut raw, 1) };
+        if rc == libc::EOPNOTSUPP {
+            return Err(Error::Unsupported {
+                what: "prefetch advice (ibv_advise_mr)",
+                missing: "advise_mr in its provider (rdma-core's rxe has none)",
+            });
+        }
         check("ibv_advise_mr", rc)
     }
 }

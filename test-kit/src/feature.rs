@@ -70,7 +70,8 @@ pub fn feature(ctx: &Context, feature: Feature) -> bool {
         Some(false) => "(expected)",
         None => "(WITH_RDMA_EXPECT is not set: nothing is expected)",
     };
-    let line = format!("skipped: rxe on this kernel has no {label} {why}\n");
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let line = format!("{test}: skipped: rxe on this kernel has no {label} {why}\n");
     // Written to the process's stderr, not through eprintln!, which the harness captures.
     let _ = std::io::stderr().write_all(line.as_bytes());
     false

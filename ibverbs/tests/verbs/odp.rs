@@ -3,6 +3,11 @@
 //! has not, prefetch advice and implicit ODP. A test that needs ODP asks
 //! `ibverbs_test_kit::feature` first: skipped by name where the kernel lacks it, failed
 //! where `WITH_RDMA_EXPECT` says it should be there.
+//!
+//! Every transfer into ODP memory here starts at a page boundary: rxe in Linux 7.3.4 writes
+//! only `length - offset` bytes of a transfer that starts `offset` bytes into a page of an
+//! ODP region (a 9-byte RDMA write at page offset 904 writes nothing; a UD payload at
+//! offset 40, after the GRH, loses its last 40 bytes), a kernel bug these tests found.
 
 use ibverbs_test_kit::{assert_clean_drops, feature, open, Feature};
 
@@ -77,7 +82,7 @@ fn odp_rc_send_recv_write_read_and_atomics() {
     // RDMA write into, and read back from, the remote ODP region.
     src.write(0, b"on demand").unwrap();
     let wsge = [src.sge(0..9).unwrap()];
-    let target = dst.remote().slice(5000, 9).unwrap();
+    let target = dst.remote().slice(4096, 9).unwrap();
     p.a.post_send(&mut [SendRequest::write(3, &wsge, target).signaled()])
         .unwrap();
     assert_eq!(
@@ -85,9 +90,9 @@ fn odp_rc_send_recv_write_read_and_atomics() {
         WcOpcode::RdmaWrite
     );
     let mut got = [0; 9];
-    dst.read(5000, &mut got).unwrap();
+    dst.read(4096, &mut got).unwrap();
     assert_eq!(&got, b"on demand");
-    let back = [src.sge(100..109).unwrap()];
+    let back = [src.sge(4096..4105).unwrap()];
     p.a.post_send(&mut [SendRequest::read(4, &back, target).signaled()])
         .unwrap();
     let wc = poll_one(&p.a_cq);
@@ -95,7 +100,7 @@ fn odp_rc_send_recv_write_read_and_atomics() {
         (wc.status(), wc.opcode(), wc.byte_len()),
         (WcStatus::SUCCESS, WcOpcode::RdmaRead, 9)
     );
-    src.read(100, &mut got).unwrap();
+    src.read(4096, &mut got).unwrap();
     assert_eq!(&got, b"on demand");
 
     // Atomics on an ODP target, with the result in an ODP region.
@@ -120,12 +125,14 @@ fn odp_ud_send() {
     if !feature(&open(), Feature::Odp) {
         return;
     }
-    let p = Pair::new(QpType::Ud);
+    let p = Pair::with(QpType::Ud, |b| b.max_recv_sge(2), |_| {});
     let mut src = odp_mr(&p, 100);
     src.fill(0x77);
-    // UD receives start with a 40-byte GRH; rxe's UD ODP caps cover sends and receives.
-    let dst = odp_mr(&p, 40 + 100);
-    let rsge = [dst.sge(..).unwrap()];
+    // UD receives start with a 40-byte GRH: it goes to a pinned region, the payload to the
+    // start of an ODP one (rxe's UD ODP caps cover sends and receives).
+    let grh = p.mr(40);
+    let dst = odp_mr(&p, 100);
+    let rsge = [grh.sge(..).unwrap(), dst.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
     let remote = p.b.endpoint();
     let route = Route {
@@ -141,7 +148,7 @@ fn odp_ud_send() {
     poll_one(&p.a_cq).ok().unwrap();
     let wc = poll_one(&p.b_cq);
     assert_eq!((wc.status(), wc.byte_len()), (WcStatus::SUCCESS, 140));
-    assert_eq!(&contents(&dst)[40..], &[0x77; 100]);
+    assert_eq!(contents(&dst), vec![0x77; 100]);
     drop(ah);
     drop(p);
     assert_clean_drops();
@@ -160,9 +167,18 @@ fn advise_prefetch_and_its_bad_inputs() {
         let mr = pd
             .alloc_mr(len, AccessFlags::LOCAL_WRITE | AccessFlags::ON_DEMAND)
             .unwrap();
-        mr.advise(Advice::Prefetch, .., true).unwrap();
-        mr.advise(Advice::PrefetchWrite, 0..len / 2, false).unwrap();
-        mr.advise(Advice::PrefetchNoFault, len / 2.., true).unwrap();
+        // rdma-core's rxe provider has no advise_mr: a typed error, after the checks below.
+        for (advice, wait) in [
+            (Advice::Prefetch, true),
+            (Advice::PrefetchWrite, false),
+            (Advice::PrefetchNoFault, true),
+        ] {
+            match mr.advise(advice, ..len / 2, wait) {
+                Ok(()) => {}
+                Err(Error::Unsupported { what, .. }) => assert!(what.contains("ibv_advise_mr")),
+                Err(e) => panic!("{advice:?}: {e}"),
+            }
+        }
         // An empty range, one past the end, and write advice without LOCAL_WRITE.
         let empty = mr.advise(Advice::Prefetch, 10..10, true);
         assert!(
