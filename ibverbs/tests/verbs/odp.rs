@@ -195,7 +195,6 @@ fn advise_prefetch_and_its_bad_inputs() {
             matches!(write, Err(Error::InvalidArgument { .. })),
             "{write:?}"
         );
-        ro.advise(Advice::Prefetch, .., true).unwrap();
     }
     drop(pd);
     assert_clean_drops();
