@@ -71,6 +71,9 @@ bitflags! {
         const RAW_SCATTER_FCS = ffi::IBV_DEVICE_RAW_SCATTER_FCS;
         /// `IBV_DEVICE_PCI_WRITE_END_PADDING`: PCI writes can be padded to a cache line.
         const PCI_WRITE_END_PADDING = ffi::IBV_DEVICE_PCI_WRITE_END_PADDING;
+        /// `IB_UVERBS_DEVICE_ATOMIC_WRITE` (bit 40 of the kernel's `device_cap_flags_ex`,
+        /// which this rdma-core does not name): atomic write (`IBV_WR_ATOMIC_WRITE`).
+        const ATOMIC_WRITE = 1 << 40;
         // Bits a newer provider sets are kept.
         const _ = !0;
     }

@@ -131,6 +131,15 @@ pub enum Error {
         /// The attribute's value.
         max: u64,
     },
+    /// The device does not report a capability the call needs, checked before the call
+    /// (`ibv_query_device_ex`).
+    #[error("{what} is not supported: the device does not report {missing}")]
+    Unsupported {
+        /// What was asked for, such as `on-demand paging (AccessFlags::ON_DEMAND)`.
+        what: &'static str,
+        /// The capability that is missing, such as `IBV_ODP_SUPPORT in general_odp_caps`.
+        missing: &'static str,
+    },
 }
 
 /// What is wrong with a work request that the crate refuses to post ([`Error::Request`]):

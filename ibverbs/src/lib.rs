@@ -66,6 +66,7 @@
 //! | [`Context`] | `ibv_context` | `ibv_open_device` | |
 //! | [`ProtectionDomain`] | `ibv_pd` | `ibv_alloc_pd` | context |
 //! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr` | PD, its memory |
+//! | [`ImplicitOdp`] | `ibv_mr` (implicit ODP) | `ibv_reg_mr` (whole address space) | PD |
 //! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD, every region it was bound to |
 //! | [`CompletionChannel`] | `ibv_comp_channel` | `ibv_create_comp_channel` | context |
 //! | [`CompletionQueue`] | `ibv_cq` | `ibv_create_cq` | context, channel |
@@ -102,7 +103,11 @@
 //!    registration, so the region is deregistered only after its last window is
 //!    deallocated. So a work request still in flight when its region is dropped fails
 //!    with a protection error instead of touching freed memory, and memory can be neither
-//!    freed nor reused under the HCA or a peer. Borrowed memory (`&mut [u8]`) is not
+//!    freed nor reused under the HCA or a peer. An on-demand paging region
+//!    ([`AccessFlags::ON_DEMAND`]) is owned the same way: its pages are not pinned, but the
+//!    device may fault them in until `ibv_dereg_mr` returns. An [`ImplicitOdp`] region owns
+//!    no memory and is local only (no rkey); entries under its key are made with the
+//!    `unsafe` [`Sge::from_raw`]. Borrowed memory (`&mut [u8]`) is not
 //!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
 //! 2. **Registered memory is reached only through atomic accesses, never through a
 //!    reference.** The HCA or a peer may change it at any time, which a Rust reference
@@ -339,6 +344,7 @@ mod gid;
 mod limits;
 mod mr;
 mod mw;
+mod odp;
 mod opcode;
 mod pd;
 mod port;
@@ -366,6 +372,7 @@ pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
+pub use odp::{Advice, ImplicitOdp};
 pub use opcode::{SendOps, WrOpcode};
 pub use pd::ProtectionDomain;
 pub use port::{

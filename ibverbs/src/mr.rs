@@ -159,6 +159,7 @@ pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
 pub(crate) struct Registration<B: RegistrableMemory> {
     raw: NonNull<ffi::ibv_mr>,
     len: usize,
+    access: AccessFlags,
     // Dropped by hand, after deregistration; never reached through a reference meanwhile.
     buf: std::mem::ManuallyDrop<B>,
     pd: ProtectionDomain,
@@ -188,6 +189,10 @@ impl ProtectionDomain {
     }
 
     /// Registers `buf` (`ibv_reg_mr`); the region owns it until [`MemoryRegion::deregister`].
+    ///
+    /// With [`AccessFlags::ON_DEMAND`] (on-demand paging), the device's ODP caps are checked
+    /// first: [`Error::Unsupported`] names the one missing (ODP itself, or RC write, read or
+    /// atomics on ODP memory for the remote rights asked).
     pub fn register<B: RegistrableMemory>(
         &self,
         mut buf: B,
@@ -203,6 +208,9 @@ impl ProtectionDomain {
             what: "access flags",
             reason: format!("{access:?} does not fit in an int"),
         })?;
+        if access.contains(AccessFlags::ON_DEMAND) {
+            crate::odp::check_caps(self, access)?;
+        }
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
         let raw =
@@ -212,6 +220,7 @@ impl ProtectionDomain {
             reg: Arc::new(Registration {
                 raw,
                 len: buf.len(),
+                access,
                 buf: std::mem::ManuallyDrop::new(buf),
                 pd: self.clone(),
             }),
@@ -238,6 +247,11 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     fn mr(&self) -> &ffi::ibv_mr {
         // SAFETY: the MR is registered while self.reg lives.
         unsafe { self.reg.raw.as_ref() }
+    }
+
+    /// The access rights it was registered with.
+    pub fn access(&self) -> AccessFlags {
+        self.reg.access
     }
 
     /// The local key, for scatter/gather entries.

@@ -131,6 +131,21 @@ wait_gid() {
 	return 1
 }
 
+# rxe_expect: export WITH_RDMA_EXPECT, the rxe features this guest's kernel has (comma
+# separated, for the tests' kernel feature checks): `atomic_write` (rxe has it since
+# Linux 6.2) and `odp` (on-demand paging, since 6.14).
+rxe_expect() {
+	local rel major minor
+	read -r rel </proc/sys/kernel/osrelease
+	major=${rel%%.*}
+	minor=${rel#*.}
+	minor=${minor%%[!0-9]*}
+	WITH_RDMA_EXPECT=
+	((major > 6 || (major == 6 && minor >= 2))) && WITH_RDMA_EXPECT+=atomic_write,
+	((major > 6 || (major == 6 && minor >= 14))) && WITH_RDMA_EXPECT+=odp,
+	export WITH_RDMA_EXPECT=${WITH_RDMA_EXPECT%,}
+}
+
 # ---------------------------------------------------------------- job files
 
 # skip_env NAME: a variable a job does not carry (session-specific, or ours).

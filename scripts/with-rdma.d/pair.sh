@@ -185,6 +185,7 @@ run_pair() {
 	fi
 	local where="vm pair (a: $LINK_DEV on $PAIR_NET.1, peer b: $PAIR_NET.2"
 	if [[ $(pair_state) == UP ]]; then
+		check_kernel "$PAIR_DIR/ready" "VM pair"
 		local kver=
 		read -r kver <"$PAIR_DIR/ready"
 		run_in "$PAIR_A" "VM a of the pair" "$where, kernel ${kver:-?})" "$@"

@@ -83,6 +83,20 @@ run_in() {
 	exit "$EXIT_INFRA"
 }
 
+# check_kernel READY WHAT: with WITH_RDMA_KERNEL set, the running VM(s) WHAT (whose
+# release is in the file READY) must run that kernel.
+check_kernel() {
+	local kver=
+	[[ -n ${WITH_RDMA_KERNEL:-} ]] || return 0
+	pick_kernel || exit "$EXIT_USAGE"
+	read -r kver <"$1" 2>/dev/null
+	if [[ $kver != "$KREL" ]]; then
+		err "the $2 runs kernel ${kver:-?}, not WITH_RDMA_KERNEL's $KREL:" \
+			"stop it or start it with that kernel"
+		exit "$EXIT_USAGE"
+	fi
+}
+
 run_shared() {
 	local kver=
 	read -r kver <"$VM_DIR/ready" 2>/dev/null
@@ -244,6 +258,7 @@ run_cmd() {
 		state=$(vm_state)
 	done
 	if [[ $state == UP ]]; then
+		check_kernel "$VM_DIR/ready" "shared VM"
 		run_shared "$@"
 	fi
 	run_oneshot "$@"

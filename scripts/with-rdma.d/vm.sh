@@ -61,25 +61,49 @@ vm_state() {
 	fi
 }
 
-pick_kernel() {
-	local k
-	if [[ -n ${WITH_RDMA_KERNEL:-} ]]; then
-		KERNEL=$WITH_RDMA_KERNEL
+# The guest kernels: the host's /boot/vmlinuz-* (Debian bookworm's 6.1 on these machines)
+# and those scripts/fetch-kernel unpacked under KERNEL_CACHE (<release>/usr/lib/modules/
+# <release>/vmlinuz, beside its modules, which vng finds there).
+KERNEL_CACHE=${WITH_RDMA_KERNEL_CACHE:-$REPO_ROOT/.cache/kernels}
+
+# kernel_release IMAGE: the release of a kernel image, from its path.
+kernel_release() {
+	local r=${1%/vmlinuz}
+	if [[ $r != "$1" ]]; then
+		printf '%s' "${r##*/}"
 	else
-		KERNEL=
-		for k in /boot/vmlinuz-*; do
-			[[ -e $k ]] || continue
-			if [[ -z $KERNEL ]] || [[ $(printf '%s\n%s\n' "$KERNEL" "$k" | sort -V | tail -n1) == "$k" ]]; then
-				KERNEL=$k
-			fi
-		done
+		r=${1##*/}
+		printf '%s' "${r#vmlinuz-}"
 	fi
-	if [[ -z $KERNEL || ! -r $KERNEL ]]; then
-		err "no kernel image found (looked for /boot/vmlinuz-*; set WITH_RDMA_KERNEL)"
+}
+
+# pick_kernel: sets KERNEL (the image) and KREL (its release) from WITH_RDMA_KERNEL: unset
+# or `default`, the newest /boot/vmlinuz-*; `new`, the newest fetched kernel; a release
+# prefix (`6.1`, `7.3.4`), the newest kernel of either kind whose release starts so; a
+# path, that image.
+pick_kernel() {
+	local want=${WITH_RDMA_KERNEL:-default} k
+	local -a found
+	case $want in
+	*/*) found=("$want") ;;
+	default) found=(/boot/vmlinuz-*) ;;
+	new) found=("$KERNEL_CACHE"/*/usr/lib/modules/*/vmlinuz) ;;
+	*) found=(/boot/vmlinuz-"$want"* "$KERNEL_CACHE"/*/usr/lib/modules/"$want"*/vmlinuz) ;;
+	esac
+	KERNEL="" KREL=""
+	for k in "${found[@]}"; do
+		[[ -r $k ]] || continue
+		if [[ -z $KERNEL ]] || [[ $(printf '%s\n%s\n' "$KREL" "$(kernel_release "$k")" |
+			sort -V | tail -n1) != "$KREL" ]]; then
+			KERNEL=$k
+			KREL=$(kernel_release "$k")
+		fi
+	done
+	if [[ -z $KERNEL ]]; then
+		err "no kernel image for WITH_RDMA_KERNEL=$want (looked in /boot and $KERNEL_CACHE;" \
+			"scripts/install-deps fetches the newer one)"
 		return 1
 	fi
-	KREL=${KERNEL##*/}
-	KREL=${KREL#vmlinuz-}
 }
 
 # start_vng LOG EXEC_STRING [VNG_ARGS...]: boot a VM in its own session (so it can be

@@ -13,7 +13,9 @@
 //! - [`fabric`]: our fabric tools against infiniband-diags' on the simulated InfiniBand
 //!   fabric of `scripts/with-ibsim` (or with no CA at all);
 //! - [`fabric_runs`]: sequences of commands on a simulated fabric of their own (state
-//!   changes, another attachment point), C's and ours compared step by step.
+//!   changes, another attachment point), C's and ours compared step by step;
+//! - [`feature`](mod@feature): device capabilities only some kernels' rxe has, and what the
+//!   kernel scripts/with-rdma booted is expected to have.
 //!
 //! Everything here is generic; what only one test needs stays in its test file.
 
@@ -21,6 +23,7 @@ pub mod data;
 pub mod device;
 pub mod fabric;
 pub mod fabric_runs;
+pub mod feature;
 pub mod hello;
 pub mod net;
 pub mod programs;
@@ -31,6 +34,7 @@ pub use data::{mix, pattern, record};
 pub use device::{
     assert_clean_drops, assert_empty, cm_addr, cm_device, device, gid, netdev, open, open_cm,
 };
+pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
 pub use net::{cm_listening, free_port, listening};
 pub use programs::{c_tool, example};

@@ -2,7 +2,8 @@
 //! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
 //! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
 //! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
-//! helpers); `common` holds what several share.
+//! helpers), `odp` (on-demand paging, where the kernel's rxe has it); `common` holds what
+//! several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -14,4 +15,5 @@ mod common;
 mod device;
 mod errors;
 mod first_program;
+mod odp;
 mod transfers;

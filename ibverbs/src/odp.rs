@@ -1,0 +1,212 @@
+//! On-demand paging (ODP): regions whose pages the device faults in when it touches them
+//! instead of pinning them at registration ([`AccessFlags::ON_DEMAND`]), checked against the
+//! device's ODP capabilities before `ibv_reg_mr`; prefetch advice (`ibv_advise_mr`); and
+//! implicit ODP, one region over the whole address space.
+//!
+//! An ODP region owns its memory like any other ([`MemoryRegion`]): the device may fault
+//! pages in at any time while it is registered, so the soundness rules are the same.
+
+use std::fmt;
+use std::ops::RangeBounds;
+use std::ptr::NonNull;
+
+use crate::drop_error;
+use crate::error::{check, check_ptr, Error, Result};
+use crate::ffi;
+use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::pd::ProtectionDomain;
+use crate::{OdpGeneralCaps, OdpTransportCaps};
+
+/// What the access rights of an ODP region need of the device's RC ODP caps: remote
+/// access comes over RC only.
+const REMOTE_NEEDS: [(AccessFlags, OdpTransportCaps, &str); 3] = [
+    (
+        AccessFlags::REMOTE_WRITE,
+        OdpTransportCaps::WRITE,
+        "IBV_ODP_SUPPORT_WRITE in rc_odp_caps (RC write on ODP memory)",
+    ),
+    (
+        AccessFlags::REMOTE_READ,
+        OdpTransportCaps::READ,
+        "IBV_ODP_SUPPORT_READ in rc_odp_caps (RC read on ODP memory)",
+    ),
+    (
+        AccessFlags::REMOTE_ATOMIC,
+        OdpTransportCaps::ATOMIC,
+        "IBV_ODP_SUPPORT_ATOMIC in rc_odp_caps (RC atomics on ODP memory)",
+    ),
+];
+
+/// Checks, before registering with `access` (which has [`AccessFlags::ON_DEMAND`]), that the
+/// device of `pd` has ODP and the RC ODP caps its remote rights need
+/// (`ibv_query_device_ex`); [`Error::Unsupported`] names the first that is missing.
+pub(crate) fn check_caps(pd: &ProtectionDomain, access: AccessFlags) -> Result<()> {
+    let caps = pd.context().query_device()?.odp_caps;
+    let what = "on-demand paging (AccessFlags::ON_DEMAND)";
+    if !caps.general.contains(OdpGeneralCaps::SUPPORT) {
+        return Err(Error::Unsupported {
+            what,
+            missing: "IBV_ODP_SUPPORT in general_odp_caps",
+        });
+    }
+    for (flag, cap, missing) in REMOTE_NEEDS {
+        if access.contains(flag) && !caps.rc.contains(cap) {
+            return Err(Error::Unsupported { what, missing });
+        }
+    }
+    Ok(())
+}
+
+/// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH` (`rdma/ib_user_ioctl_verbs.h`, an enum the bindings do
+/// not take): `ibv_advise_mr` returns once the advice is carried out.
+const ADVISE_MR_FLAG_FLUSH: u32 = 1 << 0;
+
+/// Advice for [`MemoryRegion::advise`] (`enum ibv_advise_mr_advice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// `IBV_ADVISE_MR_ADVICE_PREFETCH`: fault the pages in for reading.
+    Prefetch,
+    /// `IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE`: fault the pages in for writing (needs
+    /// [`AccessFlags::LOCAL_WRITE`]).
+    PrefetchWrite,
+    /// `IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT`: map the pages that are present, fault none.
+    PrefetchNoFault,
+}
+
+impl Advice {
+    fn raw(self) -> ffi::ib_uverbs_advise_mr_advice {
+        use ffi::ib_uverbs_advise_mr_advice as A;
+        match self {
+            Advice::Prefetch => A::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH,
+            Advice::PrefetchWrite => A::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+            Advice::PrefetchNoFault => A::IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+        }
+    }
+}
+
+impl<B: RegistrableMemory> MemoryRegion<B> {
+    /// Gives the device `advice` about `range` of this ODP region (`ibv_advise_mr`), such
+    /// as to fault its pages in before the first transfer. With `wait`
+    /// (`IBV_ADVISE_MR_FLAG_FLUSH`) it returns once the pages are mapped.
+    ///
+    /// Fails with [`Error::InvalidArgument`] on a pinned region (registered without
+    /// [`AccessFlags::ON_DEMAND`]), an empty range, or [`Advice::PrefetchWrite`] without
+    /// [`AccessFlags::LOCAL_WRITE`]; with [`Error::OutOfRange`] on a range past the region;
+    /// with [`Error::Unsupported`] where the provider has no `advise_mr` (`EOPNOTSUPP`).
+    pub fn advise(&self, advice: Advice, range: impl RangeBounds<usize>, wait: bool) -> Result<()> {
+        let invalid = |reason: &str| Error::InvalidArgument {
+            what: "ibv_advise_mr",
+            reason: reason.into(),
+        };
+        if !self.access().contains(AccessFlags::ON_DEMAND) {
+            return Err(invalid(
+                "the region is pinned, not on-demand (AccessFlags::ON_DEMAND)",
+            ));
+        }
+        if advice == Advice::PrefetchWrite && !self.access().contains(AccessFlags::LOCAL_WRITE) {
+            return Err(invalid("PrefetchWrite needs AccessFlags::LOCAL_WRITE"));
+        }
+        let sge = self.sge(range)?;
+        if sge.is_empty() {
+            return Err(invalid("the range is empty"));
+        }
+        let mut raw = ffi::ibv_sge {
+            addr: sge.addr(),
+            length: sge.len(),
+            lkey: sge.lkey(),
+        };
+        let flags = if wait { ADVISE_MR_FLAG_FLUSH } else { 0 };
+        // SAFETY: the PD is live, and raw is one SGE of this registered region.
+        let rc =
+            unsafe { ffi::ibv_advise_mr(self.pd().as_raw(), advice.raw(), flags, &mut raw, 1) };
+        if rc == libc::EOPNOTSUPP {
+            return Err(Error::Unsupported {
+                what: "prefetch advice (ibv_advise_mr)",
+                missing: "advise_mr in its provider (rdma-core's rxe has none)",
+            });
+        }
+        check("ibv_advise_mr", rc)
+    }
+}
+
+/// An implicit ODP region (`ibv_reg_mr` of the whole address space with
+/// [`AccessFlags::ON_DEMAND`]): one local key for any memory of the process, deregistered on
+/// drop. Local access only: a remote key would open the whole address space to peers.
+///
+/// It owns no memory, so it gives no safe scatter/gather entry: an entry under its key is
+/// made with the `unsafe` [`Sge::from_raw`](crate::Sge::from_raw), whose caller vouches for the memory.
+pub struct ImplicitOdp {
+    raw: NonNull<ffi::ibv_mr>,
+    pd: ProtectionDomain,
+}
+
+// SAFETY: the MR handle may be used from any thread; it owns no memory.
+unsafe impl Send for ImplicitOdp {}
+// SAFETY: shared access only reads the keys.
+unsafe impl Sync for ImplicitOdp {}
+
+impl ProtectionDomain {
+    /// Registers the whole address space for on-demand paging (`ibv_reg_mr(pd, NULL,
+    /// SIZE_MAX, access | IBV_ACCESS_ON_DEMAND)`), with local `access` only.
+    ///
+    /// Fails with [`Error::Unsupported`] where the device does not report
+    /// `IBV_ODP_SUPPORT_IMPLICIT` (rxe does not), and with [`Error::InvalidArgument`] for
+    /// remote access rights.
+    pub fn register_implicit_odp(&self, access: AccessFlags) -> Result<ImplicitOdp> {
+        let remote =
+            AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
+        if access.intersects(remote) {
+            return Err(Error::InvalidArgument {
+                what: "access flags",
+                reason: format!(
+                    "{access:?}: an implicit ODP region is local only (a remote key would open \
+                     the whole address space)"
+                ),
+            });
+        }
+        let caps = self.context().query_device()?.odp_caps;
+        if !caps.general.contains(OdpGeneralCaps::SUPPORT_IMPLICIT) {
+            return Err(Error::Unsupported {
+                what: "implicit on-demand paging",
+                missing: "IBV_ODP_SUPPORT_IMPLICIT in general_odp_caps",
+            });
+        }
+        let bits = (access | AccessFlags::ON_DEMAND).bits() as i32;
+        // SAFETY: the PD is live; a null address with SIZE_MAX is the implicit form, which
+        // registers no memory of ours.
+        let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), std::ptr::null_mut(), usize::MAX, bits) };
+        Ok(ImplicitOdp {
+            raw: check_ptr("ibv_reg_mr", raw)?,
+            pd: self.clone(),
+        })
+    }
+}
+
+impl ImplicitOdp {
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: the MR is registered while self lives.
+        unsafe { self.raw.as_ref() }.lkey
+    }
+
+    /// The protection domain the region is registered in.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+}
+
+impl Drop for ImplicitOdp {
+    fn drop(&mut self) {
+        // SAFETY: the MR is registered and not used after this.
+        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
+        drop_error::report("ibv_dereg_mr", rc);
+    }
+}
+
+impl fmt::Debug for ImplicitOdp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ImplicitOdp")
+            .field("lkey", &format_args!("{:#x}", self.lkey()))
+            .finish()
+    }
+}
