@@ -9,60 +9,21 @@
 //! are pinned by the `compile_fail` doc tests of the crate docs.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ibverbs::{
-    AccessFlags, AddressHandle, CompletionQueue, ConnectOptions, Context, Error, MemoryRegion,
+    AccessFlags, AddressHandle, CompletionQueue, ConnectOptions, Error, MemoryRegion,
     ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, RemoteMemory, Route, SendOps,
     SendRequest, Sge, WorkCompletion, WrError, WrOpcode, DEFAULT_QKEY,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-// Local helpers, as in tests/verbs.rs (to move to the shared test kit).
-
-fn device() -> String {
-    std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned())
-}
-
-fn open() -> Context {
-    Context::open(&device()).unwrap_or_else(|e| {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
-    })
-}
-
-/// Asserts that no destroy call has failed in a destructor so far.
-fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
-}
-
-const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
-    .union(AccessFlags::REMOTE_WRITE)
-    .union(AccessFlags::REMOTE_READ)
-    .union(AccessFlags::REMOTE_ATOMIC);
-
-/// Polls `cq` until one completion arrives, failing after 10 s instead of hanging.
-fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
-    let mut wc = [WorkCompletion::default(); 1];
-    let start = Instant::now();
-    loop {
-        if let [done] = cq.poll(&mut wc).expect("ibv_poll_cq") {
-            return *done;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no completion within 10 s"
-        );
-        std::thread::yield_now();
-    }
-}
+use ibverbs_test_kit::{assert_clean_drops, open, poll_one, ALL};
 
 /// Asserts that `cq` stays empty for a moment.
 fn assert_empty(cq: &CompletionQueue) {
-    std::thread::sleep(Duration::from_millis(50));
-    let mut wc = [WorkCompletion::default(); 4];
-    let got = cq.poll(&mut wc).expect("ibv_poll_cq");
-    assert!(got.is_empty(), "unexpected completions: {got:?}");
+    ibverbs_test_kit::assert_empty(cq, "after the refused requests");
 }
 
 /// Asserts that `result` is the refusal of request `index` for `reason`.

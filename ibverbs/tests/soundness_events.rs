@@ -12,23 +12,7 @@ use ibverbs::{
     WorkCompletion,
 };
 
-// Local copies of helpers in tests/verbs.rs, until the shared test kit has them.
-fn open() -> Context {
-    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
-    Context::open(&name).unwrap_or_else(|e| {
-        panic!("cannot open the test device (run the tests through scripts/with-rdma): {e}")
-    })
-}
-
-/// Asserts that no destroy call has failed in a destructor so far.
-fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
-}
-
-const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
-    .union(AccessFlags::REMOTE_WRITE)
-    .union(AccessFlags::REMOTE_READ)
-    .union(AccessFlags::REMOTE_ATOMIC);
+use ibverbs_test_kit::{assert_clean_drops, open, ALL};
 
 const LONG: Duration = Duration::from_secs(10);
 

@@ -11,9 +11,9 @@
 //! [`cm_addr`] panic.
 
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ibverbs::{CompletionQueue, Context, Gid, WorkCompletion};
+use ibverbs::{AccessFlags, CompletionQueue, Context, Gid, WorkCompletion};
 
 /// `$name`, or `default` when it is not set.
 fn env_or(name: &str, default: &str) -> String {
@@ -89,4 +89,27 @@ pub fn assert_empty(cq: &CompletionQueue, what: &str) {
     let mut wc = [WorkCompletion::default(); 4];
     let got = cq.poll(&mut wc).expect("ibv_poll_cq");
     assert!(got.is_empty(), "{what}: unexpected completions: {got:?}");
+}
+
+/// Every access right: local write, remote write, read and atomic.
+pub const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ)
+    .union(AccessFlags::REMOTE_ATOMIC);
+
+/// Polls `cq` (`ibv_poll_cq`) until one completion arrives, failing after 10 s instead of
+/// hanging.
+pub fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default(); 1];
+    let start = Instant::now();
+    loop {
+        if let [done] = cq.poll(&mut wc).expect("ibv_poll_cq") {
+            return *done;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no completion within 10 s"
+        );
+        std::thread::yield_now();
+    }
 }

@@ -1,35 +1,13 @@
 //! What the tests of several areas share: a connected pair of QPs, polling, memory contents.
 
-use std::time::{Duration, Instant};
-
 use ibverbs_test_kit::open;
 
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, MemoryRegion, PreparedQueuePair,
-    ProtectionDomain, QpType, QueuePair, WorkCompletion,
+    CompletionQueue, ConnectOptions, MemoryRegion, PreparedQueuePair, ProtectionDomain, QpType,
+    QueuePair,
 };
 
-/// Every access right: local write, remote write, read and atomic.
-pub const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
-    .union(AccessFlags::REMOTE_WRITE)
-    .union(AccessFlags::REMOTE_READ)
-    .union(AccessFlags::REMOTE_ATOMIC);
-
-/// Polls `cq` until one completion arrives, failing after 10 s instead of hanging.
-pub fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
-    let mut wc = [WorkCompletion::default(); 1];
-    let start = Instant::now();
-    loop {
-        if let [done] = cq.poll(&mut wc).expect("ibv_poll_cq") {
-            return *done;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no completion within 10 s"
-        );
-        std::thread::yield_now();
-    }
-}
+pub use ibverbs_test_kit::{poll_one, ALL};
 
 /// Two QPs of one type on one device, connected to each other.
 pub struct Pair {
