@@ -15,9 +15,11 @@
 //! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
 
-use ibverbs_test_kit::{c_tool, device, example, free_port, listening};
+use ibverbs_test_kit::{
+    c_tool, cm_addr, cm_device, cm_listening, device, example, free_port, listening, open_cm,
+};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -222,10 +224,18 @@ impl Running {
         }
     }
 
-    /// Waits until something listens on `port` (the server is up), or the program exits.
-    fn wait_listening(&mut self, port: u16) {
+    /// Waits until something listens on `port` (the server is up: on TCP, or with `-R` on
+    /// rdma_cm), or the program exits.
+    fn wait_listening(&mut self, port: u16, rdma_cm: bool) {
         let start = Instant::now();
-        while !listening(port) {
+        let up = || {
+            if rdma_cm {
+                cm_listening(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))
+            } else {
+                listening(port)
+            }
+        };
+        while !up() {
             if self
                 .child
                 .try_wait()
@@ -244,8 +254,18 @@ impl Running {
     }
 }
 
+/// Whether a run uses rdma_cm (`-R`), and so the rdma_cm device and its address.
+fn rdma_cm(extra: &[&str]) -> bool {
+    extra.contains(&"-R")
+}
+
 fn args(port: u16, extra: &[&str], server: Option<&str>) -> Vec<String> {
-    let mut a = vec!["-d".to_owned(), device(), "-p".to_owned(), port.to_string()];
+    let dev = if rdma_cm(extra) {
+        cm_device()
+    } else {
+        device()
+    };
+    let mut a = vec!["-d".to_owned(), dev, "-p".to_owned(), port.to_string()];
     a.extend(extra.iter().map(|s| s.to_string()));
     a.extend(server.map(str::to_owned));
     a
@@ -261,13 +281,15 @@ fn pair(
 ) -> (Finished, Finished) {
     let port = free_port();
     let mut srv = spawn(&program(server, tool), &args(port, extra, None));
-    srv.wait_listening(port);
+    srv.wait_listening(port, rdma_cm(extra));
     let mut cli_args = extra.to_vec();
     cli_args.extend_from_slice(client_extra);
-    let cli = spawn(
-        &program(client, tool),
-        &args(port, &cli_args, Some("127.0.0.1")),
-    );
+    let host = if rdma_cm(extra) {
+        cm_addr().to_string()
+    } else {
+        "127.0.0.1".to_owned()
+    };
+    let cli = spawn(&program(client, tool), &args(port, &cli_args, Some(&host)));
     let cli = cli.finish();
     let srv = srv.finish();
     (srv, cli)
@@ -371,6 +393,38 @@ fn read_lat() {
 #[test]
 fn atomic_lat() {
     all_directions("ib_atomic_lat", &["-n", "20"]);
+}
+
+/// `-R`: rdma_cm connects the QPs and carries the exchange (on the rdma_cm device, to its
+/// address), RC and, for the send tests, UD.
+#[test]
+fn rdma_cm_send() {
+    open_cm();
+    all_directions("ib_send_bw", &["-R", "-n", "20", "-s", "1024"]);
+    all_directions("ib_send_lat", &["-R", "-n", "20"]);
+}
+
+#[test]
+fn rdma_cm_send_ud() {
+    open_cm();
+    all_directions("ib_send_bw", &["-R", "-c", "UD", "-n", "20", "-s", "1024"]);
+    all_directions("ib_send_lat", &["-R", "-c", "UD", "-n", "20"]);
+}
+
+#[test]
+fn rdma_cm_write() {
+    open_cm();
+    all_directions("ib_write_bw", &["-R", "-n", "20", "-s", "1024"]);
+    all_directions("ib_write_lat", &["-R", "-n", "20"]);
+}
+
+#[test]
+fn rdma_cm_read_atomic() {
+    open_cm();
+    all_directions("ib_read_bw", &["-R", "-n", "20", "-s", "1024"]);
+    all_directions("ib_read_lat", &["-R", "-n", "20"]);
+    all_directions("ib_atomic_bw", &["-R", "-n", "20"]);
+    all_directions("ib_atomic_lat", &["-R", "-n", "20"]);
 }
 
 /// A few option combinations, ours against the C tool.
@@ -510,7 +564,7 @@ fn malformed_version_from_a_client() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let port = free_port();
     let mut srv = spawn(&program(Side::Rust, "ib_write_bw"), &args(port, &[], None));
-    srv.wait_listening(port);
+    srv.wait_listening(port, false);
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connecting to our server");
     s.write_all(b"hello, perftest!").expect("a bad version");
     let f = srv.finish();
@@ -612,7 +666,7 @@ fn survives_peer_death(tool: &str, kill_server: bool, victim_side: Side) {
         (Side::Rust, victim_side)
     };
     let mut srv = spawn(&program(server_side, tool), &args(port, &extra, None));
-    srv.wait_listening(port);
+    srv.wait_listening(port, false);
     let mut cli = spawn(
         &program(client_side, tool),
         &args(port, &extra, Some("127.0.0.1")),

@@ -10,10 +10,11 @@
 //! From the ground floor up, each module using only those above it in this list:
 //! - `types`: the tests, verbs, transports and the error type;
 //! - `clock`: tick timestamps; `wire`: the out-of-band messages, encoded and decoded;
-//!   `peer`: the TCP connection that carries them;
+//!   `peer`: the connection that carries them, over TCP or (`-R`) `comm`'s rdma_cm QP;
 //! - `stats`: perftest's statistics; `report`: everything printed;
 //! - `options`: the command line, turned into `Params`, and what the other rooms need of it;
 //! - `rdma`: the device, perftest's device-dependent choices and the verbs resources;
+//!   `cm_qps`: the test's QPs connected through rdma_cm (`-R`);
 //! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `bw`, `lat`);
 //! - `session`: one run, the exchange sequence of the test's program around the loops;
 //! - `tools`: the eight entry points.
@@ -28,11 +29,13 @@
 //! `-l` post list (BW), `-Q` completion moderation, `-N` no peak, `-o` outstanding reads,
 //! `-A` atomic type, `-u` ACK timeout, `-S` service level, `-H`/`-U` latency samples,
 //! `--report_gbits`, `--out_json [--out_json_file F]`, `--perform_warm_up`, `--ipv6`,
-//! `--report-both`, `--disable_pcie_relaxed`, `-F` (accepted, nothing to do), `-V`, `-h`.
+//! `--report-both`, `--disable_pcie_relaxed`, `-R` (rdma_cm, below), `-F` (accepted,
+//! nothing to do), `-V`, `-h`.
 //! Defaults and the dependencies between options are perftest's (`options`): for example
 //! large messages (> 8 KiB) turn completion moderation off, post lists set it to the list
 //! size, more than 20000 iterations or `-D` turn the peak off, depths are capped by the
-//! iterations. Not implemented: rdma_cm (`-R`, `-z`), XRC/DC/SRD, multicast, dual port,
+//! iterations. Not implemented: `-z` (rdma_cm for the exchange only), `--retry_count`,
+//! `--tos`, `--source_ip`, XRC/DC/SRD, multicast, dual port,
 //! rate limiting, CPU utilisation, CUDA/ROCm.
 //!
 //! # Output
@@ -73,6 +76,24 @@
 //! 6. Closing: one more record swap, then `done\0`, then the socket closes
 //!    (`ib_write_lat` closes without it, as perftest).
 //!
+//! # rdma_cm (`-R`; `comm`, `cm_qps`)
+//! As perftest 6.06: the exchange then runs over an RC QP connected through rdma_cm on the
+//! port `-p` (TCP port space, to the server's address on the rdma_cm device; no TCP at
+//! all), one SEND per message into the peer's one posted 56-byte receive, and the records
+//! are perftest's `struct pingpong_dest` in binary (big-endian fields, always with a GID),
+//! with no `done` at the end. After step 3 both sides swap an empty record, the server
+//! listening on the same port again (the UDP port space for UD; before that swap, where
+//! perftest listens after it, so that perftest's client, which crashes when it retries, finds
+//! it at once), and accepts one connection per QP while the client resolves and connects
+//! each (the whole connection retried up to 10 times, 100 ms apart), then another empty
+//! record; the PD, region and CQs are made on the
+//! CM id's device and the QPs on the ids (librdmacm moves them to RTS). The records are
+//! swapped as without `-R` (not connecting in between, no GID family check). UD: the
+//! client's address handle and the server's Q_Key come from the CM; where the server sends
+//! (latency, `-b`), the client first sends it its QP number as immediate data, and the
+//! server addresses the client from its record. UC is refused, as perftest does.
+//!
+//! # Connection
 //! QPs are connected with perftest's attributes: min RNR timer 12, ACK timeout 14 (`-u`),
 //! retry and RNR retry 7, hop limit 255, path MTU the smaller of both ports', outstanding
 //! reads the peer's `OUT`. Without `-x`, the GID index is perftest 6.06's pick: walking the
@@ -122,6 +143,8 @@
 //! status 1.
 
 mod clock;
+mod cm_qps;
+mod comm;
 mod engine;
 #[cfg(test)]
 mod fuzz;

@@ -1,5 +1,5 @@
-//! The TCP connection to the peer that carries the out-of-band exchange (the messages are
-//! `wire`'s).
+//! The connection to the peer that carries the out-of-band exchange (the messages are
+//! `wire`'s): TCP, or with `-R` an rdma_cm connection (`comm`).
 //!
 //! Every exchange is symmetric: the client writes its message and then reads the server's,
 //! the server reads first and then writes. Each message goes out in one `write`, because
@@ -9,8 +9,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use super::comm::CmLink;
 use super::types::{Error, Result};
-use super::wire::{Record, ReportMsg, RECORD_LEN_GID};
+use super::wire::{Record, ReportMsg, DEST_LEN, RECORD_LEN_GID};
 
 /// The `strerror` text of an I/O error (its description if it has no errno).
 fn io_text(e: &std::io::Error) -> String {
@@ -18,9 +19,17 @@ fn io_text(e: &std::io::Error) -> String {
         .map_or_else(|| e.to_string(), crate::cli::strerror)
 }
 
-/// The TCP connection to the peer.
+/// What carries the messages.
+enum Link {
+    /// A TCP connection; records are text.
+    Tcp(TcpStream),
+    /// An rdma_cm connection (`-R`); records are binary.
+    Cm(Box<CmLink>),
+}
+
+/// The connection to the peer.
 pub struct Peer {
-    stream: TcpStream,
+    link: Link,
     client: bool,
 }
 
@@ -57,18 +66,45 @@ impl Peer {
         Peer::new(stream, false)
     }
 
+    /// Connects to `host:port` over rdma_cm (`-R`), within `timeout`.
+    pub fn connect_cm(host: &str, port: u16, timeout: Duration) -> Result<Peer> {
+        let link = CmLink::connect(host, port, timeout)
+            .map_err(|e| Error::new(format!("Couldn't connect to {host}:{port}: {e}")))?;
+        Ok(Peer {
+            link: Link::Cm(Box::new(link)),
+            client: true,
+        })
+    }
+
+    /// Listens on rdma_cm `port` and takes the first client (`-R`).
+    pub fn accept_cm(port: u16) -> Result<Peer> {
+        Ok(Peer {
+            link: Link::Cm(Box::new(CmLink::accept(port)?)),
+            client: false,
+        })
+    }
+
     fn new(stream: TcpStream, client: bool) -> Result<Peer> {
         stream
             .set_nodelay(true)
             .map_err(|e| Error::new(format!("setting TCP_NODELAY: {e}")))?;
-        Ok(Peer { stream, client })
+        Ok(Peer {
+            link: Link::Tcp(stream),
+            client,
+        })
     }
 
     /// Bounds every following read by `timeout`.
-    pub fn set_timeout(&self, timeout: Duration) -> Result<()> {
-        self.stream
-            .set_read_timeout(Some(timeout))
-            .map_err(|e| Error::new(format!("setting the socket timeout: {e}")))
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<()> {
+        match &mut self.link {
+            Link::Tcp(stream) => stream
+                .set_read_timeout(Some(timeout))
+                .map_err(|e| Error::new(format!("setting the socket timeout: {e}"))),
+            Link::Cm(link) => {
+                link.set_timeout(timeout);
+                Ok(())
+            }
+        }
     }
 
     /// Swaps `mine` for the peer's message of `theirs.len()` bytes.
@@ -83,14 +119,22 @@ impl Peer {
     }
 
     fn send(&mut self, msg: &[u8], what: &str) -> Result<()> {
-        self.stream
+        let stream = match &mut self.link {
+            Link::Tcp(stream) => stream,
+            Link::Cm(link) => return link.send(msg, what),
+        };
+        stream
             .write_all(msg)
             .map_err(|e| Error::new(format!("Couldn't send {what} to the peer: {}", io_text(&e))))
     }
 
     fn recv(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
-        let timeout = self.stream.read_timeout().ok().flatten();
-        self.stream.read_exact(buf).map_err(|e| match e.kind() {
+        let stream = match &mut self.link {
+            Link::Tcp(stream) => stream,
+            Link::Cm(link) => return link.recv(buf, what),
+        };
+        let timeout = stream.read_timeout().ok().flatten();
+        stream.read_exact(buf).map_err(|e| match e.kind() {
             ErrorKind::UnexpectedEof => Error::new(format!(
                 "the peer closed the connection while sending {what}"
             )),
@@ -105,7 +149,8 @@ impl Peer {
         })
     }
 
-    /// Swaps QP records; `with_gid` is this side's format, which perftest assumes for both.
+    /// Swaps QP records; `with_gid` is this side's format, which perftest assumes for both
+    /// over TCP (over rdma_cm, records are binary and always carry the GID).
     pub fn hand_shake(&mut self, mine: &Record, with_gid: bool) -> Result<Record> {
         self.swap_records(mine, with_gid, "the QP record")
     }
@@ -118,6 +163,11 @@ impl Peer {
     }
 
     fn swap_records(&mut self, mine: &Record, with_gid: bool, what: &str) -> Result<Record> {
+        if let Link::Cm(_) = self.link {
+            let mut theirs = [0u8; DEST_LEN];
+            self.exchange(&mine.encode_dest(), &mut theirs, what)?;
+            return Ok(Record::decode_dest(&theirs));
+        }
         let msg = mine.encode();
         let mut theirs = vec![0u8; msg.len()];
         debug_assert_eq!(with_gid, msg.len() == RECORD_LEN_GID);
@@ -135,27 +185,36 @@ impl Peer {
         Ok(ReportMsg::decode(&theirs))
     }
 
-    /// perftest's `ctx_close_connection`: one more record exchange, then `done` and close.
+    /// perftest's `ctx_close_connection`: one more record exchange, then over TCP `done`
+    /// and close.
     pub fn close(&mut self, mine: &Record, with_gid: bool) -> Result<()> {
         self.sync(mine, with_gid)?;
-        self.send(b"done\0", "the final message")?;
-        let _ = self.stream.shutdown(Shutdown::Write);
+        if let Link::Tcp(_) = self.link {
+            self.send(b"done\0", "the final message")?;
+        }
+        if let Link::Tcp(stream) = &self.link {
+            let _ = stream.shutdown(Shutdown::Write);
+        }
         Ok(())
     }
 
     /// Whether the peer has closed the connection (without waiting): for telling a dead
     /// peer from a slow one while waiting for the RDMA traffic.
     pub fn closed(&self) -> bool {
-        if self.stream.set_nonblocking(true).is_err() {
+        let stream = match &self.link {
+            Link::Tcp(stream) => stream,
+            Link::Cm(link) => return link.closed(),
+        };
+        if stream.set_nonblocking(true).is_err() {
             return false;
         }
         let mut b = [0u8; 1];
-        let gone = match self.stream.peek(&mut b) {
+        let gone = match stream.peek(&mut b) {
             Ok(0) => true,
             Ok(_) => false,
             Err(e) => e.kind() != ErrorKind::WouldBlock,
         };
-        let _ = self.stream.set_nonblocking(false);
+        let _ = stream.set_nonblocking(false);
         gone
     }
 }

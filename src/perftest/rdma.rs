@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
+use std::ops::Deref;
 
+use ibverbs::cm::CmId;
 use ibverbs::{
     AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, ConnectOptions, Context,
     DeviceList, Endpoint, Gid, GidType, LinkLayer, MemoryRegion, Mtu, PortAttr, PortState,
@@ -391,14 +393,132 @@ impl Cq {
     }
 }
 
+/// The PD, memory region and CQs of a test, on one device context.
+pub struct Base {
+    /// The PD.
+    pub pd: ProtectionDomain,
+    /// The one memory region.
+    pub mr: MemoryRegion,
+    /// Completions of sends (and of everything on non-send tests).
+    pub send_cq: Cq,
+    /// Completions of receives (send tests).
+    pub recv_cq: Option<Cq>,
+    /// Where things are in the region.
+    pub layout: Layout,
+}
+
+impl Base {
+    /// Creates the PD, region and CQs of the test on `ctx`.
+    pub fn new(ctx: &Context, p: &Params, layout: Layout) -> Result<Base> {
+        let verb = p.test.verb();
+        let pd = ctx.alloc_pd().ctx("Couldn't allocate PD")?;
+        let mut access = AccessFlags::LOCAL_WRITE;
+        access |= match verb {
+            Verb::Write => AccessFlags::REMOTE_WRITE,
+            Verb::Read => AccessFlags::REMOTE_READ,
+            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
+            Verb::Send => AccessFlags::empty(),
+        };
+        if p.relaxed_ordering {
+            access |= AccessFlags::RELAXED_ORDERING;
+        }
+        let mr = pd.alloc_mr(layout.total(), access).ctx(format_args!(
+            "Couldn't allocate MR of {} bytes",
+            layout.total()
+        ))?;
+        let send_cq = Cq::new(ctx, p.tx_depth * p.num_qps, p.events)?;
+        let recv_cq = if verb == Verb::Send {
+            Some(Cq::new(ctx, p.rx_depth * p.num_qps, p.events)?)
+        } else {
+            None
+        };
+        Ok(Base {
+            pd,
+            mr,
+            send_cq,
+            recv_cq,
+            layout,
+        })
+    }
+
+    /// The CQ of receives: the receive CQ of send tests, else the send CQ.
+    pub fn recv(&self) -> &Cq {
+        self.recv_cq.as_ref().unwrap_or(&self.send_cq)
+    }
+
+    /// This side's records, one per QP of `endpoints` (whose GIDs are used when the test
+    /// has no `gid`).
+    pub fn records(
+        &self,
+        dev: &Device,
+        setup: &Setup,
+        gid: Option<Gid>,
+        endpoints: impl Iterator<Item = Endpoint>,
+    ) -> Vec<Record> {
+        endpoints
+            .enumerate()
+            .map(|(i, ep)| Record {
+                lid: dev.port.lid,
+                out_reads: setup.out_reads as u16,
+                qpn: ep.qpn,
+                psn: ep.psn,
+                rkey: self.mr.rkey(),
+                vaddr: self.mr.addr() + self.layout.recv_offset(i) as u64,
+                gid: setup.use_gid.then_some(gid.unwrap_or(ep.gid).into()),
+                srqn: 0,
+            })
+            .collect()
+    }
+
+    /// The connected resources with `qps` and the UD address handles `ahs`.
+    pub fn into_resources(self, qps: Vec<Qp>, ahs: Vec<AddressHandle>) -> Resources {
+        Resources {
+            queues: Queues {
+                mr: self.mr,
+                qps,
+                ahs,
+                layout: self.layout,
+            },
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+        }
+    }
+}
+
 /// The resources before the connection: QPs in INIT.
 pub struct Prepared {
-    pd: ProtectionDomain,
-    mr: MemoryRegion,
-    send_cq: Cq,
-    recv_cq: Option<Cq>,
+    base: Base,
     qps: Vec<PreparedQueuePair>,
-    layout: Layout,
+}
+
+/// A connected QP: made and connected here, or made on an rdma_cm id, which owns it.
+pub enum Qp {
+    /// Made with `ibv_create_qp` and connected with `ibv_modify_qp`.
+    Own(QueuePair),
+    /// Made with `rdma_create_qp` on the id (`-R`).
+    Cm(CmId),
+}
+
+impl Qp {
+    /// The QP of `id`, which must have one.
+    pub fn of_cm(id: CmId) -> Result<Qp> {
+        match id.qp() {
+            Some(_) => Ok(Qp::Cm(id)),
+            None => Err(Error::new("the rdma_cm id has no QP")),
+        }
+    }
+}
+
+impl Deref for Qp {
+    type Target = QueuePair;
+
+    fn deref(&self) -> &QueuePair {
+        match self {
+            Qp::Own(qp) => qp,
+            // Qp::of_cm only takes an id with a QP, and an id keeps its QP.
+            Qp::Cm(id) => id.qp().expect("a Qp's CM id has its QP"),
+        }
+    }
 }
 
 /// The resources of a connected test.
@@ -417,7 +537,7 @@ pub struct Queues {
     /// The one memory region.
     pub mr: MemoryRegion,
     /// The QPs.
-    pub qps: Vec<QueuePair>,
+    pub qps: Vec<Qp>,
     /// UD: address handles to the peer's QPs.
     pub ahs: Vec<AddressHandle>,
     /// Where things are in the region.
@@ -434,27 +554,7 @@ impl Prepared {
         layout: Layout,
     ) -> Result<Prepared> {
         let verb = p.test.verb();
-        let pd = dev.ctx.alloc_pd().ctx("Couldn't allocate PD")?;
-        let mut access = AccessFlags::LOCAL_WRITE;
-        access |= match verb {
-            Verb::Write => AccessFlags::REMOTE_WRITE,
-            Verb::Read => AccessFlags::REMOTE_READ,
-            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
-            Verb::Send => AccessFlags::empty(),
-        };
-        if p.relaxed_ordering {
-            access |= AccessFlags::RELAXED_ORDERING;
-        }
-        let mr = pd.alloc_mr(layout.total(), access).ctx(format_args!(
-            "Couldn't allocate MR of {} bytes",
-            layout.total()
-        ))?;
-        let send_cq = Cq::new(&dev.ctx, p.tx_depth * p.num_qps, p.events)?;
-        let recv_cq = if verb == Verb::Send {
-            Some(Cq::new(&dev.ctx, p.rx_depth * p.num_qps, p.events)?)
-        } else {
-            None
-        };
+        let base = Base::new(&dev.ctx, p, layout)?;
         let qp_access = match verb {
             Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
             Verb::Read => AccessFlags::REMOTE_READ,
@@ -468,9 +568,9 @@ impl Prepared {
         };
         let mut qps = Vec::with_capacity(p.num_qps as usize);
         for i in 0..p.num_qps {
-            let recv = recv_cq.as_ref().unwrap_or(&send_cq);
-            let mut b = pd
-                .create_qp(qp_type, &send_cq.cq, &recv.cq)
+            let mut b = base
+                .pd
+                .create_qp(qp_type, &base.send_cq.cq, &base.recv().cq)
                 .max_send_wr(p.tx_depth)
                 .max_recv_wr(p.rx_depth)
                 .max_inline_data(setup.inline_size)
@@ -492,35 +592,18 @@ impl Prepared {
             })?;
             qps.push(qp);
         }
-        Ok(Prepared {
-            pd,
-            mr,
-            send_cq,
-            recv_cq,
-            qps,
-            layout,
-        })
+        Ok(Prepared { base, qps })
     }
 
     /// This side's records, one per QP.
     pub fn records(&self, dev: &Device, setup: &Setup) -> Vec<Record> {
-        self.qps
-            .iter()
-            .enumerate()
-            .map(|(i, qp)| {
-                let ep = qp.endpoint();
-                Record {
-                    lid: dev.port.lid,
-                    out_reads: setup.out_reads as u16,
-                    qpn: ep.qpn,
-                    psn: ep.psn,
-                    rkey: self.mr.rkey(),
-                    vaddr: self.mr.addr() + self.layout.recv_offset(i) as u64,
-                    gid: setup.use_gid.then_some(ep.gid.into()),
-                    srqn: 0,
-                }
-            })
-            .collect()
+        let endpoints = self.qps.iter().map(PreparedQueuePair::endpoint);
+        self.base.records(dev, setup, None, endpoints)
+    }
+
+    /// Whether this side sends and so needs address handles on UD.
+    pub fn sends(p: &Params) -> bool {
+        p.is_client() || p.duplex || !p.test.is_bw()
     }
 
     /// Connects every QP to the peer's (RTR and RTS with perftest's attributes; UD: ready,
@@ -533,35 +616,17 @@ impl Prepared {
         gid_index: Option<u8>,
         remote: &[Record],
     ) -> Result<Resources> {
-        let route = Route {
-            sgid_index: gid_index,
-            hop_limit: 0xff,
-            traffic_class: 0,
-            flow_label: 0,
-            sl: p.sl,
-            force_grh: gid_index.is_some(),
-        };
-        let sends = p.is_client() || p.duplex || !p.test.is_bw();
+        let sends = Prepared::sends(p);
         let mut qps = Vec::with_capacity(self.qps.len());
         let mut ahs = Vec::new();
         for (i, (qp, r)) in self.qps.into_iter().zip(remote).enumerate() {
-            let ep = Endpoint {
-                qpn: r.qpn,
-                psn: r.psn,
-                lid: r.lid,
-                gid: r.gid.map_or(Gid::ZERO, Gid::from),
-            };
             if p.conn == Conn::Ud {
-                qps.push(
+                qps.push(Qp::Own(
                     qp.ready()
                         .ctx(format_args!("Failed to modify QP {i} to RTR/RTS"))?,
-                );
+                ));
                 if sends {
-                    ahs.push(
-                        self.pd
-                            .create_ah(p.ib_port, &ep, &route)
-                            .ctx("Failed to create AH")?,
-                    );
+                    ahs.push(ud_ah(&self.base.pd, p, gid_index, r)?);
                 }
             } else {
                 let opts = ConnectOptions {
@@ -572,25 +637,49 @@ impl Prepared {
                     min_rnr_timer: 12,
                     max_rd_atomic: u8::try_from(r.out_reads).unwrap_or(u8::MAX),
                     max_dest_rd_atomic: u8::try_from(setup.out_reads).unwrap_or(u8::MAX),
-                    route,
+                    route: route(p, gid_index),
                 };
-                qps.push(
-                    qp.connect(&ep, &opts)
+                qps.push(Qp::Own(
+                    qp.connect(&endpoint(r), &opts)
                         .ctx(format_args!("Failed to modify QP {i} to RTR/RTS"))?,
-                );
+                ));
             }
         }
-        Ok(Resources {
-            queues: Queues {
-                mr: self.mr,
-                qps,
-                ahs,
-                layout: self.layout,
-            },
-            send_cq: self.send_cq,
-            recv_cq: self.recv_cq,
-        })
+        Ok(self.base.into_resources(qps, ahs))
     }
+}
+
+/// perftest's route to a peer QP: its GID (if any), hop limit 255, this side's GID index.
+fn route(p: &Params, gid_index: Option<u8>) -> Route {
+    Route {
+        sgid_index: gid_index,
+        hop_limit: 0xff,
+        traffic_class: 0,
+        flow_label: 0,
+        sl: p.sl,
+        force_grh: gid_index.is_some(),
+    }
+}
+
+/// The endpoint a peer's record describes.
+fn endpoint(r: &Record) -> Endpoint {
+    Endpoint {
+        qpn: r.qpn,
+        psn: r.psn,
+        lid: r.lid,
+        gid: r.gid.map_or(Gid::ZERO, Gid::from),
+    }
+}
+
+/// A UD address handle in `pd` to the peer QP of record `r`.
+pub fn ud_ah(
+    pd: &ProtectionDomain,
+    p: &Params,
+    gid_index: Option<u8>,
+    r: &Record,
+) -> Result<AddressHandle> {
+    pd.create_ah(p.ib_port, &endpoint(r), &route(p, gid_index))
+        .ctx("Failed to create AH")
 }
 
 #[cfg(test)]

@@ -50,6 +50,8 @@ pub struct RunInfo {
     pub conn: Conn,
     /// PCIe relaxed ordering on the memory region.
     pub relaxed_ordering: bool,
+    /// `-R`: rdma_cm connects the QPs and carries the exchange.
+    pub rdma_cm: bool,
     /// This side is the client.
     pub client: bool,
     /// Send queue depth.
@@ -164,8 +166,19 @@ pub fn banner(i: &Info) -> String {
     } else {
         let _ = writeln!(s, " Max inline data : {}[B]", i.port.inline_size);
     }
-    s.push_str(" rdma_cm QPs\t : OFF\n");
-    s.push_str(" Data ex. method : Ethernet\n");
+    if i.run.rdma_cm {
+        s.push_str(" rdma_cm QPs\t : ON\n Data ex. method : rdma_cm");
+        if !i.run.client {
+            s.push('\n');
+            s.push_str(RESULT_LINE);
+            s.push_str(" Waiting for client rdma_cm QP to connect\n");
+            s.push_str(" Please run the same command with the IB/RoCE interface IP");
+        }
+        s.push('\n');
+    } else {
+        s.push_str(" rdma_cm QPs\t : OFF\n");
+        s.push_str(" Data ex. method : Ethernet\n");
+    }
     s.push_str(RESULT_LINE);
     s
 }
@@ -312,7 +325,11 @@ fn json_info(i: &Info) -> String {
     } else {
         let _ = writeln!(s, "Max_inline_data: {},", i.port.inline_size);
     }
-    s.push_str("rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n");
+    s.push_str(if i.run.rdma_cm {
+        "rdma_cm_QPs: ON,\nData_ex_method: rdma_cm,\n},\n"
+    } else {
+        "rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n"
+    });
     s
 }
 
@@ -364,6 +381,7 @@ mod tests {
                 num_qps: 1,
                 conn: Conn::Rc,
                 relaxed_ordering: true,
+                rdma_cm: false,
                 client,
                 tx_depth: 100,
                 rx_depth: 100,
@@ -418,6 +436,15 @@ mod tests {
         let b = banner(&info(Test::SendLat, false));
         assert!(b.contains(" RX depth        : 100\n Mtu "));
         assert!(!b.contains("CQ Moderation"));
+        let mut cm = info(Test::WriteBw, false);
+        cm.run.rdma_cm = true;
+        assert!(banner(&cm).ends_with(&format!(
+            " rdma_cm QPs\t : ON\n Data ex. method : rdma_cm\n{RESULT_LINE} Waiting for client rdma_cm QP to connect\n Please run the same command with the IB/RoCE interface IP\n{RESULT_LINE}"
+        )));
+        cm.run.client = true;
+        assert!(banner(&cm).ends_with(&format!(
+            " rdma_cm QPs\t : ON\n Data ex. method : rdma_cm\n{RESULT_LINE}"
+        )));
     }
 
     #[test]

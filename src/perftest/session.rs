@@ -4,9 +4,13 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use ibverbs::cm::UDP_QKEY;
+use ibverbs::DEFAULT_QKEY;
+
 use crate::cli::Output;
 
 use super::clock::Clock;
+use super::cm_qps;
 use super::engine::{self, LatSamples, Plan, Target, Watchdog, STALL};
 use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
 use super::peer::Peer;
@@ -61,6 +65,7 @@ impl From<&Record> for Target {
             vaddr: r.vaddr,
             rkey: r.rkey,
             qpn: r.qpn,
+            qkey: DEFAULT_QKEY,
         }
     }
 }
@@ -125,15 +130,17 @@ fn fit_ud_size(p: &mut Params, mtu: u32, out: &mut Output) -> Result<()> {
 }
 
 /// Swaps the QP records at the points the test's perftest program does, connecting the
-/// QPs in between and printing both sides' addresses; the peer's records.
+/// QPs in between and printing both sides' addresses; the peer's records. Without rdma_cm
+/// (`-R`), the GIDs must be of one IP version.
 fn swap_records(
     peer: &mut Peer,
     mine: &[Record],
+    p: &Params,
     with_gid: bool,
-    test: Test,
     connect: impl FnOnce(&[Record]) -> Result<Resources>,
     out: &mut Output,
 ) -> Result<(Resources, Vec<Record>)> {
+    let test = p.test;
     let group_c = matches!(test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
     let sends = matches!(test, Test::SendBw | Test::SendLat);
     if group_c {
@@ -143,7 +150,7 @@ fn swap_records(
     for r in mine {
         theirs.push(peer.hand_shake(r, with_gid)?);
     }
-    if let (Some(a), Some(b)) = (mine[0].gid, theirs[0].gid) {
+    if let (Some(a), Some(b), false) = (mine[0].gid, theirs[0].gid, p.rdma_cm) {
         if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
             return Err(Error::new(
                 "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
@@ -198,9 +205,11 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         out.write_str(report::WAITING).ok();
     }
     out.flush();
-    let mut peer = match &p.server {
-        Some(host) => Peer::connect(host, p.port, CONNECT_TIMEOUT)?,
-        None => Peer::accept(p.port)?,
+    let mut peer = match (&p.server, p.rdma_cm) {
+        (Some(host), false) => Peer::connect(host, p.port, CONNECT_TIMEOUT)?,
+        (None, false) => Peer::accept(p.port)?,
+        (Some(host), true) => Peer::connect_cm(host, p.port, CONNECT_TIMEOUT)?,
+        (None, true) => Peer::accept_cm(p.port)?,
     };
     peer.set_timeout(EXCHANGE_TIMEOUT)?;
     let agreed = Agreed::exchange(&mut peer, p, &setup)?;
@@ -217,19 +226,42 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         agreed.cycle_buffer,
         ud,
     );
-    let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
-    let mine = prepared.records(&dev, &setup);
     let info = Info {
         run: (&p).into(),
         port: dev.port_info(&setup, mtu, gid_index),
     };
-    out.write_str(&report::banner(&info)).ok();
-    out.flush();
-
     let with_gid = setup.use_gid;
-    let connect = |theirs: &[Record]| prepared.connect(&p, &setup, mtu, gid_index, theirs);
-    let (res, theirs) = swap_records(&mut peer, &mine, with_gid, p.test, connect, out)?;
+    let (res, mine, theirs) = if p.rdma_cm {
+        // perftest swaps an empty record before and after connecting through rdma_cm.
+        let empty = Record::default();
+        let pending = cm_qps::Pending::new(&p)?;
+        peer.hand_shake(&empty, with_gid)?;
+        let qps = pending.connect(&p, &setup, layout)?;
+        peer.hand_shake(&empty, with_gid)?;
+        let mine = qps.records(&dev, &p, &setup, gid_index)?;
+        out.write_str(&report::banner(&info)).ok();
+        out.flush();
+        let connect = |theirs: &[Record]| qps.finish(&p, gid_index, theirs);
+        let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
+        (res, mine, theirs)
+    } else {
+        let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
+        let mine = prepared.records(&dev, &setup);
+        out.write_str(&report::banner(&info)).ok();
+        out.flush();
+        let connect = |theirs: &[Record]| prepared.connect(&p, &setup, mtu, gid_index, theirs);
+        let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
+        (res, mine, theirs)
+    };
     out.flush();
+    let qkey = if p.rdma_cm { UDP_QKEY } else { DEFAULT_QKEY };
+    let targets = theirs
+        .iter()
+        .map(|r| Target {
+            qkey,
+            ..Target::from(r)
+        })
+        .collect();
 
     let test = p.test;
     let s = Session {
@@ -239,7 +271,7 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         peer,
         res,
         mine,
-        targets: theirs.iter().map(Target::from).collect(),
+        targets,
         with_gid,
         info,
         setup,

@@ -18,6 +18,9 @@ const VERSION_LEN: usize = 16;
 pub const RECORD_LEN_GID: usize = 108;
 /// A QP record without a GID (InfiniBand without `-x`).
 pub const RECORD_LEN: usize = 59;
+/// A QP record over rdma_cm (`-R`): perftest's `struct pingpong_dest` as it lies in
+/// memory on x86-64, every field big-endian.
+pub const DEST_LEN: usize = 56;
 /// Marks the parameter summary our side puts after the version's NUL.
 const SUMMARY_MARK: u8 = b'R';
 
@@ -120,6 +123,51 @@ impl Record {
             gid,
             srqn: hex(fields[expected - 1], 8)? as u32,
         })
+    }
+}
+
+impl Record {
+    /// The binary record perftest sends over its rdma_cm connection (`rdma_write_keys`):
+    /// LID, outstanding reads, QPN, PSN and rkey as 32-bit words, 4 bytes of padding, the
+    /// address, the GID (zeros without one), the SRQ number and a GID index of -1.
+    pub fn encode_dest(&self) -> [u8; DEST_LEN] {
+        let mut b = [0u8; DEST_LEN];
+        let words = [
+            u32::from(self.lid),
+            u32::from(self.out_reads),
+            self.qpn,
+            self.psn,
+            self.rkey,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        b[24..32].copy_from_slice(&self.vaddr.to_be_bytes());
+        b[32..48].copy_from_slice(&self.gid.unwrap_or(Ipv6Addr::UNSPECIFIED).octets());
+        b[48..52].copy_from_slice(&self.srqn.to_be_bytes());
+        b[52..56].copy_from_slice(&(-1i32).to_be_bytes());
+        b
+    }
+
+    /// Parses a binary record ([`encode_dest`](Self::encode_dest)); perftest's reader
+    /// keeps the GID whatever it is, and ignores the SRQ number and GID index.
+    pub fn decode_dest(b: &[u8; DEST_LEN]) -> Record {
+        let word =
+            |i: usize| u32::from_be_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+        let mut vaddr = [0u8; 8];
+        vaddr.copy_from_slice(&b[24..32]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&b[32..48]);
+        Record {
+            lid: word(0) as u16,
+            out_reads: word(1) as u16,
+            qpn: word(2),
+            psn: word(3),
+            rkey: word(4),
+            vaddr: u64::from_be_bytes(vaddr),
+            gid: Some(Ipv6Addr::from(gid)),
+            srqn: 0,
+        }
     }
 }
 
@@ -412,6 +460,17 @@ mod tests {
             b"0000:0001:000018:fe4d86:00000000:00005557a0aeb000:00000000"
         );
         assert_eq!(Record::decode(&bytes, false).unwrap(), no_gid);
+    }
+
+    #[test]
+    fn binary_records_are_perftests_struct() {
+        let r = Record::decode(C_RECORD, true).unwrap();
+        let b = r.encode_dest();
+        assert_eq!(b[8..12], [0, 0, 0, 0x18]);
+        assert_eq!(b[20..24], [0; 4]);
+        assert_eq!(b[24..32], 0x5557a0aeb000u64.to_be_bytes());
+        assert_eq!(b[44..48], [127, 0, 0, 1]);
+        assert_eq!(Record::decode_dest(&b), r);
     }
 
     #[test]

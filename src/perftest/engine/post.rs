@@ -2,7 +2,7 @@
 //! bandwidth loops (single requests whose addresses cycle, or fixed post lists) and the
 //! receives of the send tests.
 
-use ibverbs::{AddressHandle, RecvRequest, RemoteMemory, SendRequest, Sge, DEFAULT_QKEY};
+use ibverbs::{AddressHandle, RecvRequest, RemoteMemory, SendRequest, Sge};
 
 use super::Plan;
 use crate::perftest::rdma::{Queues, GRH};
@@ -18,6 +18,8 @@ pub struct Target {
     pub rkey: u32,
     /// The peer's QP number.
     pub qpn: u32,
+    /// The peer QP's Q_Key (UD).
+    pub qkey: u32,
 }
 
 impl Target {
@@ -105,7 +107,7 @@ impl<'a> Request<'a> {
             },
         };
         if let Some(ah) = self.ah {
-            wr = wr.ud(ah, self.target.qpn, DEFAULT_QKEY);
+            wr = wr.ud(ah, self.target.qpn, self.target.qkey);
         }
         if self.signaled {
             wr = wr.signaled();

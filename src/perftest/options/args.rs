@@ -122,6 +122,9 @@ pub struct Args {
     /// Register memory without PCIe relaxed ordering.
     #[arg(long = "disable_pcie_relaxed")]
     pub disable_pcie_relaxed: bool,
+    /// Connect the QPs with rdma_cm, which also carries the exchange.
+    #[arg(short = 'R', long = "rdma_cm")]
+    pub rdma_cm: bool,
     /// The server to connect to; none to be the server.
     #[arg(value_name = "host")]
     pub hosts: Vec<String>,

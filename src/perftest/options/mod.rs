@@ -107,6 +107,8 @@ pub struct Params {
     pub ipv6: bool,
     /// PCIe relaxed ordering on the memory region.
     pub relaxed_ordering: bool,
+    /// `-R`: QPs connected, and the exchange carried, by rdma_cm.
+    pub rdma_cm: bool,
     /// Lines perftest prints on stdout while deciding the parameters.
     pub notes: String,
 }
@@ -240,6 +242,11 @@ impl Params {
                 ))
             }
         };
+        if a.rdma_cm && conn == Conn::Uc {
+            return Err(bad(format!(
+                "{RESULT_LINE} UC is not supported in librdmacm"
+            )));
+        }
         if a.events && verb == Verb::Write {
             return Err(bad(" Events feature not available on WRITE verb"));
         }
@@ -348,6 +355,7 @@ impl Params {
             warm_up: a.perform_warm_up,
             ipv6: a.ipv6,
             relaxed_ordering: !a.disable_pcie_relaxed && test != Test::WriteLat,
+            rdma_cm: a.rdma_cm,
             notes: String::new(),
         };
 
@@ -519,6 +527,7 @@ impl From<&Params> for RunInfo {
             num_qps: p.num_qps,
             conn: p.conn,
             relaxed_ordering: p.relaxed_ordering,
+            rdma_cm: p.rdma_cm,
             client: p.is_client(),
             tx_depth: p.tx_depth,
             rx_depth: p.rx_depth,
@@ -562,6 +571,14 @@ mod tests {
         assert_eq!(p.size, 8);
         assert_eq!(p.atomic, AtomicOp::FetchAndAdd);
         assert!(!params(Test::WriteLat, &[]).unwrap().relaxed_ordering);
+        assert!(params(Test::SendBw, &["-R"]).unwrap().rdma_cm);
+        assert!(
+            params(Test::SendBw, &["--rdma_cm", "-c", "UD"])
+                .unwrap()
+                .rdma_cm
+        );
+        let uc = params(Test::WriteBw, &["-R", "-c", "UC"]).unwrap_err();
+        assert!(uc.to_string().contains("UC is not supported in librdmacm"));
     }
 
     #[test]

@@ -1,0 +1,292 @@
+//! The test's QPs connected through rdma_cm (`-R`, perftest's `create_rdma_cm_connection`):
+//! the server listens on the test's port (in the UDP port space for UD) and accepts one
+//! connection per QP, the client resolves and connects each QP, retrying the whole
+//! connection up to 10 times 100 ms apart. The PD, region and CQs are made on the device
+//! of the first CM id, the QPs on the ids, which own them.
+//!
+//! UD, where the server sends too (latency tests, `-b`): the client tells the server its QP
+//! number in a send with immediate through the address handle of the accept, into a receive
+//! the server posted before accepting.
+
+use std::net::SocketAddr;
+use std::thread;
+use std::time::Duration;
+
+use ibverbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
+use ibverbs::ffi::ibv_qp_cap;
+use ibverbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
+
+use super::comm::{self, next_event, unexpected};
+use super::options::Params;
+use super::rdma::{self, Base, Device, Layout, Prepared, Qp, Resources, Setup, GRH};
+use super::types::{Conn, Ctx as _, Error, Result, Verb};
+use super::wire::Record;
+
+/// Attempts of the client's connection (perftest's `max_retries`).
+const ATTEMPTS: u32 = 10;
+/// Pause between two attempts.
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+/// How long the server waits for each connect request, and the client for each answer.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The QPs of a test, connected through rdma_cm, before the records are swapped.
+pub struct CmQps {
+    base: Base,
+    ids: Vec<CmId>,
+    ahs: Vec<AddressHandle>,
+}
+
+/// Whether the UD server learns the client's QP number through a datagram.
+fn ud_handshake(p: &Params) -> bool {
+    p.conn == Conn::Ud && (!p.test.is_bw() || p.duplex)
+}
+
+/// perftest's connection parameters of the test's QPs.
+fn conn_param(setup: &Setup, p: &Params) -> ConnParam<'static> {
+    let rd = if matches!(p.test.verb(), Verb::Read | Verb::Atomic) {
+        u8::try_from(setup.out_reads).unwrap_or(u8::MAX)
+    } else {
+        0
+    };
+    ConnParam {
+        responder_resources: rd,
+        initiator_depth: rd,
+        flow_control: false,
+        ..ConnParam::default()
+    }
+}
+
+fn port_space(p: &Params) -> PortSpace {
+    if p.conn == Conn::Ud {
+        PortSpace::Udp
+    } else {
+        PortSpace::Tcp
+    }
+}
+
+/// Creates the QP of `id` in `base` (which is made on the id's device first if need be).
+fn create_qp(
+    id: &mut CmId,
+    base: &mut Option<Base>,
+    p: &Params,
+    setup: &Setup,
+    layout: Layout,
+) -> Result<()> {
+    if base.is_none() {
+        let ctx = id.context().ctx("the rdma_cm device")?;
+        *base = Some(Base::new(&ctx, p, layout)?);
+    }
+    let Some(b) = base.as_ref() else {
+        unreachable!("made above")
+    };
+    let caps = ibv_qp_cap {
+        max_send_wr: p.tx_depth,
+        max_recv_wr: p.rx_depth,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: setup.inline_size,
+    };
+    id.create_qp(&b.pd, &b.send_cq.cq, &b.recv().cq, caps)
+        .ctx("Failed to create QP.")?;
+    Ok(())
+}
+
+/// The side of a connection about to be made: the server's listening id, or the client's
+/// destination.
+pub enum Pending {
+    /// The server listens (already before the exchange that precedes the connection, so
+    /// that a client which connects at once finds it; perftest listens after it).
+    Server(EventChannel, Box<CmId>),
+    /// The client connects there.
+    Client(SocketAddr),
+}
+
+impl Pending {
+    /// The server listens on `p.port`; the client resolves its server's address.
+    pub fn new(p: &Params) -> Result<Pending> {
+        match &p.server {
+            None => {
+                let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
+                let listener = comm::listen(&channel, port_space(p), p.port, p.num_qps)?;
+                Ok(Pending::Server(channel, Box::new(listener)))
+            }
+            Some(host) => Ok(Pending::Client(comm::ipv4(host, p.port)?)),
+        }
+    }
+
+    /// Connects the test's QPs.
+    pub fn connect(self, p: &Params, setup: &Setup, layout: Layout) -> Result<CmQps> {
+        let dst = match self {
+            Pending::Server(channel, listener) => {
+                return serve(&channel, listener, p, setup, layout)
+            }
+            Pending::Client(dst) => dst,
+        };
+        let mut base = None;
+        let mut last = Error::new("no attempt");
+        for _ in 0..ATTEMPTS {
+            match try_connect(p, setup, layout, dst, &mut base) {
+                Ok((ids, ahs)) => {
+                    let Some(base) = base else {
+                        unreachable!("made with the first QP")
+                    };
+                    return Ok(CmQps { base, ids, ahs });
+                }
+                Err(e) => last = e,
+            }
+            thread::sleep(RETRY_DELAY);
+        }
+        Err(Error::new(format!(
+            "Failed to connect RDMA CM client, tried {ATTEMPTS} times: {last}"
+        )))
+    }
+}
+
+/// One attempt of the client: resolve, create the QP and connect, QP after QP.
+fn try_connect(
+    p: &Params,
+    setup: &Setup,
+    layout: Layout,
+    dst: SocketAddr,
+    base: &mut Option<Base>,
+) -> Result<(Vec<CmId>, Vec<AddressHandle>)> {
+    let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
+    let mut ids = Vec::new();
+    let mut ahs = Vec::new();
+    for i in 0..p.num_qps as usize {
+        let mut id = channel
+            .create_id(port_space(p))
+            .ctx("Failed to create RDMA CM ID.")?;
+        comm::resolve(&channel, &id, dst)?;
+        create_qp(&mut id, base, p, setup, layout)?;
+        id.connect(&conn_param(setup, p))
+            .ctx("Failed to connect through RDMA CM.")?;
+        let ud = match next_event(&channel, WAIT)? {
+            CmEventKind::Established { ud, .. } => ud,
+            other => return Err(unexpected(&other)),
+        };
+        if p.conn == Conn::Ud {
+            let (Some(peer), Some(b)) = (ud, base.as_mut()) else {
+                return Err(Error::new("the UD connection gave no peer address"));
+            };
+            let ah = peer
+                .create_ah(&b.pd)
+                .ctx("Failed to create AH for RDMA CM connection.")?;
+            if ud_handshake(p) {
+                let qp = id.qp().ok_or_else(|| Error::new("no QP"))?;
+                let qpn = qp.qp_num();
+                let at = layout.send_offset(i);
+                b.mr.write(at, &qpn.to_ne_bytes()).ctx("the QP number")?;
+                let sge = [b.mr.sge(at..at + 4).ctx("the QP number")?];
+                let mut wr = [SendRequest::send_with_imm(0, &sge, qpn)
+                    .ud(&ah, peer.qp_num, peer.qkey)
+                    .signaled()];
+                qp.post_send(&mut wr)
+                    .ctx("Failed to send UD connection parameters to the remote node.")?;
+                wait_one(&b.send_cq.cq, "the send of the QP number")?;
+            }
+            ahs.push(ah);
+        }
+        ids.push(id);
+    }
+    Ok((ids, ahs))
+}
+
+/// Waits for one successful completion on `cq`.
+fn wait_one(cq: &ibverbs::CompletionQueue, what: &str) -> Result<()> {
+    let mut wc = [WorkCompletion::default()];
+    match cq.poll_until(&mut wc, 1, Some(WAIT)).ctx(what)? {
+        [c] if c.is_success() => Ok(()),
+        [c] => Err(Error::new(format!(
+            "Bad WQE status for {what}: {}",
+            c.status()
+        ))),
+        _ => Err(Error::new(format!("no completion for {what}"))),
+    }
+}
+
+/// The server: listens and accepts one connection per QP.
+fn serve(
+    channel: &EventChannel,
+    listener: Box<CmId>,
+    p: &Params,
+    setup: &Setup,
+    layout: Layout,
+) -> Result<CmQps> {
+    let mut base = None;
+    let mut ids = Vec::new();
+    for i in 0..p.num_qps as usize {
+        let mut id = match next_event(channel, WAIT)? {
+            CmEventKind::ConnectRequest { id, .. } => id,
+            other => return Err(unexpected(&other)),
+        };
+        create_qp(&mut id, &mut base, p, setup, layout)?;
+        let (Some(b), Some(qp)) = (base.as_ref(), id.qp()) else {
+            unreachable!("made above")
+        };
+        if ud_handshake(p) {
+            let at = layout.recv_offset(i);
+            let sge = [b.mr.sge(at..at + GRH + 4).ctx("the QP number")?];
+            qp.post_recv(&mut [RecvRequest::new(0, &sge)])
+                .ctx("Failed to post receive for RDMA CM UD request connection parameters.")?;
+        }
+        id.accept(&conn_param(setup, p))
+            .ctx("Failed to accept RDMA CM connection.")?;
+        if ud_handshake(p) {
+            wait_one(&b.recv().cq, "the peer's QP number")?;
+        }
+        ids.push(id);
+    }
+    drop(listener);
+    let Some(base) = base else {
+        unreachable!("made with the first QP")
+    };
+    Ok(CmQps {
+        base,
+        ids,
+        ahs: Vec::new(),
+    })
+}
+
+impl CmQps {
+    /// This side's records: the GID is the test's (`gid_index`), as perftest queries it.
+    pub fn records(
+        &self,
+        dev: &Device,
+        p: &Params,
+        setup: &Setup,
+        gid_index: Option<u8>,
+    ) -> Result<Vec<Record>> {
+        let gid: Option<Gid> = match gid_index {
+            Some(i) => Some(
+                dev.ctx
+                    .query_gid(p.ib_port, i)
+                    .ctx("Couldn't query the GID")?,
+            ),
+            None => None,
+        };
+        let endpoints = self
+            .ids
+            .iter()
+            .filter_map(CmId::qp)
+            .map(ibverbs::QueuePair::endpoint);
+        Ok(self.base.records(dev, setup, gid, endpoints))
+    }
+
+    /// The connected resources; the UD server's address handles (where it sends) come
+    /// from the peer's records.
+    pub fn finish(self, p: &Params, gid_index: Option<u8>, theirs: &[Record]) -> Result<Resources> {
+        let mut ahs = self.ahs;
+        if p.conn == Conn::Ud && ahs.is_empty() && Prepared::sends(p) {
+            for r in theirs {
+                ahs.push(rdma::ud_ah(&self.base.pd, p, gid_index, r)?);
+            }
+        }
+        let qps = self
+            .ids
+            .into_iter()
+            .map(Qp::of_cm)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.base.into_resources(qps, ahs))
+    }
+}
