@@ -427,6 +427,18 @@ fn rdma_cm_read_atomic() {
     all_directions("ib_atomic_lat", &["-R", "-n", "20"]);
 }
 
+/// `-R` with several QPs, and UD both ways (`-b`: the server learns the client's QP number
+/// through a datagram).
+#[test]
+fn rdma_cm_options() {
+    open_cm();
+    all_directions("ib_write_bw", &["-R", "-q", "2", "-n", "20", "-s", "1024"]);
+    all_directions(
+        "ib_send_bw",
+        &["-R", "-c", "UD", "-b", "-n", "20", "-s", "1024"],
+    );
+}
+
 /// A few option combinations, ours against the C tool.
 #[test]
 fn options_against_c() {

@@ -216,9 +216,13 @@ fn serve(
     let mut base = None;
     let mut ids = Vec::new();
     for i in 0..p.num_qps as usize {
-        let mut id = match next_event(channel, WAIT)? {
-            CmEventKind::ConnectRequest { id, .. } => id,
-            other => return Err(unexpected(&other)),
+        // The connections accepted before announce themselves meanwhile.
+        let mut id = loop {
+            match next_event(channel, WAIT)? {
+                CmEventKind::ConnectRequest { id, .. } => break id,
+                CmEventKind::Established { .. } => {}
+                other => return Err(unexpected(&other)),
+            }
         };
         create_qp(&mut id, &mut base, p, setup, layout)?;
         let (Some(b), Some(qp)) = (base.as_ref(), id.qp()) else {
