@@ -496,10 +496,10 @@ pub(crate) fn post_list<W: Linked>(
 /// not pass: links the list while ORing the requirement words, tests the OR once and, if
 /// it has a denied bit, checks each request exactly.
 #[inline(never)]
-fn post_many<W: Linked>(
+fn post_many<W: Linked, L: Limits<W>>(
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
     wrs: &mut [W],
-    limits: &impl Limits<W>,
+    limits: &L,
     verb: &'static str,
 ) -> Result<(), PostError> {
     let mut need = 0;
@@ -513,12 +513,80 @@ fn post_many<W: Linked>(
         return Ok(());
     }
     if need & limits.deny() != 0 {
-        check_each(wrs, 0, limits)?;
+        return post_checked(post, wrs, head, limits, verb);
     }
-    let mut bad = ptr::null_mut();
-    match post(head, &mut bad) {
+    post_linked(post, wrs, head, limits, verb)
+}
+
+/// [`post_many`] for a list whose requirement words have a denied bit: checks each request
+/// exactly, then posts the list (out of line, so that the data path keeps nothing in
+/// callee-saved registers across a call of it).
+#[cold]
+#[inline(never)]
+fn post_checked<W: Linked, L: Limits<W>>(
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
+    wrs: &[W],
+    head: *mut W::Raw,
+    limits: &L,
+    verb: &'static str,
+) -> Result<(), PostError> {
+    check_each(wrs, 0, limits)?;
+    post_linked(post, wrs, head, limits, verb)
+}
+
+/// Posts the checked list `wrs`, linked from `head` (its first request), with `post` and
+/// maps a failure.
+#[inline(always)]
+fn post_linked<W: Linked, L: Limits<W>>(
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
+    wrs: &[W],
+    head: *mut W::Raw,
+    limits: &L,
+    verb: &'static str,
+) -> Result<(), PostError> {
+    let mut frame = Frame::new((limits as *const L, head, wrs.len(), verb));
+    match post(head, frame.bad()) {
         0 => Ok(()),
-        rc => Err(post_error(verb, wrs, bad, rc, limits.depth())),
+        // SAFETY: the provider failed, so it wrote `bad`, and nothing else; `keep` holds
+        // the live limits.
+        rc => Err(unsafe {
+            let (limits, head, len, verb) = frame.keep;
+            post_error::<W>(
+                verb,
+                head,
+                len,
+                frame.bad.assume_init(),
+                rc,
+                (*limits).depth(),
+            )
+        }),
+    }
+}
+
+/// What a post of a list keeps across the provider call for its error path (`K`), in the
+/// frame next to `bad`: the provider gets the frame's address (it writes `bad` only), so
+/// `K` is stored once before the call and loaded on failure, instead of living in
+/// callee-saved registers (each saved, moved and restored on every post).
+#[repr(C)]
+struct Frame<R, K> {
+    /// Written by the provider on failure: the request it stopped at.
+    bad: MaybeUninit<*mut R>,
+    keep: K,
+}
+
+impl<R, K> Frame<R, K> {
+    #[inline(always)]
+    fn new(keep: K) -> Self {
+        Frame {
+            bad: MaybeUninit::uninit(),
+            keep,
+        }
+    }
+
+    /// The `bad` argument of the provider call.
+    #[inline(always)]
+    fn bad(&mut self) -> *mut *mut R {
+        ptr::addr_of_mut!(*self).cast()
     }
 }
 
@@ -539,21 +607,21 @@ fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
-/// The [`Error::Post`] for a failed post that stopped at `bad`.
+/// The [`Error::Post`] for a failed post of the `len` requests from `head` (a slice of
+/// `W`) that stopped at `bad`.
 #[cold]
 #[inline(never)]
 fn post_error<W: Linked>(
     verb: &'static str,
-    wrs: &mut [W],
+    head: *mut W::Raw,
+    len: usize,
     bad: *mut W::Raw,
     rc: i32,
     depth: u32,
 ) -> PostError {
-    let index = wrs
-        .iter_mut()
-        .position(|w| ptr::eq(w.raw(), bad))
-        .unwrap_or(0);
-    post_failed(verb, index, rc, depth)
+    // A request's raw struct is its first field, so `bad` is the address of a slice entry.
+    let index = (bad as usize).wrapping_sub(head as usize) / std::mem::size_of::<W>();
+    post_failed(verb, if index < len { index } else { 0 }, rc, depth)
 }
 
 /// The error of a post that failed with `rc` at request `index` of a queue `depth` deep:
