@@ -24,7 +24,7 @@ use crate::qp_state::QpState;
 use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
-use crate::wr::{post_list, RecvRequest, SendRequest};
+use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
 
 #[cfg(feature = "cm")]
 pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
@@ -616,7 +616,8 @@ impl QueuePair {
     /// [`Error::QueueFull`] when the send queue is full, else [`Error::Post`].
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
-        post_list("ibv_post_send", wrs, &self.send_limits, |head, bad| {
+        let queue = || ("ibv_post_send", self.send_limits.depth());
+        post_list(wrs, &self.send_limits, queue, |head, bad| {
             // SAFETY: the QP is live; every request was checked against its limits, the
             // list is linked and every SGE it references borrows a live registered region
             // (or was vouched for by Sge::from_raw).
@@ -628,7 +629,8 @@ impl QueuePair {
     /// [`post_send`](Self::post_send) checks sends.
     #[inline]
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        post_list("ibv_post_recv", wrs, &self.recv_limits, |head, bad| {
+        let queue = || ("ibv_post_recv", self.recv_limits.depth());
+        post_list(wrs, &self.recv_limits, queue, |head, bad| {
             // SAFETY: as for post_send.
             unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
         })

@@ -10,7 +10,7 @@ use crate::ffi;
 use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
 use crate::post_error::PostError;
-use crate::wr::{post_list, RecvRequest};
+use crate::wr::{post_list, Limits, RecvRequest};
 
 /// A shared receive queue (`ibv_create_srq`): receives that several QPs draw from.
 ///
@@ -115,7 +115,8 @@ impl SharedReceiveQueue {
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        post_list("ibv_post_srq_recv", wrs, &self.inner.limits, |head, bad| {
+        let queue = || ("ibv_post_srq_recv", self.inner.limits.depth());
+        post_list(wrs, &self.inner.limits, queue, |head, bad| {
             // SAFETY: the SRQ is live; every request was checked against its limits and
             // every SGE borrows a live registered region.
             unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }

@@ -463,33 +463,38 @@ impl Linked for RecvRequest<'_> {
 /// Checks every request of `wrs` against `limits`, then hands them to `post` as one list (the
 /// provider's return code comes back, and the request it stopped at is written through the
 /// second argument on failure) and maps a failure to [`Error::QueueFull`] or
-/// [`Error::Post`] with its index. A
-/// refused request refuses the whole list: nothing is posted and the error is
-/// [`Error::Request`] with its index.
+/// [`Error::Post`] with its index; `queue` tells the verb and the queue's depth for that
+/// error (it captures the queue, so the error path finds it in the frame). A refused
+/// request refuses the whole list: nothing is posted and the error is [`Error::Request`]
+/// with its index.
 ///
 /// Posting writes the `next` pointer of every request it passes on (null for the last), so
 /// they are never read stale. A single request that passes the fast check is posted inline,
-/// at the cost of the test, that store and the raw call; anything else goes through
-/// [`post_many`].
+/// at the cost of the test, that store, a store of `queue` and the raw call; anything else
+/// goes through [`post_many`].
 #[inline(always)]
-pub(crate) fn post_list<W: Linked>(
-    verb: &'static str,
+pub(crate) fn post_list<W: Linked, L: Limits<W>>(
     wrs: &mut [W],
-    limits: &impl Limits<W>,
+    limits: &L,
+    queue: impl Fn() -> (&'static str, u32) + Copy,
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
 ) -> Result<(), PostError> {
-    // Written by the provider on failure only, and not read: the index is 0.
-    let mut bad = MaybeUninit::uninit();
+    // `bad` is not read: the index is 0. Made here, not in the branch: the compiler threads
+    // the merge of the two paths below best without the end of the frame's lifetime in it.
+    let mut frame = Frame::<W::Raw, _>::new(queue);
     if let [one] = wrs {
         if one.need() & limits.deny() == 0 {
             one.set_next(ptr::null_mut());
-            return match post(one.raw(), bad.as_mut_ptr()) {
+            return match post(one.raw(), frame.bad()) {
                 0 => Ok(()),
-                rc => Err(post_failed(verb, 0, rc, limits.depth())),
+                rc => {
+                    let (verb, depth) = (frame.keep)();
+                    Err(post_failed(verb, 0, rc, depth))
+                }
             };
         }
     }
-    post_many(post, wrs, limits, verb)
+    post_many(post, wrs, limits, queue)
 }
 
 /// [`post_list`] for lists of other lengths than one and for requests the fast check did
@@ -500,7 +505,7 @@ fn post_many<W: Linked, L: Limits<W>>(
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
     wrs: &mut [W],
     limits: &L,
-    verb: &'static str,
+    queue: impl Fn() -> (&'static str, u32) + Copy,
 ) -> Result<(), PostError> {
     let mut need = 0;
     let mut head = ptr::null_mut();
@@ -513,9 +518,9 @@ fn post_many<W: Linked, L: Limits<W>>(
         return Ok(());
     }
     if need & limits.deny() != 0 {
-        return post_checked(post, wrs, head, limits, verb);
+        return post_checked(post, wrs, head, limits, queue);
     }
-    post_linked(post, wrs, head, limits, verb)
+    post_linked::<W>(post, wrs.len(), head, queue)
 }
 
 /// [`post_many`] for a list whose requirement words have a denied bit: checks each request
@@ -528,43 +533,36 @@ fn post_checked<W: Linked, L: Limits<W>>(
     wrs: &[W],
     head: *mut W::Raw,
     limits: &L,
-    verb: &'static str,
+    queue: impl Fn() -> (&'static str, u32) + Copy,
 ) -> Result<(), PostError> {
     check_each(wrs, 0, limits)?;
-    post_linked(post, wrs, head, limits, verb)
+    post_linked::<W>(post, wrs.len(), head, queue)
 }
 
-/// Posts the checked list `wrs`, linked from `head` (its first request), with `post` and
-/// maps a failure.
+/// Posts the checked list of `len` requests linked from `head` (the first of a slice of
+/// `W`) with `post` and maps a failure.
 #[inline(always)]
-fn post_linked<W: Linked, L: Limits<W>>(
+fn post_linked<W: Linked>(
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
-    wrs: &[W],
+    len: usize,
     head: *mut W::Raw,
-    limits: &L,
-    verb: &'static str,
+    queue: impl Fn() -> (&'static str, u32) + Copy,
 ) -> Result<(), PostError> {
-    let mut frame = Frame::new((limits as *const L, head, wrs.len(), verb));
+    let mut frame = Frame::new((queue, head, len));
     match post(head, frame.bad()) {
         0 => Ok(()),
-        // SAFETY: the provider failed, so it wrote `bad`, and nothing else; `keep` holds
-        // the live limits.
-        rc => Err(unsafe {
-            let (limits, head, len, verb) = frame.keep;
-            post_error::<W>(
-                verb,
-                head,
-                len,
-                frame.bad.assume_init(),
-                rc,
-                (*limits).depth(),
-            )
-        }),
+        rc => {
+            let (queue, head, len) = frame.keep;
+            let (verb, depth) = queue();
+            // SAFETY: the provider failed, so it wrote `bad`.
+            let bad = unsafe { frame.bad.assume_init() };
+            Err(post_error::<W>(verb, head, len, bad, rc, depth))
+        }
     }
 }
 
-/// What a post of a list keeps across the provider call for its error path (`K`), in the
-/// frame next to `bad`: the provider gets the frame's address (it writes `bad` only), so
+/// What a post keeps across the provider call for its error path (`K`), in the frame next
+/// to `bad`: the provider gets the frame's address (it writes `bad` only), so
 /// `K` is stored once before the call and loaded on failure, instead of living in
 /// callee-saved registers (each saved, moved and restored on every post).
 #[repr(C)]
