@@ -524,8 +524,9 @@ fn post_many<W: Linked, L: Limits<W>>(
 }
 
 /// [`post_many`] for a list whose requirement words have a denied bit: checks each request
-/// exactly, then posts the list (out of line, so that the data path keeps nothing in
-/// callee-saved registers across a call of it).
+/// exactly, then posts the list. Out of line, so that [`post_many`] calls nothing but the
+/// provider (or this, as a tail call) and keeps no value across a call in a callee-saved
+/// register.
 #[cold]
 #[inline(never)]
 fn post_checked<W: Linked, L: Limits<W>>(
