@@ -338,10 +338,12 @@ mod context;
 mod cq;
 mod device;
 mod device_attr;
+mod dmabuf;
 pub mod drop_error;
 mod error;
 mod gid;
 mod limits;
+mod mapping;
 mod mr;
 mod mw;
 mod odp;
@@ -353,6 +355,7 @@ mod qp;
 mod qp_ex;
 mod qp_state;
 mod qp_type;
+mod rereg;
 mod route;
 mod srq;
 mod wc_status;
@@ -368,8 +371,10 @@ pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
+pub use dmabuf::{DmaBuf, DmaBufRegion};
 pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
+pub use mapping::{huge_page_size, Mapping, MappingKind};
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use odp::{Advice, ImplicitOdp};
@@ -383,6 +388,7 @@ pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEF
 pub use qp_ex::WrBatch;
 pub use qp_state::QpState;
 pub use qp_type::QpType;
+pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;
 pub use wc_status::WcStatus;

@@ -15,5 +15,6 @@ mod common;
 mod device;
 mod errors;
 mod first_program;
+mod memory;
 mod odp;
 mod transfers;
