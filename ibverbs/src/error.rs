@@ -132,7 +132,8 @@ pub enum Error {
         max: u64,
     },
     /// The device does not report a capability the call needs, checked before the call
-    /// (`ibv_query_device_ex`).
+    /// (`ibv_query_device_ex`), or, where nothing reports it, refused by the provider with
+    /// `EOPNOTSUPP` (`ibv_reg_dmabuf_mr`).
     #[error("{what} is not supported: the device does not report {missing}")]
     Unsupported {
         /// What was asked for, such as `on-demand paging (AccessFlags::ON_DEMAND)`.

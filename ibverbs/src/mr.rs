@@ -42,14 +42,16 @@ bitflags! {
         const ZERO_BASED = ffi::ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
         /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning.
         const ON_DEMAND = ffi::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0;
-        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages.
+        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages (a hint; rxe on Linux
+        /// 7.3 refuses it with `EOPNOTSUPP`, and huge pages register without it).
         const HUGETLB = ffi::ibv_access_flags::IBV_ACCESS_HUGETLB.0;
         /// `IBV_ACCESS_RELAXED_ORDERING`: the HCA may reorder PCIe writes.
         const RELAXED_ORDERING = ffi::ibv_access_flags::IBV_ACCESS_RELAXED_ORDERING.0;
     }
 }
 
-/// Memory with a stable address that can be registered.
+/// Memory with a stable address that can be registered: [`AlignedBuffer`], `Vec<u8>`,
+/// `Box<[u8]>`, [`Mapping`](crate::Mapping).
 ///
 /// # Safety
 /// `as_mut_ptr` must return the same pointer, valid for reads and writes of `len` bytes, for
