@@ -64,6 +64,12 @@ fn exercise<B: RegistrableMemory>(p: &Pair, mem: &mut MemoryRegion<B>) {
     assert_eq!(got, data, "a send received into the memory");
 }
 
+/// Writes `line` to the process's stderr, past the harness's capture: what the device did
+/// where a test takes the branch of a device without the feature.
+fn say(line: String) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
+}
+
 /// A new memfd of `len` bytes as a `File`, sealed with `seals` (none: 0).
 fn memfd_file(len: u64, seals: i32) -> File {
     // SAFETY: a NUL-terminated name.
@@ -295,8 +301,9 @@ fn rereg_then_use(
             source,
         }) if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
             assert_eq!(code, "IBV_REREG_MR_ERR_CMD");
-            let line = format!("rereg {change:?}: refused by the provider ({source})\n");
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            say(format!(
+                "rereg {change:?}: refused by the provider ({source})"
+            ));
             assert!(!mr.is_valid());
             match mr.sge(..) {
                 Err(Error::InvalidArgument { reason, .. }) => {
@@ -421,7 +428,7 @@ fn dmabuf_from_udmabuf() {
     let has_udmabuf = std::path::Path::new("/dev/udmabuf").exists();
     let buf = match DmaBuf::udmabuf(&map, 0, 8192) {
         Err(Error::Unavailable { what, reason }) if !has_udmabuf => {
-            eprintln!("no udmabuf on this kernel: {what}: {reason}");
+            say(format!("dmabuf_from_udmabuf: {what}: {reason}"));
             drop((map, anon, pd));
             assert_clean_drops();
             return;
@@ -436,7 +443,7 @@ fn dmabuf_from_udmabuf() {
     }
     match pd.register_dmabuf(buf, 0, 8192, 0, ALL) {
         Err(Error::Unsupported { what, missing }) => {
-            eprintln!("{what}: {missing}");
+            say(format!("dmabuf_from_udmabuf: {what}: {missing}"));
         }
         other => panic!("expected rxe to refuse dma-buf regions, got {other:?}"),
     }
