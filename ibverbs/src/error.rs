@@ -132,13 +132,35 @@ pub enum Error {
         max: u64,
     },
     /// The device does not report a capability the call needs, checked before the call
-    /// (`ibv_query_device_ex`).
+    /// (`ibv_query_device_ex`), or, where nothing reports it, refused by the provider with
+    /// `EOPNOTSUPP` (`ibv_reg_dmabuf_mr`).
     #[error("{what} is not supported: the device does not report {missing}")]
     Unsupported {
         /// What was asked for, such as `on-demand paging (AccessFlags::ON_DEMAND)`.
         what: &'static str,
         /// The capability that is missing, such as `IBV_ODP_SUPPORT in general_odp_caps`.
         missing: &'static str,
+    },
+    /// Something of the system the call needs is not there, such as free huge pages or
+    /// `/dev/udmabuf`.
+    #[error("{what} is not available: {reason}")]
+    Unavailable {
+        /// What was asked for, such as `huge pages (MAP_HUGETLB)`.
+        what: &'static str,
+        /// What is missing, and where to get it.
+        reason: String,
+    },
+    /// `ibv_rereg_mr` failed; `region` says what became of the memory region.
+    #[error("ibv_rereg_mr failed with {code} ({region}): {source}")]
+    Rereg {
+        /// rdma-core's code: `IBV_REREG_MR_ERR_INPUT`, `_DONT_FORK_NEW`, `_DO_FORK_OLD`,
+        /// `_CMD` or `_CMD_AND_DO_FORK_NEW`.
+        code: &'static str,
+        /// The region's state after the failure.
+        region: crate::ReregState,
+        /// The errno.
+        #[source]
+        source: io::Error,
     },
 }
 
@@ -226,7 +248,8 @@ impl Error {
         match self {
             Error::Verb { source, .. }
             | Error::Post { source, .. }
-            | Error::Transition { source, .. } => source.raw_os_error(),
+            | Error::Transition { source, .. }
+            | Error::Rereg { source, .. } => source.raw_os_error(),
             Error::QueueFull { .. } => Some(libc::ENOMEM),
             _ => None,
         }

@@ -65,7 +65,10 @@
 //! | [`DeviceList`] / [`Device`] | `ibv_device` | `ibv_get_device_list` | |
 //! | [`Context`] | `ibv_context` | `ibv_open_device` | |
 //! | [`ProtectionDomain`] | `ibv_pd` | `ibv_alloc_pd` | context |
-//! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr` | PD, its memory |
+//! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr`; changed by `ibv_rereg_mr` ([`MemoryRegion::rereg`]) | PD, its memory |
+//! | [`Mapping`] | `mmap` pages: anonymous, huge pages, a sealed memfd, a file | `mmap` (`munmap` on drop) | |
+//! | [`DmaBuf`] | a dma-buf fd (from `udmabuf` over a sealed memfd, or another driver) | `UDMABUF_CREATE` ioctl | |
+//! | [`DmaBufRegion`] | `ibv_mr` over a dma-buf | `ibv_reg_dmabuf_mr` | PD, its dma-buf |
 //! | [`ImplicitOdp`] | `ibv_mr` (implicit ODP) | `ibv_reg_mr` (whole address space) | PD |
 //! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD, every region it was bound to |
 //! | [`CompletionChannel`] | `ibv_comp_channel` | `ibv_create_comp_channel` | context |
@@ -109,6 +112,30 @@
 //!    no memory and is local only (no rkey); entries under its key are made with the
 //!    `unsafe` [`Sge::from_raw`]. Borrowed memory (`&mut [u8]`) is not
 //!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
+//!
+//!    Memory users already own is a [`Mapping`], which owns its pages and unmaps them on
+//!    drop, so after deregistration: anonymous pages ([`Mapping::anonymous`]), huge pages
+//!    ([`Mapping::huge`], reserved by the kernel at `mmap`, so no later fault can fail;
+//!    [`Error::Unavailable`] when too few are free), a memfd ([`Mapping::memfd`]) and a
+//!    file ([`Mapping::file`]). A file mapping adds one hazard: a file shrunk under a shared
+//!    mapping raises `SIGBUS` on the next access past its end, from safe code too, and
+//!    another process can do it. So the memfd is sealed with `F_SEAL_SHRINK | F_SEAL_SEAL`
+//!    (nobody can truncate it or change its seals), [`Mapping::file`] maps only files
+//!    sealed with `F_SEAL_SHRINK`, and any other file (a regular file, a tmpfs file) goes
+//!    through the `unsafe` [`Mapping::file_unchecked`], whose caller promises that nobody
+//!    shrinks it. What still holds against another process that can write the file (or
+//!    punch holes in a memfd with `fallocate`): the bytes change, or the CPU's and the
+//!    HCA's view of a page part (the HCA keeps the pinned page), which rule 2 already
+//!    allows for; no access faults.
+//!
+//!    [`MemoryRegion::rereg`] (`ibv_rereg_mr`) keeps the rule: a new range is checked to
+//!    lie inside the owned memory, and a region a window holds cannot be changed. When
+//!    rdma-core says a failed call leaves the MR undefined (`IBV_REREG_MR_ERR_CMD`), the
+//!    region is marked invalid ([`ReregState::Invalid`]): it refuses scatter/gather entries
+//!    and further changes, keeps both PDs alive, and is deregistered on drop; whatever its
+//!    keys now reach is still memory it owns. A [`DmaBufRegion`] registers a dma-buf by fd
+//!    and device address: no Rust memory is involved, and the crate never reads it; the
+//!    pages of a udmabuf stay pinned by the dma-buf, whose fd the region keeps open.
 //! 2. **Registered memory is reached only through atomic accesses, never through a
 //!    reference.** The HCA or a peer may change it at any time, which a Rust reference
 //!    forbids, and which would be a data race for any plain load or store. Safe access is
@@ -338,10 +365,12 @@ mod context;
 mod cq;
 mod device;
 mod device_attr;
+mod dmabuf;
 pub mod drop_error;
 mod error;
 mod gid;
 mod limits;
+mod mapping;
 mod mr;
 mod mw;
 mod odp;
@@ -353,6 +382,7 @@ mod qp;
 mod qp_ex;
 mod qp_state;
 mod qp_type;
+mod rereg;
 mod route;
 mod srq;
 mod wc_status;
@@ -368,8 +398,10 @@ pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
+pub use dmabuf::{DmaBuf, DmaBufRegion};
 pub use error::{Error, Result, WrError};
 pub use gid::{Gid, GidEntry, GidType};
+pub use mapping::{huge_page_size, Mapping, MappingKind};
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use odp::{Advice, ImplicitOdp};
@@ -383,6 +415,7 @@ pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEF
 pub use qp_ex::WrBatch;
 pub use qp_state::QpState;
 pub use qp_type::QpType;
+pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
 pub use srq::SharedReceiveQueue;
 pub use wc_status::WcStatus;

@@ -42,14 +42,16 @@ bitflags! {
         const ZERO_BASED = ffi::ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
         /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning.
         const ON_DEMAND = ffi::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0;
-        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages.
+        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages (a hint; rxe on Linux
+        /// 7.3 refuses it with `EOPNOTSUPP`, and huge pages register without it).
         const HUGETLB = ffi::ibv_access_flags::IBV_ACCESS_HUGETLB.0;
         /// `IBV_ACCESS_RELAXED_ORDERING`: the HCA may reorder PCIe writes.
         const RELAXED_ORDERING = ffi::ibv_access_flags::IBV_ACCESS_RELAXED_ORDERING.0;
     }
 }
 
-/// Memory with a stable address that can be registered.
+/// Memory with a stable address that can be registered: [`AlignedBuffer`], `Vec<u8>`,
+/// `Box<[u8]>`, [`Mapping`](crate::Mapping).
 ///
 /// # Safety
 /// `as_mut_ptr` must return the same pointer, valid for reads and writes of `len` bytes, for
@@ -157,12 +159,21 @@ pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
 
 /// The registration, shared with the memory windows bound to it.
 pub(crate) struct Registration<B: RegistrableMemory> {
-    raw: NonNull<ffi::ibv_mr>,
-    len: usize,
-    access: AccessFlags,
+    pub(crate) raw: NonNull<ffi::ibv_mr>,
+    /// Bytes registered (from `ibv_mr::addr`).
+    pub(crate) len: usize,
+    pub(crate) access: AccessFlags,
+    /// Start and length of `buf`'s memory, read once at registration: what
+    /// [`MemoryRegion::rereg`] may move the registration within.
+    pub(crate) mem: NonNull<u8>,
+    pub(crate) mem_len: usize,
+    /// False once a failed `ibv_rereg_mr` left the MR unusable.
+    pub(crate) valid: bool,
     // Dropped by hand, after deregistration; never reached through a reference meanwhile.
     buf: std::mem::ManuallyDrop<B>,
-    pd: ProtectionDomain,
+    pub(crate) pd: ProtectionDomain,
+    /// The PD a failed `ibv_rereg_mr` was moving the MR to, kept until deregistration.
+    pub(crate) stale_pd: Option<ProtectionDomain>,
 }
 
 // SAFETY: the MR handle may be used from any thread; the memory is only reached through
@@ -211,18 +222,26 @@ impl ProtectionDomain {
         if access.contains(AccessFlags::ON_DEMAND) {
             crate::odp::check_caps(self, access)?;
         }
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        let mem = NonNull::new(ptr).ok_or_else(|| Error::InvalidArgument {
+            what: "memory",
+            reason: "RegistrableMemory::as_mut_ptr returned null".into(),
+        })?;
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
-        let raw =
-            unsafe { ffi::ibv_reg_mr(self.as_raw(), buf.as_mut_ptr().cast(), buf.len(), bits) };
+        let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), ptr.cast(), len, bits) };
         let raw = check_ptr("ibv_reg_mr", raw)?;
         Ok(MemoryRegion {
             reg: Arc::new(Registration {
                 raw,
-                len: buf.len(),
+                len,
                 access,
+                mem,
+                mem_len: len,
+                valid: true,
                 buf: std::mem::ManuallyDrop::new(buf),
                 pd: self.clone(),
+                stale_pd: None,
             }),
         })
     }
@@ -244,6 +263,11 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         &self.reg
     }
 
+    /// The registration, if no window holds it.
+    pub(crate) fn registration_mut(&mut self) -> Option<&mut Registration<B>> {
+        Arc::get_mut(&mut self.reg)
+    }
+
     fn mr(&self) -> &ffi::ibv_mr {
         // SAFETY: the MR is registered while self.reg lives.
         unsafe { self.reg.raw.as_ref() }
@@ -262,6 +286,18 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// The remote key, for peers.
     pub fn rkey(&self) -> u32 {
         self.mr().rkey
+    }
+
+    /// Where the region starts in its memory: 0 unless [`rereg`](Self::rereg) moved it.
+    pub fn offset(&self) -> usize {
+        self.base() as usize - self.reg.mem.as_ptr() as usize
+    }
+
+    /// Whether the region can be used: false once a failed [`rereg`](Self::rereg) left it
+    /// invalid ([`ReregState::Invalid`](crate::ReregState::Invalid)); then its keys must not
+    /// be given out, and it can only be deregistered.
+    pub fn is_valid(&self) -> bool {
+        self.reg.valid
     }
 
     /// Start address of the region.
@@ -289,7 +325,13 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     }
 
     /// A scatter/gather entry for `range` of the region.
+    ///
+    /// Fails with [`Error::InvalidArgument`] once a failed [`rereg`](Self::rereg) left the
+    /// region invalid.
     pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_>> {
+        if !self.reg.valid {
+            return Err(crate::rereg::invalid_region());
+        }
         let (start, end) = self.bounds(range)?;
         let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
             what: "SGE length",
@@ -384,8 +426,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         let mut reg = std::mem::ManuallyDrop::new(reg);
         // SAFETY: the MR is registered and not used after this.
         let rc = unsafe { ffi::ibv_dereg_mr(reg.raw.as_ptr()) };
-        // SAFETY: `reg` is never dropped, so pd is read out exactly once.
-        drop(unsafe { std::ptr::read(&reg.pd) });
+        // SAFETY: `reg` is never dropped, so the PDs are read out exactly once.
+        drop(unsafe { (std::ptr::read(&reg.pd), std::ptr::read(&reg.stale_pd)) });
         crate::error::check("ibv_dereg_mr", rc)?;
         // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
         Ok(unsafe { std::mem::ManuallyDrop::take(&mut reg.buf) })

@@ -69,7 +69,7 @@ impl Pair {
 }
 
 /// The bytes of `mr`.
-pub fn contents(mr: &MemoryRegion) -> Vec<u8> {
+pub fn contents<B: ibverbs::RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
     let mut out = vec![0; mr.len()];
     mr.read(0, &mut out).unwrap();
     out

@@ -2,8 +2,9 @@
 //! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
 //! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
 //! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
-//! helpers), `odp` (on-demand paging, where the kernel's rxe has it); `common` holds what
-//! several share.
+//! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `memory` (mmap'd,
+//! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs); `common` holds what several
+//! share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -15,5 +16,6 @@ mod common;
 mod device;
 mod errors;
 mod first_program;
+mod memory;
 mod odp;
 mod transfers;

@@ -1,0 +1,310 @@
+//! dma-buf memory regions (`ibv_reg_dmabuf_mr`), and dma-bufs the kernel's `udmabuf` makes
+//! of a sealed memfd.
+//!
+//! A dma-buf region registers memory by file descriptor and device address (IOVA), not by
+//! a pointer: the crate never reaches its memory. Where it comes from a [`Mapping::memfd`],
+//! the CPU reaches the same pages through that mapping, by the atomic copies of any
+//! registered memory (another region over the mapping, or the mapping's own owner).
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::ops::{Bound, RangeBounds};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use crate::drop_error;
+use crate::error::{check_ptr, Error, Result};
+use crate::ffi;
+use crate::mapping::Mapping;
+use crate::mr::{page_size, AccessFlags};
+use crate::pd::ProtectionDomain;
+use crate::wr::{RemoteMemory, Sge};
+
+/// `struct udmabuf_create` of `<linux/udmabuf.h>`.
+#[repr(C)]
+struct UdmabufCreate {
+    memfd: u32,
+    flags: u32,
+    offset: u64,
+    size: u64,
+}
+
+/// `UDMABUF_FLAGS_CLOEXEC`.
+const UDMABUF_FLAGS_CLOEXEC: u32 = 1;
+/// `UDMABUF_CREATE`: `_IOW('u', 0x42, struct udmabuf_create)`.
+const UDMABUF_CREATE: libc::c_ulong = (1 << 30)
+    | ((std::mem::size_of::<UdmabufCreate>() as libc::c_ulong) << 16)
+    | ((b'u' as libc::c_ulong) << 8)
+    | 0x42;
+
+/// A dma-buf: an open file descriptor of the kernel's shared DMA buffers, closed on drop.
+#[derive(Debug)]
+pub struct DmaBuf {
+    fd: OwnedFd,
+    len: u64,
+}
+
+impl DmaBuf {
+    /// A dma-buf of `len` bytes of the memfd behind `memfd` from `offset` (both multiples of
+    /// the page size), made by the kernel's `udmabuf` (`UDMABUF_CREATE` on
+    /// `/dev/udmabuf`). The memfd is sealed against shrinking ([`Mapping::memfd`]), as
+    /// udmabuf requires; the dma-buf pins its pages.
+    ///
+    /// Fails with [`Error::Unavailable`] where the kernel has no `/dev/udmabuf`, and with
+    /// [`Error::InvalidArgument`] / [`Error::OutOfRange`] for a mapping that is no memfd or
+    /// a range that is not page aligned or not inside it, before the call.
+    pub fn udmabuf(memfd: &Mapping, offset: usize, len: usize) -> Result<DmaBuf> {
+        let fd = memfd.memfd_fd().ok_or_else(|| Error::InvalidArgument {
+            what: "mapping",
+            reason: format!(
+                "a {:?} mapping has no memfd; use Mapping::memfd",
+                memfd.kind()
+            ),
+        })?;
+        let page = page_size();
+        if len == 0 || offset % page != 0 || len % page != 0 {
+            return Err(Error::InvalidArgument {
+                what: "udmabuf range",
+                reason: format!(
+                    "offset {offset} and length {len} must be non-zero multiples of the page \
+                     size ({page})"
+                ),
+            });
+        }
+        let end = offset.saturating_add(len);
+        let size = crate::RegistrableMemory::len(memfd).next_multiple_of(page);
+        if end > size {
+            return Err(Error::OutOfRange {
+                what: "udmabuf range end",
+                value: end as u64,
+                min: page as u64,
+                max: size as u64,
+            });
+        }
+        let dev = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/udmabuf")
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::Unavailable {
+                    what: "udmabuf dma-bufs",
+                    reason: "the kernel has no /dev/udmabuf (CONFIG_UDMABUF; modprobe udmabuf)"
+                        .into(),
+                },
+                _ => Error::Verb {
+                    verb: "open(/dev/udmabuf)",
+                    source: e,
+                },
+            })?;
+        let arg = UdmabufCreate {
+            memfd: fd.as_raw_fd() as u32,
+            flags: UDMABUF_FLAGS_CLOEXEC,
+            offset: offset as u64,
+            size: len as u64,
+        };
+        // SAFETY: arg is a valid struct udmabuf_create that the kernel only reads.
+        let raw = unsafe { libc::ioctl(dev.as_raw_fd(), UDMABUF_CREATE, &arg) };
+        if raw < 0 {
+            return Err(Error::last("ioctl(UDMABUF_CREATE)"));
+        }
+        Ok(DmaBuf {
+            // SAFETY: the ioctl returned a new fd that nothing else owns.
+            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            len: len as u64,
+        })
+    }
+
+    /// A dma-buf of `len` bytes made elsewhere (a GPU or accelerator driver). The kernel
+    /// checks at registration that `fd` is a dma-buf and the range lies inside it.
+    pub fn from_fd(fd: OwnedFd, len: u64) -> DmaBuf {
+        DmaBuf { fd, len }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl AsFd for DmaBuf {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// A memory region over a dma-buf (`ibv_reg_dmabuf_mr`), which it keeps open;
+/// deregistered (`ibv_dereg_mr`) on drop, then the dma-buf is closed.
+pub struct DmaBufRegion {
+    raw: NonNull<ffi::ibv_mr>,
+    len: usize,
+    iova: u64,
+    _buf: DmaBuf,
+    _pd: ProtectionDomain,
+}
+
+// SAFETY: the MR handle may be used from any thread; the crate never reaches its memory.
+unsafe impl Send for DmaBufRegion {}
+// SAFETY: &DmaBufRegion only reads the handle's keys.
+unsafe impl Sync for DmaBufRegion {}
+
+impl ProtectionDomain {
+    /// Registers `len` bytes of `buf` from `offset`, at device address `iova`
+    /// (`ibv_reg_dmabuf_mr`).
+    ///
+    /// The range is checked against the dma-buf's length before the call
+    /// ([`Error::OutOfRange`]); a provider or kernel driver without dma-buf registration
+    /// (rxe) gives [`Error::Unsupported`].
+    pub fn register_dmabuf(
+        &self,
+        buf: DmaBuf,
+        offset: u64,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<DmaBufRegion> {
+        if len == 0 {
+            return Err(Error::InvalidArgument {
+                what: "memory region length",
+                reason: "a region of 0 bytes cannot be registered".into(),
+            });
+        }
+        let end = offset.saturating_add(len as u64);
+        if end > buf.len {
+            return Err(Error::OutOfRange {
+                what: "dma-buf range end",
+                value: end,
+                min: 1,
+                max: buf.len,
+            });
+        }
+        if iova.checked_add(len as u64).is_none() {
+            return Err(Error::OutOfRange {
+                what: "dma-buf IOVA",
+                value: iova,
+                min: 0,
+                max: u64::MAX - len as u64,
+            });
+        }
+        let bits = i32::try_from(access.bits()).map_err(|_| Error::InvalidArgument {
+            what: "access flags",
+            reason: format!("{access:?} does not fit in an int"),
+        })?;
+        // SAFETY: the PD is live and the fd open; the kernel checks the dma-buf and range.
+        let raw = unsafe {
+            ffi::ibv_reg_dmabuf_mr(self.as_raw(), offset, len, iova, buf.fd.as_raw_fd(), bits)
+        };
+        let raw = check_ptr("ibv_reg_dmabuf_mr", raw).map_err(|e| match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT) => Error::Unsupported {
+                what: "dma-buf memory regions (ibv_reg_dmabuf_mr)",
+                missing: "dma-buf registration (the provider or its kernel driver \
+                                  returned EOPNOTSUPP)",
+            },
+            _ => e,
+        })?;
+        Ok(DmaBufRegion {
+            raw,
+            len,
+            iova,
+            _buf: buf,
+            _pd: self.clone(),
+        })
+    }
+}
+
+impl DmaBufRegion {
+    /// The raw `ibv_mr`, valid while the region lives.
+    pub fn as_raw(&self) -> *mut ffi::ibv_mr {
+        self.raw.as_ptr()
+    }
+
+    fn mr(&self) -> &ffi::ibv_mr {
+        // SAFETY: the MR is registered while self lives.
+        unsafe { self.raw.as_ref() }
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.mr().lkey
+    }
+
+    /// The remote key.
+    pub fn rkey(&self) -> u32 {
+        self.mr().rkey
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it is empty (never: empty regions are rejected).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of its first byte.
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// What a peer needs to access the whole region.
+    pub fn remote(&self) -> RemoteMemory {
+        RemoteMemory {
+            addr: self.iova,
+            len: self.len as u64,
+            rkey: self.rkey(),
+        }
+    }
+
+    /// A scatter/gather entry for `range` of the region (device addresses from the IOVA).
+    pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_>> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        if start > end || end > self.len {
+            return Err(Error::OutOfRange {
+                what: "range end",
+                value: end as u64,
+                min: start as u64,
+                max: self.len as u64,
+            });
+        }
+        let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
+            what: "SGE length",
+            value: (end - start) as u64,
+            min: 0,
+            max: u32::MAX.into(),
+        })?;
+        Ok(Sge::new(self.iova + start as u64, length, self.lkey()))
+    }
+}
+
+impl Drop for DmaBufRegion {
+    fn drop(&mut self) {
+        // SAFETY: the MR is registered and not used after this.
+        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
+        drop_error::report("ibv_dereg_mr", rc);
+    }
+}
+
+impl fmt::Debug for DmaBufRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DmaBufRegion")
+            .field("iova", &format_args!("{:#x}", self.iova))
+            .field("len", &self.len)
+            .field("lkey", &format_args!("{:#x}", self.lkey()))
+            .finish()
+    }
+}

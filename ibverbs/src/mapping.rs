@@ -1,0 +1,340 @@
+//! Memory users already own, as registrable memory: anonymous `mmap`, huge pages
+//! (`MAP_HUGETLB`), a sealed `memfd`, and file mappings.
+//!
+//! A [`Mapping`] owns its pages: `munmap` runs when it is dropped, which a
+//! [`MemoryRegion`](crate::MemoryRegion) does only after deregistration. What another process
+//! can do to a file-backed mapping is the one new hazard: a file shrunk under a shared
+//! mapping turns every access past its new end into `SIGBUS`. So the safe constructors map
+//! only memory nobody can shrink: anonymous pages, and files sealed with `F_SEAL_SHRINK`
+//! (the memfd this module makes is sealed so); any other file goes through the `unsafe`
+//! [`Mapping::file_unchecked`], whose caller promises that nobody shrinks it.
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use crate::error::{Error, Result};
+use crate::mr::{page_size, RegistrableMemory};
+
+/// What backs a [`Mapping`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MappingKind {
+    /// Anonymous private pages (`MAP_PRIVATE | MAP_ANONYMOUS`).
+    Anonymous,
+    /// Anonymous private huge pages (`MAP_HUGETLB`) of the system's default huge page size.
+    HugePages,
+    /// A `memfd` made by [`Mapping::memfd`], sealed against shrinking, mapped `MAP_SHARED`.
+    Memfd,
+    /// A file the caller opened, mapped `MAP_SHARED`.
+    File,
+}
+
+/// Pages mapped with `mmap` and owned: unmapped (`munmap`) when dropped.
+///
+/// Registrable ([`ProtectionDomain::register`](crate::ProtectionDomain::register)) like any
+/// owned buffer; the mapping is readable and writable (`PROT_READ | PROT_WRITE`).
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    /// Bytes registrable: what was asked for.
+    len: usize,
+    /// Bytes mapped: `len` rounded up to the page (or huge page) size.
+    map_len: usize,
+    kind: MappingKind,
+    /// The memfd, kept for [`Mapping::memfd_fd`] (udmabuf needs it).
+    fd: Option<OwnedFd>,
+}
+
+// SAFETY: the mapping is plain owned memory, like a heap buffer.
+unsafe impl Send for Mapping {}
+// SAFETY: shared access only reads the pointer and lengths.
+unsafe impl Sync for Mapping {}
+
+fn invalid(what: &'static str, reason: String) -> Error {
+    Error::InvalidArgument { what, reason }
+}
+
+/// `len` rounded up to a multiple of `unit` (a power of two), or an error if it is 0 or
+/// does not fit.
+fn round_len(len: usize, unit: usize) -> Result<usize> {
+    if len == 0 {
+        return Err(invalid(
+            "mapping length",
+            "a mapping of 0 bytes cannot be registered".into(),
+        ));
+    }
+    len.checked_next_multiple_of(unit)
+        .ok_or_else(|| invalid("mapping length", format!("{len} bytes does not fit")))
+}
+
+/// The default huge page size, from `Hugepagesize:` in /proc/meminfo (what `MAP_HUGETLB`
+/// without a size flag uses); `None` when the kernel has no huge pages.
+pub fn huge_page_size() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("Hugepagesize:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+impl Mapping {
+    /// `mmap` of `map_len` bytes with `flags`, of `fd` at `offset` (or anonymous with -1).
+    fn map(
+        len: usize,
+        map_len: usize,
+        flags: libc::c_int,
+        fd: libc::c_int,
+        offset: u64,
+        kind: MappingKind,
+    ) -> io::Result<Mapping> {
+        let offset = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+        // SAFETY: a new mapping at an address the kernel chooses replaces nothing.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                offset,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: NonNull::new(ptr.cast()).expect("mmap returned NULL"),
+            len,
+            map_len,
+            kind,
+            fd: None,
+        })
+    }
+
+    /// `len` bytes of zeroed anonymous private memory (`mmap` with `MAP_PRIVATE |
+    /// MAP_ANONYMOUS`), rounded up to whole pages.
+    pub fn anonymous(len: usize) -> Result<Mapping> {
+        let map_len = round_len(len, page_size())?;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+        Self::map(len, map_len, flags, -1, 0, MappingKind::Anonymous).map_err(|source| {
+            Error::Verb {
+                verb: "mmap",
+                source,
+            }
+        })
+    }
+
+    /// `len` bytes of zeroed anonymous huge pages (`mmap` with `MAP_HUGETLB`, the default
+    /// huge page size), rounded up to whole huge pages.
+    ///
+    /// Fails with [`Error::Unavailable`] when the kernel has no huge pages, or too few are
+    /// free (`ENOMEM`: reserve them in `/proc/sys/vm/nr_hugepages`). The kernel reserves
+    /// the pages at `mmap`, so later faults cannot fail.
+    pub fn huge(len: usize) -> Result<Mapping> {
+        let what = "huge pages (MAP_HUGETLB)";
+        let huge = huge_page_size().ok_or_else(|| Error::Unavailable {
+            what,
+            reason: "the kernel reports no Hugepagesize in /proc/meminfo".into(),
+        })?;
+        let map_len = round_len(len, huge)?;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB;
+        Self::map(len, map_len, flags, -1, 0, MappingKind::HugePages).map_err(|source| match source
+            .raw_os_error()
+        {
+            Some(libc::ENOMEM) => Error::Unavailable {
+                what,
+                reason: format!(
+                    "{} free huge pages of {} KiB are needed and fewer are reserved \
+                         (/proc/sys/vm/nr_hugepages)",
+                    map_len / huge,
+                    huge / 1024
+                ),
+            },
+            _ => Error::Verb {
+                verb: "mmap",
+                source,
+            },
+        })
+    }
+
+    /// `len` bytes of a new zeroed `memfd` (`memfd_create`, named `name` in
+    /// `/proc/PID/fd`), sealed with `F_SEAL_SHRINK | F_SEAL_SEAL` and mapped `MAP_SHARED`.
+    ///
+    /// The seals mean that no one, in this process or another that gets hold of the fd,
+    /// can truncate it under the mapping (`ftruncate` to less fails with `EPERM`), nor
+    /// change the seals. The file is `len` rounded up to whole pages.
+    pub fn memfd(name: &str, len: usize) -> Result<Mapping> {
+        let map_len = round_len(len, page_size())?;
+        let cname = std::ffi::CString::new(name)
+            .map_err(|_| invalid("memfd name", format!("{name:?} contains a NUL byte")))?;
+        // SAFETY: cname is a NUL-terminated string.
+        let raw = unsafe {
+            libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+        };
+        if raw < 0 {
+            return Err(Error::last("memfd_create"));
+        }
+        // SAFETY: memfd_create returned a new fd that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let size = libc::off_t::try_from(map_len)
+            .map_err(|_| invalid("mapping length", format!("{len} bytes does not fit")))?;
+        // SAFETY: fd is an open memfd.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } < 0 {
+            return Err(Error::last("ftruncate"));
+        }
+        // SAFETY: fd is an open memfd created with MFD_ALLOW_SEALING.
+        let rc = unsafe {
+            libc::fcntl(
+                fd.as_raw_fd(),
+                libc::F_ADD_SEALS,
+                libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::last("fcntl(F_ADD_SEALS)"));
+        }
+        let mut map = Self::map(
+            len,
+            map_len,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+            MappingKind::Memfd,
+        )
+        .map_err(|source| Error::Verb {
+            verb: "mmap",
+            source,
+        })?;
+        map.fd = Some(fd);
+        Ok(map)
+    }
+
+    /// `len` bytes of `file` from `offset` (a multiple of the page size), mapped
+    /// `MAP_SHARED`: writes through the region reach the file.
+    ///
+    /// Safe because the file must be sealed against shrinking (`F_SEAL_SHRINK`, as a
+    /// memfd or other shmem file can be): no one can truncate it under the mapping. Any
+    /// other file fails with [`Error::InvalidArgument`]; map it with the `unsafe`
+    /// [`Mapping::file_unchecked`]. The file must be open for reading and writing and at
+    /// least `offset + len` bytes long (both checked before the call).
+    pub fn file(file: &File, offset: u64, len: usize) -> Result<Mapping> {
+        // SAFETY: the fd is open (borrowed from file).
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(invalid(
+                "file",
+                "it is not sealed against shrinking (F_SEAL_SHRINK), so another process \
+                 could truncate it under the mapping (SIGBUS); Mapping::file_unchecked maps \
+                 it on your promise"
+                    .into(),
+            ));
+        }
+        // SAFETY: the file cannot shrink (sealed), so the mapping stays backed.
+        unsafe { Self::file_unchecked(file, offset, len) }
+    }
+
+    /// [`Mapping::file`] for a file that is not sealed, such as a regular file on disk.
+    ///
+    /// # Safety
+    /// Nobody (this process or another) may shrink the file below `offset + len` bytes
+    /// (`ftruncate`, `O_TRUNC`) while the mapping lives: an access to a page past the end
+    /// of the file raises `SIGBUS`, from the safe [`MemoryRegion::read`] and
+    /// [`MemoryRegion::write`](crate::MemoryRegion::write) as well. (Whatever is
+    /// written to the file meanwhile is harmless: registered memory is only reached by
+    /// atomic copies.)
+    ///
+    /// [`MemoryRegion::read`]: crate::MemoryRegion::read
+    pub unsafe fn file_unchecked(file: &File, offset: u64, len: usize) -> Result<Mapping> {
+        let map_len = round_len(len, page_size())?;
+        if offset % page_size() as u64 != 0 {
+            return Err(invalid(
+                "file offset",
+                format!(
+                    "{offset} is not a multiple of the page size ({})",
+                    page_size()
+                ),
+            ));
+        }
+        // SAFETY: the fd is open (borrowed from file).
+        let mode = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        if mode < 0 {
+            return Err(Error::last("fcntl(F_GETFL)"));
+        }
+        if mode & libc::O_ACCMODE != libc::O_RDWR {
+            return Err(invalid(
+                "file",
+                "it is not open for reading and writing (a registered mapping is both)".into(),
+            ));
+        }
+        let size = file
+            .metadata()
+            .map_err(|source| Error::Verb {
+                verb: "fstat",
+                source,
+            })?
+            .len();
+        let end = offset.saturating_add(len as u64);
+        if end > size {
+            return Err(Error::OutOfRange {
+                what: "file mapping end",
+                value: end,
+                min: 0,
+                max: size,
+            });
+        }
+        Self::map(
+            len,
+            map_len,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            offset,
+            MappingKind::File,
+        )
+        .map_err(|source| Error::Verb {
+            verb: "mmap",
+            source,
+        })
+    }
+
+    /// What backs the mapping.
+    pub fn kind(&self) -> MappingKind {
+        self.kind
+    }
+
+    /// The sealed memfd of a [`Mapping::memfd`] mapping (what `udmabuf` takes), else
+    /// `None`.
+    pub fn memfd_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().map(|fd| fd.as_fd())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr..ptr+map_len is the mapping made in `map`, unmapped once.
+        let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
+        crate::drop_error::report("munmap", rc);
+    }
+}
+
+// SAFETY: the mapping does not move, stays mapped until drop, and nothing else unmaps it;
+// no one can shrink what backs it (anonymous, sealed memfd or file) unless the caller of
+// `file_unchecked` broke its promise.
+unsafe impl RegistrableMemory for Mapping {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mapping")
+            .field("kind", &self.kind)
+            .field("addr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}

@@ -1,0 +1,232 @@
+//! Changing a registration in place: `ibv_rereg_mr`.
+//!
+//! The new range is always within the memory the region owns, so whatever the call does,
+//! the region's keys reach only memory it owns: a failure that leaves the MR in an
+//! undefined state ([`ReregState::Invalid`]) can make its keys useless, never unsafe.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::pd::ProtectionDomain;
+
+/// What became of a region whose `ibv_rereg_mr` failed ([`Error::Rereg`]), after rdma-core's
+/// `enum ibv_rereg_mr_err_code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReregState {
+    /// As before the call (`IBV_REREG_MR_ERR_INPUT`, `IBV_REREG_MR_ERR_DONT_FORK_NEW`).
+    Unchanged,
+    /// Changed as asked; only marking the old range forkable again failed
+    /// (`IBV_REREG_MR_ERR_DO_FORK_OLD`).
+    Changed,
+    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the kernel
+    /// refused the command and rdma-core leaves the MR's state undefined. The region
+    /// refuses scatter/gather entries and further changes from then on; dropping it
+    /// deregisters it.
+    Invalid,
+}
+
+impl fmt::Display for ReregState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReregState::Unchanged => "the region is unchanged",
+            ReregState::Changed => "the region was changed",
+            ReregState::Invalid => "the region is left invalid: deregister it",
+        })
+    }
+}
+
+/// The changes of one [`MemoryRegion::rereg`]: new access rights, a new range of the
+/// region's memory, a new protection domain, or any of them together.
+#[derive(Clone, Debug, Default)]
+pub struct Rereg {
+    access: Option<AccessFlags>,
+    range: Option<Range<usize>>,
+    pd: Option<ProtectionDomain>,
+}
+
+impl Rereg {
+    /// No change yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// New access rights (`IBV_REREG_MR_CHANGE_ACCESS`).
+    pub fn access(mut self, access: AccessFlags) -> Self {
+        self.access = Some(access);
+        self
+    }
+
+    /// A new range of the memory the region owns, as byte offsets into it
+    /// (`IBV_REREG_MR_CHANGE_TRANSLATION`).
+    pub fn range(mut self, range: Range<usize>) -> Self {
+        self.range = Some(range);
+        self
+    }
+
+    /// A new protection domain of the same device context (`IBV_REREG_MR_CHANGE_PD`).
+    pub fn pd(mut self, pd: &ProtectionDomain) -> Self {
+        self.pd = Some(pd.clone());
+        self
+    }
+}
+
+/// The error of using a region a failed `ibv_rereg_mr` left invalid.
+pub(crate) fn invalid_region() -> Error {
+    Error::InvalidArgument {
+        what: "memory region",
+        reason: "a failed ibv_rereg_mr left it invalid; it can only be deregistered".into(),
+    }
+}
+
+fn invalid(what: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        what,
+        reason: reason.into(),
+    }
+}
+
+/// `access` as an `ibv_rereg_mr` access argument, after the checks the kernel would fail
+/// with a command error (which leaves the MR invalid).
+fn check_access(access: AccessFlags) -> Result<i32> {
+    let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
+    if access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE) {
+        return Err(invalid(
+            "access flags",
+            format!("{access:?}: remote write and atomic access need LOCAL_WRITE"),
+        ));
+    }
+    if access.contains(AccessFlags::ON_DEMAND) {
+        return Err(invalid(
+            "access flags",
+            "ibv_rereg_mr cannot make a region on-demand paged; register a new one",
+        ));
+    }
+    i32::try_from(access.bits())
+        .map_err(|_| invalid("access flags", format!("{access:?} does not fit in an int")))
+}
+
+impl<B: RegistrableMemory> MemoryRegion<B> {
+    /// Changes the registration in place (`ibv_rereg_mr`): access rights, the range of
+    /// the owned memory it covers, its protection domain. The keys may change; read them
+    /// again.
+    ///
+    /// Checked before the call, leaving the region as it was: a memory window bound to
+    /// it, an invalid or on-demand paged region, nothing to change
+    /// ([`Error::InvalidArgument`]); remote write or atomics without `LOCAL_WRITE`, or
+    /// `ON_DEMAND` ([`Error::InvalidArgument`]); an empty or inverted range
+    /// ([`Error::InvalidArgument`]) or one past the memory ([`Error::OutOfRange`]); a PD of
+    /// another device context ([`Error::Mismatch`]). A failure of the call itself is
+    /// [`Error::Rereg`], whose [`ReregState`] says whether the region changed or is left
+    /// invalid (the device refused the command: rxe does not support a new range).
+    pub fn rereg(&mut self, change: &Rereg) -> Result<()> {
+        let reg = self.registration_mut().ok_or_else(|| {
+            invalid(
+                "memory region",
+                "a memory window is bound to it; deallocate the window first",
+            )
+        })?;
+        if !reg.valid {
+            return Err(invalid_region());
+        }
+        if reg.access.contains(AccessFlags::ON_DEMAND) {
+            return Err(invalid(
+                "memory region",
+                "it is on-demand paged; register a new region instead",
+            ));
+        }
+        let mut flags = 0;
+        let mut bits = 0;
+        if let Some(access) = change.access {
+            bits = check_access(access)?;
+            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_ACCESS.0;
+        }
+        let (mut addr, mut len) = (std::ptr::null_mut::<u8>(), 0);
+        if let Some(range) = &change.range {
+            if range.start >= range.end {
+                return Err(invalid(
+                    "range",
+                    format!("{range:?} is empty or inverted; a region has at least 1 byte"),
+                ));
+            }
+            if range.end > reg.mem_len {
+                return Err(Error::OutOfRange {
+                    what: "range end",
+                    value: range.end as u64,
+                    min: 1,
+                    max: reg.mem_len as u64,
+                });
+            }
+            // SAFETY: range.start < range.end <= mem_len: inside the owned memory.
+            addr = unsafe { reg.mem.as_ptr().add(range.start) };
+            len = range.end - range.start;
+            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_TRANSLATION.0;
+        }
+        let mut pd = std::ptr::null_mut();
+        if let Some(new) = &change.pd {
+            if new.context().as_raw() != reg.pd.context().as_raw() {
+                return Err(Error::Mismatch {
+                    what: "protection domain",
+                    owner: "device context",
+                });
+            }
+            pd = new.as_raw();
+            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_PD.0;
+        }
+        if flags == 0 {
+            return Err(invalid(
+                "rereg",
+                "nothing to change: give new access, a range or a PD",
+            ));
+        }
+        // SAFETY: the MR is registered and no window holds it; the PD (if any) is live and
+        // of the same context; the range lies inside the owned memory, which stays mapped
+        // until deregistration.
+        let rc = unsafe {
+            ffi::ibv_rereg_mr(reg.raw.as_ptr(), flags as i32, pd, addr.cast(), len, bits)
+        };
+        let source = std::io::Error::last_os_error();
+        let apply = |reg: &mut crate::mr::Registration<B>| {
+            if let Some(access) = change.access {
+                reg.access = access;
+            }
+            if change.range.is_some() {
+                reg.len = len;
+            }
+            if let Some(new) = &change.pd {
+                reg.pd = new.clone();
+            }
+        };
+        use ffi::ibv_rereg_mr_err_code as err;
+        let (code, region) = match err(rc) {
+            _ if rc == 0 => {
+                apply(reg);
+                return Ok(());
+            }
+            err::IBV_REREG_MR_ERR_INPUT => ("IBV_REREG_MR_ERR_INPUT", ReregState::Unchanged),
+            err::IBV_REREG_MR_ERR_DONT_FORK_NEW => {
+                ("IBV_REREG_MR_ERR_DONT_FORK_NEW", ReregState::Unchanged)
+            }
+            err::IBV_REREG_MR_ERR_DO_FORK_OLD => {
+                apply(reg);
+                ("IBV_REREG_MR_ERR_DO_FORK_OLD", ReregState::Changed)
+            }
+            err::IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW => {
+                ("IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW", ReregState::Invalid)
+            }
+            _ => ("IBV_REREG_MR_ERR_CMD", ReregState::Invalid),
+        };
+        if region == ReregState::Invalid {
+            reg.valid = false;
+            // The MR may be in either PD now: both stay allocated until it is deregistered.
+            reg.stale_pd = change.pd.clone();
+        }
+        Err(Error::Rereg {
+            code,
+            region,
+            source,
+        })
+    }
+}
