@@ -338,10 +338,13 @@ mod context;
 mod cq;
 mod device;
 mod device_attr;
+mod domain;
 pub mod drop_error;
 mod error;
+mod fork;
 mod gid;
 mod limits;
+mod mcast;
 mod mr;
 mod mw;
 mod odp;
@@ -350,6 +353,7 @@ mod pd;
 mod port;
 mod post_error;
 mod qp;
+mod qp_attr;
 mod qp_ex;
 mod qp_state;
 mod qp_type;
@@ -368,8 +372,11 @@ pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
+pub use domain::ThreadDomain;
 pub use error::{Error, Result, WrError};
+pub use fork::{fork_init, fork_status, ForkStatus};
 pub use gid::{Gid, GidEntry, GidType};
+pub use mcast::MULTICAST_QPN;
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use odp::{Advice, ImplicitOdp};
@@ -380,10 +387,11 @@ pub use port::{
 };
 pub use post_error::PostError;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
+pub use qp_attr::QpAttributes;
 pub use qp_ex::WrBatch;
 pub use qp_state::QpState;
 pub use qp_type::QpType;
 pub use route::{Endpoint, Route};
-pub use srq::SharedReceiveQueue;
+pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use wc_status::WcStatus;
 pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};
