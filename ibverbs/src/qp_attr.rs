@@ -68,9 +68,10 @@ pub struct QpAttributes {
     pub rnr_retry: u8,
     /// Whether the send queue is draining (SQD).
     pub sq_draining: bool,
-    /// Send queue depth.
+    /// Send queue depth (rxe reports its whole ring, which can be more than the create
+    /// granted: 255 for 128).
     pub max_send_wr: u32,
-    /// Receive queue depth (0 for a QP on an SRQ).
+    /// Receive queue depth (0 for a QP on an SRQ; rxe reports its whole ring).
     pub max_recv_wr: u32,
     /// Scatter/gather entries per send.
     pub max_send_sge: u32,
@@ -83,13 +84,15 @@ pub struct QpAttributes {
 }
 
 impl QueuePair {
-    /// Queries every attribute of the QP (`ibv_query_qp` with all of `ibv_qp_attr_mask`)
-    /// and the attributes it was created with.
+    /// Queries every attribute of the QP (`ibv_query_qp` with every bit of
+    /// `ibv_qp_attr_mask` below `IBV_QP_RATE_LIMIT`) and the attributes it was created
+    /// with.
     pub fn query(&self) -> Result<QpAttributes> {
         let mut attr = ffi::ibv_qp_attr::default();
         let mut init = ffi::ibv_qp_init_attr::default();
-        // Every attribute bit up to IBV_QP_RATE_LIMIT.
-        let mask = (ffi::ibv_qp_attr_mask::IBV_QP_RATE_LIMIT.0 << 1) - 1;
+        // Every attribute bit below IBV_QP_RATE_LIMIT, the first one libibverbs' query
+        // command cannot carry (it refuses masks with it, EOPNOTSUPP).
+        let mask = ffi::ibv_qp_attr_mask::IBV_QP_RATE_LIMIT.0 - 1;
         // SAFETY: the QP is live and the out structs are writable.
         let rc = unsafe { ffi::ibv_query_qp(self.as_raw(), &mut attr, mask as i32, &mut init) };
         check("ibv_query_qp", rc)?;

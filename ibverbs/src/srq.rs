@@ -107,8 +107,9 @@ impl SharedReceiveQueue {
         &self.inner.pd
     }
 
-    /// Requests the SRQ holds, as created (at least what was asked) or last
-    /// [resized](Self::resize).
+    /// Requests the SRQ holds: as `ibv_create_srq` granted them (at least what was asked),
+    /// or after a [resize](Self::resize) as `ibv_query_srq` reports them (rxe's query
+    /// reports its ring's whole capacity, which can be more than the create granted).
     pub fn max_wr(&self) -> u32 {
         self.inner.max_wr.load(Ordering::Relaxed)
     }
