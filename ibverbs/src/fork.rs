@@ -7,7 +7,7 @@
 //! libibverbs reports [`ForkStatus::Unneeded`]: `ibv_fork_init` then does nothing. Either
 //! way, a child never has the parent's registrations; it opens its own devices.
 
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 use crate::ffi;
 
 /// Whether libibverbs protects registered memory across `fork()` (`enum ibv_fork_status`).
@@ -26,11 +26,24 @@ pub enum ForkStatus {
 }
 
 /// Makes registered memory safe across `fork()` (`ibv_fork_init`): call it before
-/// opening any device. On a kernel that does not need it ([`ForkStatus::Unneeded`]) it does
-/// nothing and succeeds.
+/// registering any memory.
+///
+/// On a kernel that does not need it ([`ForkStatus::Unneeded`]) this succeeds without
+/// calling `ibv_fork_init`, which has nothing to do there but, in rdma-core 44, still fails
+/// with `EINVAL` once memory was registered. Where it is needed, a call after a
+/// registration is that `EINVAL`: [`Error::InvalidArgument`], saying so.
 pub fn fork_init() -> Result<()> {
+    if fork_status() == ForkStatus::Unneeded {
+        return Ok(());
+    }
     // SAFETY: takes no arguments; libibverbs serialises it internally.
-    check("ibv_fork_init", unsafe { ffi::ibv_fork_init() })
+    match check("ibv_fork_init", unsafe { ffi::ibv_fork_init() }) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(Error::InvalidArgument {
+            what: "ibv_fork_init",
+            reason: "memory was registered before it: it must come first".into(),
+        }),
+        other => other,
+    }
 }
 
 /// Whether fork protection is on, off or not needed (`ibv_is_fork_initialized`).
