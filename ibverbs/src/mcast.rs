@@ -16,7 +16,6 @@ use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::gid::Gid;
 use crate::qp::QueuePair;
-use crate::qp_type::QpType;
 
 /// The destination QP number of a multicast send (`0xFFFFFF`).
 pub const MULTICAST_QPN: u32 = 0xff_ffff;
@@ -45,7 +44,8 @@ impl QueuePair {
     /// ([`Error::InvalidArgument`]) and stays within `max_mcast_qp_attach` groups
     /// ([`Error::DeviceLimit`]).
     pub fn attach_mcast(&self, gid: Gid, lid: u16) -> Result<()> {
-        if self.qp_type() != QpType::Ud {
+        // Only UD QPs have a list of groups.
+        let Some(mut groups) = self.mcast_groups() else {
             return Err(Error::InvalidArgument {
                 what: "queue pair type",
                 reason: format!(
@@ -53,7 +53,7 @@ impl QueuePair {
                     self.qp_type()
                 ),
             });
-        }
+        };
         let dev = self.pd().context().device_limits()?;
         if dev.max_mcast_grp <= 0 {
             return Err(Error::Unsupported {
@@ -70,7 +70,6 @@ impl QueuePair {
                 max: 0xfffe,
             });
         }
-        let mut groups = self.mcast_groups();
         if groups.contains(&(gid, lid)) {
             return Err(Error::InvalidArgument {
                 what: "multicast group",
@@ -101,7 +100,10 @@ impl QueuePair {
     pub fn detach_mcast(&self, gid: Gid, lid: u16) -> Result<()> {
         check_group(gid)?;
         let mut groups = self.mcast_groups();
-        let Some(at) = groups.iter().position(|&g| g == (gid, lid)) else {
+        let at = groups
+            .as_ref()
+            .and_then(|groups| groups.iter().position(|&g| g == (gid, lid)));
+        let (Some(groups), Some(at)) = (groups.as_mut(), at) else {
             return Err(Error::InvalidArgument {
                 what: "multicast group",
                 reason: format!("the queue pair is not attached to {gid} (LID {lid:#x})"),
@@ -118,13 +120,14 @@ impl QueuePair {
 
     /// The multicast groups the QP is attached to, as `(GID, LID)`.
     pub fn mcast(&self) -> Vec<(Gid, u16)> {
-        self.mcast_groups().clone()
+        self.mcast_groups()
+            .map(|groups| groups.clone())
+            .unwrap_or_default()
     }
 
     /// Detaches the QP from every group it is still in (before `ibv_destroy_qp`).
     pub(crate) fn detach_all_mcast(&mut self) {
-        let groups = std::mem::take(self.mcast_groups_mut());
-        for (gid, lid) in groups {
+        for (gid, lid) in self.take_mcast_groups() {
             let raw = gid.to_raw();
             // SAFETY: the QP is live and attached to the group.
             let rc = unsafe { ffi::ibv_detach_mcast(self.as_raw(), &raw, lid) };

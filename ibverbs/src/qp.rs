@@ -284,7 +284,7 @@ impl<'a> QueuePairBuilder<'a> {
             _send_cq: Arc::clone(self.send_cq.inner()),
             _recv_cq: Arc::clone(self.recv_cq.inner()),
             _srq: self.srq.cloned(),
-            mcast: Mutex::default(),
+            mcast: (self.qp_type == QpType::Ud).then(Box::default),
         };
 
         use ffi::ibv_qp_attr_mask as M;
@@ -442,6 +442,9 @@ impl fmt::Debug for PreparedQueuePair {
     }
 }
 
+/// The multicast groups of a UD QP, as `(GID, LID)`.
+type McastGroups = Vec<(Gid, u16)>;
+
 /// A queue pair ready to send (RTS), destroyed on drop (`ibv_destroy_qp`).
 ///
 /// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
@@ -463,8 +466,9 @@ pub struct QueuePair {
     roce: bool,
     psn: u32,
     pd: ProtectionDomain,
-    /// The multicast groups the QP is attached to, detached before it is destroyed.
-    mcast: Mutex<Vec<(Gid, u16)>>,
+    /// The multicast groups a UD QP is attached to, detached before it is destroyed (boxed:
+    /// only UD QPs have one, and a QP stays small inside a CM event).
+    mcast: Option<Box<Mutex<McastGroups>>>,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
     _send_cq: Arc<CqInner>,
     _recv_cq: Arc<CqInner>,
@@ -547,14 +551,19 @@ impl QueuePair {
         self.roce
     }
 
-    /// The multicast groups the QP is attached to (a panic elsewhere cannot corrupt a list).
-    pub(crate) fn mcast_groups(&self) -> MutexGuard<'_, Vec<(Gid, u16)>> {
-        self.mcast.lock().unwrap_or_else(|e| e.into_inner())
+    /// The multicast groups of a UD QP, locked (a panic elsewhere cannot corrupt a list);
+    /// `None` for other transports.
+    pub(crate) fn mcast_groups(&self) -> Option<MutexGuard<'_, McastGroups>> {
+        let list = self.mcast.as_ref()?;
+        Some(list.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The same, without locking.
-    pub(crate) fn mcast_groups_mut(&mut self) -> &mut Vec<(Gid, u16)> {
-        self.mcast.get_mut().unwrap_or_else(|e| e.into_inner())
+    /// The multicast groups, taken out of the QP (on drop).
+    pub(crate) fn take_mcast_groups(&mut self) -> McastGroups {
+        let Some(list) = self.mcast.as_mut() else {
+            return Vec::new();
+        };
+        std::mem::take(list.get_mut().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// What a peer needs to reach this QP.
