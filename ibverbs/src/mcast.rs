@@ -10,6 +10,14 @@
 //! ([`ProtectionDomain::create_ah`](crate::ProtectionDomain::create_ah) with an
 //! [`Endpoint`](crate::Endpoint) of the group's GID) and to QP number [`MULTICAST_QPN`];
 //! every QP attached to the group on the destination receives it.
+//!
+//! On RoCE v2 the group is also an IP multicast group, and `ibv_attach_mcast` (rxe's, at
+//! least) only adds it to the netdev's link-layer filter: the host's IP stack drops the
+//! group's datagrams unless the host is a member at the IP level, as rdma_cm's
+//! `rdma_join_multicast` makes it. Without rdma_cm, join it yourself: a UDP socket's
+//! `join_multicast_v4` on the netdev's address (held while the QP is attached), or
+//! `ip addr add GROUP/32 dev NETDEV autojoin`. The netdev needs no `MULTICAST` flag (rxe on
+//! `lo` works).
 
 use crate::drop_error;
 use crate::error::{check, Error, Result};
