@@ -34,6 +34,8 @@ pub enum WcOpcode {
     Recv,
     /// A receive consumed by an RDMA write with immediate (`IBV_WC_RECV_RDMA_WITH_IMM`).
     RecvRdmaWithImm,
+    /// An atomic write completed (`IBV_WC_ATOMIC_WRITE`).
+    AtomicWrite,
     /// Another opcode: the raw value.
     Other(u32),
 }
@@ -51,6 +53,7 @@ impl WcOpcode {
             O::IBV_WC_LOCAL_INV => WcOpcode::LocalInv,
             O::IBV_WC_RECV => WcOpcode::Recv,
             O::IBV_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
+            O::IBV_WC_ATOMIC_WRITE => WcOpcode::AtomicWrite,
             other => WcOpcode::Other(other.0),
         }
     }

@@ -178,6 +178,21 @@ pub enum WrError {
         /// The queue pair's transport.
         qp_type: QpType,
     },
+    /// The operation is posted only through a [`WrBatch`](crate::WrBatch) (`ibv_wr_*`),
+    /// not `ibv_post_send`.
+    #[error("{opcode} is posted only through a WrBatch (the ibv_wr_* API)")]
+    BatchOnly {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
+    /// The remote address of an 8-byte atomic is not 8-byte aligned.
+    #[error("{opcode} at {addr:#x}: the remote address is not 8-byte aligned")]
+    Misaligned {
+        /// The request's operation.
+        opcode: WrOpcode,
+        /// The remote address.
+        addr: u64,
+    },
     /// The queue pair's extended send API was not created for the operation.
     #[error("{opcode} is not among the queue pair's send_ops")]
     OpcodeNotEnabled {

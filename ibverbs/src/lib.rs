@@ -65,6 +65,8 @@
 //! | [`DeviceList`] / [`Device`] | `ibv_device` | `ibv_get_device_list` | |
 //! | [`Context`] | `ibv_context` | `ibv_open_device` | |
 //! | [`ProtectionDomain`] | `ibv_pd` | `ibv_alloc_pd` | context |
+//! | [`ThreadDomain`] | `ibv_td` | `ibv_alloc_td` | context |
+//! | [`ProtectionDomain`] (a parent domain) | `ibv_pd` | `ibv_alloc_parent_domain` | its PD, its thread domain |
 //! | [`MemoryRegion`] | `ibv_mr` | `ibv_reg_mr`; changed by `ibv_rereg_mr` ([`MemoryRegion::rereg`]) | PD, its memory |
 //! | [`Mapping`] | `mmap` pages: anonymous, huge pages, a sealed memfd, a file | `mmap` (`munmap` on drop) | |
 //! | [`DmaBuf`] | a dma-buf fd (from `udmabuf` over a sealed memfd, or another driver) | `UDMABUF_CREATE` ioctl | |
@@ -75,9 +77,17 @@
 //! | [`CompletionQueue`] | `ibv_cq` | `ibv_create_cq` | context, channel |
 //! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
+//! | a multicast attachment (part of its [`QueuePair`]) | | `ibv_attach_mcast` | |
 //! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
 //! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
 //! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
+//!
+//! A UD queue pair remembers the multicast groups it joined ([`QueuePair::attach_mcast`])
+//! and detaches from each (`ibv_detach_mcast`) before `ibv_destroy_qp`, so it is never
+//! destroyed while attached. Thread and parent domains exist only where the provider has
+//! them (rxe has not: [`Error::Unsupported`]); a parent domain is a [`ProtectionDomain`]
+//! that every verb taking a PD accepts, deallocated (`ibv_dealloc_pd`) before the PD and
+//! thread domain it was made from. [`fork_init`] and [`fork_status`] are process-wide.
 //!
 //! With the `cm` feature, [`Context`]s also come from a CM id (`CmId::context`): librdmacm's
 //! own device context, which it keeps open while the [`Context`] lives and which is never
@@ -168,7 +178,9 @@
 //!    atomics, UD only sends) and, in a batch, was enabled; at most `max_send_sge` /
 //!    `max_recv_sge` / the SRQ's `max_sge` entries; inline data only on sends and writes and
 //!    at most `max_inline_data` bytes; at most 2^31 bytes in all, summed in a `u64` that
-//!    cannot overflow; a UD send addressed with an address handle of the QP's PD. A refused
+//!    cannot overflow; a UD send addressed with an address handle of the QP's PD; an atomic
+//!    write only in a batch (its 8 bytes ride in the request and are copied by the provider
+//!    during `ibv_wr_atomic_write`), to an 8-byte-aligned remote address. A refused
 //!    request is an [`Error::Request`] naming the limit ([`WrError`]); of a list, none is
 //!    posted.
 //!
@@ -196,6 +208,8 @@
 //! | a UD send without an address handle (null `wr.ud.ah`), an RDMA or atomic request on a UD QP (a peer's address read as `wr.ud.ah`) | typed error: [`WrError::MissingAddressHandle`], [`WrError::OpcodeNotSupported`] | the transport is a run-time property of a [`QueuePair`]; one request type serves all transports |
 //! | inline data over `max_inline_data`, more entries than `max_send_sge`, totals that wrap | typed error: [`WrError::InlineTooLarge`], [`WrError::TooManySge`], [`WrError::MessageTooLong`], [`WrError::InlineNotSupported`] | the limits are what the provider granted at run time |
 //! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure, the old call does not compile (E0061), the batch cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
+//! | an atomic write through `ibv_post_send`, whose request has no place for its data | typed error: [`WrError::BatchOnly`]; a misaligned one [`WrError::Misaligned`] | only `ibv_wr_atomic_write` takes the value, and the check is the one every request passes |
+//! | a QP of a parent domain with a thread domain posted from two threads at once (the provider may leave out its locks) | `unsafe`: [`ProtectionDomain::alloc_parent_domain_with_td`], with the one-thread-at-a-time contract | the queue types are `Sync`; the promise is the caller's |
 //! | the safe raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
 //!
 //! What this costs on the data path: each request carries a word of requirement bits that
@@ -366,11 +380,14 @@ mod cq;
 mod device;
 mod device_attr;
 mod dmabuf;
+mod domain;
 pub mod drop_error;
 mod error;
+mod fork;
 mod gid;
 mod limits;
 mod mapping;
+mod mcast;
 mod mr;
 mod mw;
 mod odp;
@@ -379,6 +396,7 @@ mod pd;
 mod port;
 mod post_error;
 mod qp;
+mod qp_attr;
 mod qp_ex;
 mod qp_state;
 mod qp_type;
@@ -399,9 +417,12 @@ pub use device_attr::{
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
 pub use dmabuf::{DmaBuf, DmaBufRegion};
+pub use domain::ThreadDomain;
 pub use error::{Error, Result, WrError};
+pub use fork::{fork_init, fork_status, ForkStatus};
 pub use gid::{Gid, GidEntry, GidType};
 pub use mapping::{huge_page_size, Mapping, MappingKind};
+pub use mcast::MULTICAST_QPN;
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use odp::{Advice, ImplicitOdp};
@@ -412,11 +433,12 @@ pub use port::{
 };
 pub use post_error::PostError;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
+pub use qp_attr::QpAttributes;
 pub use qp_ex::WrBatch;
 pub use qp_state::QpState;
 pub use qp_type::QpType;
 pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
-pub use srq::SharedReceiveQueue;
+pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use wc_status::WcStatus;
 pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};

@@ -91,6 +91,9 @@ mod ops {
         bit(O::IBV_WR_ATOMIC_CMP_AND_SWP) | bit(O::IBV_WR_ATOMIC_FETCH_AND_ADD);
     pub const READ: u32 = bit(O::IBV_WR_RDMA_READ);
     pub const BIND_MW: u32 = bit(O::IBV_WR_BIND_MW);
+    pub const ATOMIC_WRITE: u32 = bit(O::IBV_WR_ATOMIC_WRITE);
+    /// What only the extended send API posts.
+    pub const BATCH_ONLY: u32 = ATOMIC_WRITE;
     /// What may carry inline data.
     pub const INLINE: u32 = SENDS | WRITES;
 }
@@ -98,7 +101,9 @@ mod ops {
 /// The operations a transport has.
 fn transport_ops(qp_type: QpType) -> u32 {
     match qp_type {
-        QpType::Rc => ops::SENDS | ops::WRITES | ops::READ | ops::ATOMICS | ops::BIND_MW,
+        QpType::Rc => {
+            ops::SENDS | ops::WRITES | ops::READ | ops::ATOMICS | ops::BIND_MW | ops::ATOMIC_WRITE
+        }
         QpType::Uc => ops::SENDS | ops::WRITES | ops::BIND_MW,
         QpType::Ud => ops::SENDS,
     }
@@ -135,10 +140,9 @@ pub(crate) struct SendLimits {
 impl SendLimits {
     /// The limits of a QP of `qp_type` in `pd` that was granted `cap`.
     pub(crate) fn new(qp_type: QpType, cap: &ffi::ibv_qp_cap, pd: *mut ffi::ibv_pd) -> Self {
-        let all = transport_ops(qp_type);
         SendLimits {
             deny: 0,
-            ops: u64::from(all) | u64::from(all & ops::INLINE) << 32,
+            ops: op_bits(transport_ops(qp_type) & !ops::BATCH_ONLY),
             max_total: [MAX_MESSAGE, u64::from(cap.max_inline_data).min(MAX_MESSAGE)],
             max_sge: cap.max_send_sge,
             max_inline: cap.max_inline_data,
@@ -192,7 +196,7 @@ impl SendLimits {
                 enabled |= 1 << op;
             }
         }
-        self.ops &= u64::from(enabled) | u64::from(enabled) << 32;
+        self.ops = op_bits(transport_ops(self.qp_type) & enabled);
         self.send_ops = Some(send_ops);
         self.with_deny()
     }
@@ -208,6 +212,7 @@ impl SendLimits {
             && n <= self.max_sge
             && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
+            && aligned(raw)
     }
 
     /// Whether a UD send's address handle is set and of the QP's PD.
@@ -229,6 +234,9 @@ impl SendLimits {
                 opcode,
                 qp_type: self.qp_type,
             };
+        }
+        if self.send_ops.is_none() && has(ops::BATCH_ONLY, op) {
+            return WrError::BatchOnly { opcode };
         }
         if self.ops & 1 << op == 0 {
             return WrError::OpcodeNotEnabled { opcode };
@@ -256,6 +264,13 @@ impl SendLimits {
                 max: MAX_MESSAGE,
             };
         }
+        if !aligned(raw) {
+            return WrError::Misaligned {
+                opcode,
+                // SAFETY: only an atomic write is unaligned, and its constructor wrote `atomic`.
+                addr: unsafe { raw.wr.atomic.remote_addr },
+            };
+        }
         // SAFETY: as in address_fits.
         if unsafe { raw.wr.ud.ah }.is_null() {
             WrError::MissingAddressHandle
@@ -263,6 +278,19 @@ impl SendLimits {
             WrError::ForeignAddressHandle
         }
     }
+}
+
+/// The `ops` bits of the operations in `mask`: bit `opcode` without inline data, bit
+/// `32 + opcode` with (for those that may carry it).
+fn op_bits(mask: u32) -> u64 {
+    u64::from(mask) | u64::from(mask & ops::INLINE) << 32
+}
+
+/// Whether an atomic write's remote address is 8-byte aligned (other requests always are).
+fn aligned(raw: &ffi::ibv_send_wr) -> bool {
+    // SAFETY: SendRequest::atomic_write wrote the `atomic` member of the union.
+    raw.opcode != ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE
+        || unsafe { raw.wr.atomic.remote_addr } % 8 == 0
 }
 
 /// Checks a send against the limits: its operation exists on the transport (and was

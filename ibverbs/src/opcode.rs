@@ -25,6 +25,9 @@ bitflags! {
         const ATOMIC_CMP_AND_SWP = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0 as u64;
         /// `IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD`.
         const ATOMIC_FETCH_AND_ADD = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0 as u64;
+        /// `IBV_QP_EX_WITH_ATOMIC_WRITE`: needs a device with
+        /// [`DeviceCapFlags::ATOMIC_WRITE`](crate::DeviceCapFlags::ATOMIC_WRITE).
+        const ATOMIC_WRITE = ffi::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_WRITE.0 as u64;
     }
 }
 
@@ -48,6 +51,8 @@ pub enum WrOpcode {
     FetchAdd,
     /// `IBV_WR_BIND_MW`.
     BindMw,
+    /// `IBV_WR_ATOMIC_WRITE` (only in a [`WrBatch`](crate::WrBatch)).
+    AtomicWrite,
     /// Another opcode: the raw value.
     Other(u32),
 }
@@ -65,6 +70,7 @@ impl WrOpcode {
             O::IBV_WR_ATOMIC_CMP_AND_SWP => WrOpcode::CompareSwap,
             O::IBV_WR_ATOMIC_FETCH_AND_ADD => WrOpcode::FetchAdd,
             O::IBV_WR_BIND_MW => WrOpcode::BindMw,
+            O::IBV_WR_ATOMIC_WRITE => WrOpcode::AtomicWrite,
             other => WrOpcode::Other(other.0),
         }
     }
@@ -79,6 +85,7 @@ impl WrOpcode {
             WrOpcode::RdmaRead => SendOps::RDMA_READ,
             WrOpcode::CompareSwap => SendOps::ATOMIC_CMP_AND_SWP,
             WrOpcode::FetchAdd => SendOps::ATOMIC_FETCH_AND_ADD,
+            WrOpcode::AtomicWrite => SendOps::ATOMIC_WRITE,
             WrOpcode::BindMw | WrOpcode::Other(_) => return None,
         })
     }
@@ -95,6 +102,7 @@ impl fmt::Display for WrOpcode {
             WrOpcode::CompareSwap => f.write_str("atomic compare-and-swap"),
             WrOpcode::FetchAdd => f.write_str("atomic fetch-and-add"),
             WrOpcode::BindMw => f.write_str("memory window bind"),
+            WrOpcode::AtomicWrite => f.write_str("atomic write"),
             WrOpcode::Other(raw) => write!(f, "opcode {raw}"),
         }
     }

@@ -5,6 +5,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::context::Context;
+use crate::domain::ThreadDomain;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
@@ -19,6 +20,8 @@ pub struct ProtectionDomain {
 struct Inner {
     raw: NonNull<ffi::ibv_pd>,
     ctx: Context,
+    /// Of a parent domain: the PD and thread domain it was made from, deallocated after it.
+    _parent: Option<(ProtectionDomain, Option<ThreadDomain>)>,
 }
 
 // SAFETY: protection domains may be used from any thread.
@@ -44,12 +47,29 @@ impl Context {
             inner: Arc::new(Inner {
                 raw,
                 ctx: self.clone(),
+                _parent: None,
             }),
         })
     }
 }
 
 impl ProtectionDomain {
+    /// A PD handle for `raw`, a parent domain made from `parent` and `td`, deallocated with
+    /// `ibv_dealloc_pd` before them.
+    pub(crate) fn parent_domain(
+        raw: NonNull<ffi::ibv_pd>,
+        parent: &ProtectionDomain,
+        td: Option<&ThreadDomain>,
+    ) -> Self {
+        ProtectionDomain {
+            inner: Arc::new(Inner {
+                raw,
+                ctx: parent.context().clone(),
+                _parent: Some((parent.clone(), td.cloned())),
+            }),
+        }
+    }
+
     /// The raw `ibv_pd`, valid while this PD lives.
     pub fn as_raw(&self) -> *mut ffi::ibv_pd {
         self.inner.raw.as_ptr()

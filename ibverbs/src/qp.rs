@@ -7,9 +7,10 @@
 
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cq::{CompletionQueue, CqInner};
+use crate::device_attr::DeviceCapFlags;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
@@ -195,7 +196,8 @@ impl<'a> QueuePairBuilder<'a> {
     }
 
     /// Creates the QP with the extended send API (`ibv_create_qp_ex`) for `ops`, so that
-    /// [`QueuePair::batch`] can post through `ibv_wr_*`.
+    /// [`QueuePair::batch`] can post through `ibv_wr_*`. [`SendOps::ATOMIC_WRITE`] on a
+    /// device without atomic write fails to build ([`Error::Unsupported`]).
     pub fn send_ops(mut self, ops: SendOps) -> Self {
         self.send_ops = ops;
         self
@@ -209,6 +211,17 @@ impl<'a> QueuePairBuilder<'a> {
         ctx.check_same(self.recv_cq.inner().context(), "receive completion queue")?;
         if let Some(srq) = self.srq {
             self.pd.check_same(srq.pd(), "shared receive queue")?;
+        }
+        if self.send_ops.contains(SendOps::ATOMIC_WRITE)
+            && !ctx
+                .query_device()?
+                .device_cap_flags
+                .contains(DeviceCapFlags::ATOMIC_WRITE)
+        {
+            return Err(Error::Unsupported {
+                what: "atomic write (SendOps::ATOMIC_WRITE)",
+                missing: "IB_UVERBS_DEVICE_ATOMIC_WRITE in device_cap_flags_ex",
+            });
         }
         let port = ctx.query_port(self.port)?;
         let (gid_index, gid) = match self.gid_index {
@@ -271,6 +284,7 @@ impl<'a> QueuePairBuilder<'a> {
             _send_cq: Arc::clone(self.send_cq.inner()),
             _recv_cq: Arc::clone(self.recv_cq.inner()),
             _srq: self.srq.cloned(),
+            mcast: (self.qp_type == QpType::Ud).then(Box::default),
         };
 
         use ffi::ibv_qp_attr_mask as M;
@@ -299,6 +313,11 @@ pub struct PreparedQueuePair {
 }
 
 impl PreparedQueuePair {
+    /// The QP, in INIT.
+    pub(crate) fn qp(&self) -> &QueuePair {
+        &self.qp
+    }
+
     /// What the peer needs to connect to this QP.
     pub fn endpoint(&self) -> Endpoint {
         self.qp.endpoint()
@@ -423,6 +442,9 @@ impl fmt::Debug for PreparedQueuePair {
     }
 }
 
+/// The multicast groups of a UD QP, as `(GID, LID)`.
+type McastGroups = Vec<(Gid, u16)>;
+
 /// A queue pair ready to send (RTS), destroyed on drop (`ibv_destroy_qp`).
 ///
 /// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
@@ -444,6 +466,9 @@ pub struct QueuePair {
     roce: bool,
     psn: u32,
     pd: ProtectionDomain,
+    /// The multicast groups a UD QP is attached to, detached before it is destroyed (boxed:
+    /// only UD QPs have one, and a QP stays small inside a CM event).
+    mcast: Option<Box<Mutex<McastGroups>>>,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
     _send_cq: Arc<CqInner>,
     _recv_cq: Arc<CqInner>,
@@ -519,6 +544,26 @@ impl QueuePair {
 
     pub(crate) fn send_limits(&self) -> &SendLimits {
         &self.send_limits
+    }
+
+    /// Whether the port's link layer is Ethernet (RoCE).
+    pub(crate) fn is_roce(&self) -> bool {
+        self.roce
+    }
+
+    /// The multicast groups of a UD QP, locked (a panic elsewhere cannot corrupt a list);
+    /// `None` for other transports.
+    pub(crate) fn mcast_groups(&self) -> Option<MutexGuard<'_, McastGroups>> {
+        let list = self.mcast.as_ref()?;
+        Some(list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The multicast groups, taken out of the QP (on drop).
+    pub(crate) fn take_mcast_groups(&mut self) -> McastGroups {
+        let Some(list) = self.mcast.as_mut() else {
+            return Vec::new();
+        };
+        std::mem::take(list.get_mut().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// What a peer needs to reach this QP.
@@ -648,6 +693,7 @@ impl QueuePair {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
+        self.detach_all_mcast();
         // SAFETY: the QP is live. Destroying it stops the HCA from touching any memory its
         // outstanding requests referenced.
         let rc = unsafe { ffi::ibv_destroy_qp(self.raw.as_ptr()) };

@@ -113,6 +113,16 @@ impl WrBatch<'_> {
                     ffi::ibv_wr_rdma_write_imm(qpx, rdma.rkey, rdma.remote_addr, imm)
                 }
                 O::IBV_WR_RDMA_READ => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
+                O::IBV_WR_ATOMIC_WRITE => {
+                    // The provider copies the 8 bytes during the call.
+                    let value = atomic.compare_add.to_ne_bytes();
+                    ffi::ibv_wr_atomic_write(
+                        qpx,
+                        atomic.rkey,
+                        atomic.remote_addr,
+                        value.as_ptr().cast(),
+                    )
+                }
                 O::IBV_WR_ATOMIC_CMP_AND_SWP => ffi::ibv_wr_atomic_cmp_swp(
                     qpx,
                     atomic.rkey,
@@ -145,7 +155,8 @@ impl WrBatch<'_> {
                         .collect();
                     ffi::ibv_wr_set_inline_data_list(qpx, bufs.len(), bufs.as_ptr());
                 }
-            } else {
+            } else if raw.opcode != O::IBV_WR_ATOMIC_WRITE {
+                // An atomic write carries its data in the request, and has no list.
                 ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list);
             }
         }

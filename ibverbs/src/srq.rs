@@ -2,10 +2,12 @@
 
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use crate::device_attr::DeviceCapFlags;
 use crate::drop_error;
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{check, check_ptr, Error, Result, WrError};
 use crate::ffi;
 use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
@@ -22,8 +24,11 @@ pub struct SharedReceiveQueue {
 
 struct Inner {
     raw: NonNull<ffi::ibv_srq>,
-    /// The size `ibv_create_srq` granted (it writes it back into the request).
-    attr: ffi::ibv_srq_attr,
+    /// The requests it holds: what `ibv_create_srq` granted (it writes it back into the
+    /// request), then what `ibv_query_srq` reports after a resize.
+    max_wr: AtomicU32,
+    /// Scatter/gather entries per request, as granted.
+    max_sge: u32,
     limits: RecvLimits,
     pd: ProtectionDomain,
 }
@@ -82,7 +87,8 @@ impl ProtectionDomain {
         Ok(SharedReceiveQueue {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,
-                attr: attr.attr,
+                max_wr: AtomicU32::new(attr.attr.max_wr),
+                max_sge: attr.attr.max_sge,
                 limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge),
                 pd: self.clone(),
             }),
@@ -101,27 +107,157 @@ impl SharedReceiveQueue {
         &self.inner.pd
     }
 
-    /// Requests the SRQ holds, as created (at least what was asked).
+    /// Requests the SRQ holds: as `ibv_create_srq` granted them (at least what was asked),
+    /// or after a [resize](Self::resize) as `ibv_query_srq` reports them (rxe's query
+    /// reports its ring's whole capacity, which can be more than the create granted).
     pub fn max_wr(&self) -> u32 {
-        self.inner.attr.max_wr
+        self.inner.max_wr.load(Ordering::Relaxed)
     }
 
     /// Scatter/gather entries per request, as created: the most `post_recv` accepts.
     pub fn max_sge(&self) -> u32 {
-        self.inner.attr.max_sge
+        self.inner.max_sge
+    }
+
+    /// The SRQ's attributes now (`ibv_query_srq`): its size, entries per request and
+    /// limit (0 once the limit event fired, or if none was set).
+    pub fn query(&self) -> Result<SrqAttributes> {
+        let mut attr = ffi::ibv_srq_attr::default();
+        // SAFETY: the SRQ is live and attr is writable.
+        check("ibv_query_srq", unsafe {
+            ffi::ibv_query_srq(self.as_raw(), &mut attr)
+        })?;
+        Ok(SrqAttributes {
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge,
+            limit: attr.srq_limit,
+        })
+    }
+
+    /// Arms the SRQ limit (`ibv_modify_srq` with `IBV_SRQ_LIMIT`): once fewer than `limit`
+    /// receives are left in the SRQ, the device raises one
+    /// [`AsyncEventKind::SrqLimitReached`](crate::AsyncEventKind::SrqLimitReached) event
+    /// (read it with [`Context::get_async_event`](crate::Context::get_async_event); its
+    /// source is this SRQ, [`EventSource::Srq`](crate::EventSource::Srq) with the address
+    /// of [`as_raw`](Self::as_raw)) and disarms the limit. 0 disarms it.
+    ///
+    /// A limit over [`max_wr`](Self::max_wr) is [`Error::OutOfRange`], before the call.
+    pub fn set_limit(&self, limit: u32) -> Result<()> {
+        let max_wr = self.max_wr();
+        if limit > max_wr {
+            return Err(Error::OutOfRange {
+                what: "SRQ limit",
+                value: limit.into(),
+                min: 0,
+                max: max_wr.into(),
+            });
+        }
+        let mut attr = ffi::ibv_srq_attr {
+            srq_limit: limit,
+            ..Default::default()
+        };
+        self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_LIMIT)
+    }
+
+    /// Resizes the SRQ to hold at least `max_wr` requests (`ibv_modify_srq` with
+    /// `IBV_SRQ_MAX_WR`); [`max_wr`](Self::max_wr) then tells what was granted.
+    ///
+    /// Checked before the call: the device can resize SRQs
+    /// ([`DeviceCapFlags::SRQ_RESIZE`], else [`Error::Unsupported`]), `max_wr` is at
+    /// most the device's `max_srq_wr` ([`Error::DeviceLimit`]) and not under the armed
+    /// limit ([`Error::OutOfRange`]). The provider refuses a size under the receives
+    /// posted and not yet consumed.
+    pub fn resize(&self, max_wr: u32) -> Result<()> {
+        let ctx = self.pd().context();
+        if !ctx
+            .query_device()?
+            .device_cap_flags
+            .contains(DeviceCapFlags::SRQ_RESIZE)
+        {
+            return Err(Error::Unsupported {
+                what: "resizing a shared receive queue",
+                missing: "IBV_DEVICE_SRQ_RESIZE in device_cap_flags",
+            });
+        }
+        let max = u32::try_from(ctx.device_limits()?.max_srq_wr).unwrap_or(0);
+        if max_wr > max {
+            return Err(Error::DeviceLimit {
+                what: "SRQ work requests",
+                value: max_wr.into(),
+                limit: "max_srq_wr",
+                max: max.into(),
+            });
+        }
+        let limit = self.query()?.limit;
+        if max_wr < limit {
+            return Err(Error::OutOfRange {
+                what: "SRQ size under its armed limit",
+                value: max_wr.into(),
+                min: limit.into(),
+                max: max.into(),
+            });
+        }
+        let mut attr = ffi::ibv_srq_attr {
+            max_wr,
+            ..Default::default()
+        };
+        self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_MAX_WR)?;
+        let granted = self.query()?.max_wr;
+        self.inner.max_wr.store(granted, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn modify(&self, attr: &mut ffi::ibv_srq_attr, mask: ffi::ibv_srq_attr_mask) -> Result<()> {
+        // SAFETY: the SRQ is live and attr is initialised; mask names the fields set.
+        check("ibv_modify_srq", unsafe {
+            ffi::ibv_modify_srq(self.as_raw(), attr, mask.0 as i32)
+        })
     }
 
     /// Posts a list of receive requests (`ibv_post_srq_recv`). Every request is first
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        let queue = || ("ibv_post_srq_recv", self.inner.limits.depth());
-        post_list(wrs, &self.inner.limits, queue, |head, bad| {
+        let queue = || ("ibv_post_srq_recv", Limits::<RecvRequest<'_>>::depth(&*self.inner));
+        post_list(wrs, &*self.inner, queue, |head, bad| {
             // SAFETY: the SRQ is live; every request was checked against its limits and
             // every SGE borrows a live registered region.
             unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
         })
     }
+}
+
+/// The limits of the SRQ's receives: those it was created with, and its current depth for
+/// the error of a post that found it full.
+impl Limits<RecvRequest<'_>> for Inner {
+    #[inline(always)]
+    fn deny(&self) -> u64 {
+        self.limits.deny()
+    }
+
+    fn depth(&self) -> u32 {
+        self.max_wr.load(Ordering::Relaxed)
+    }
+
+    fn fits(&self, wr: &RecvRequest<'_>) -> bool {
+        self.limits.fits(wr)
+    }
+
+    fn refusal(&self, wr: &RecvRequest<'_>) -> WrError {
+        self.limits.refusal(wr)
+    }
+}
+
+/// A shared receive queue's attributes (`struct ibv_srq_attr`), from
+/// [`SharedReceiveQueue::query`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqAttributes {
+    /// Requests the SRQ holds.
+    pub max_wr: u32,
+    /// Scatter/gather entries per request.
+    pub max_sge: u32,
+    /// The armed limit (0: none).
+    pub limit: u32,
 }
 
 impl fmt::Debug for SharedReceiveQueue {

@@ -278,6 +278,25 @@ impl<'a> SendRequest<'a> {
         )
     }
 
+    /// An atomic write (`IBV_WR_ATOMIC_WRITE`, posted by `ibv_wr_atomic_write`) of `value`
+    /// to the 8 bytes at `remote.addr`, which must be 8-byte aligned: the peer sees all 8
+    /// bytes change at once. Only a [`WrBatch`](crate::WrBatch) of an RC QP built with
+    /// [`SendOps::ATOMIC_WRITE`](crate::SendOps::ATOMIC_WRITE) posts it; the peer's QP
+    /// and region need `REMOTE_WRITE`.
+    #[inline]
+    pub fn atomic_write(wr_id: u64, remote: RemoteMemory, value: [u8; 8]) -> Self {
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, &[]);
+        // The value rides in `compare_add`, which WrBatch::push hands to the provider as
+        // the 8 bytes to write.
+        wr.raw.wr.atomic = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+            remote_addr: remote.addr,
+            compare_add: u64::from_ne_bytes(value),
+            swap: 0,
+            rkey: remote.rkey,
+        };
+        wr
+    }
+
     #[inline]
     fn flag(mut self, flag: ffi::ibv_send_flags) -> Self {
         self.raw.send_flags |= flag.0;

@@ -61,6 +61,7 @@ impl QueuePair {
             _send_cq: Arc::clone(what.send_cq.inner()),
             _recv_cq: Arc::clone(what.recv_cq.inner()),
             _srq: None,
+            mcast: (what.qp_type == QpType::Ud).then(Box::default),
         })
     }
 }

@@ -3,8 +3,10 @@
 //! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
 //! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
 //! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `memory` (mmap'd,
-//! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs); `common` holds what several
-//! share.
+//! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs), `multicast` (UD groups),
+//! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
+//! query, limit event, resize), `domains` (fork support, thread and parent domains);
+//! `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -12,10 +14,15 @@
 //! device is a failure, not a skip. Every test checks at its end that no destroy call failed
 //! in a destructor.
 
+mod atomic_write;
 mod common;
 mod device;
+mod domains;
 mod errors;
 mod first_program;
 mod memory;
+mod multicast;
 mod odp;
+mod query;
+mod srq;
 mod transfers;
