@@ -218,7 +218,12 @@ impl SharedReceiveQueue {
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        let queue = || ("ibv_post_srq_recv", Limits::<RecvRequest<'_>>::depth(&*self.inner));
+        let queue = || {
+            (
+                "ibv_post_srq_recv",
+                Limits::<RecvRequest<'_>>::depth(&*self.inner),
+            )
+        };
         post_list(wrs, &*self.inner, queue, |head, bad| {
             // SAFETY: the SRQ is live; every request was checked against its limits and
             // every SGE borrows a live registered region.
