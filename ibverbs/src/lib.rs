@@ -74,6 +74,8 @@
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
 //! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
 //! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
+//! | `tokio::AsyncCq` (feature `tokio`) | `ibv_cq` and its channel's fd on tokio's reactor | `tokio::AsyncCq::new` | its CQ, the channel's registration |
+//! | `tokio::AsyncEvents` (feature `tokio`) | the context's `async_fd` on tokio's reactor | `tokio::AsyncEvents::new` | context |
 //! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
 //!
 //! With the `cm` feature, [`Context`]s also come from a CM id (`CmId::context`): librdmacm's
@@ -355,6 +357,8 @@ mod qp_state;
 mod qp_type;
 mod route;
 mod srq;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod wc_status;
 mod wr;
 
