@@ -1,8 +1,9 @@
 //! `AsyncQp`: operations that own their regions, and what dropping or forgetting their
 //! futures does while the HCA may still use the memory.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ibverbs::tokio::{AsyncQp, Op};
@@ -205,6 +206,10 @@ async fn dropped_writes_under_load_and_a_killed_qp_lose_nothing() {
     assert_clean_drops();
 }
 
+/// Where the forgotten op stays reachable, so that the leak check (valgrind) tells the
+/// intended leak from a lost block. `ManuallyDrop` is what `mem::forget` does.
+static FORGOTTEN: Mutex<Vec<ManuallyDrop<Op<Tracked>>>> = Mutex::new(Vec::new());
+
 /// Forgetting an op leaks its region (and the QP, which the op keeps): nothing is freed.
 #[tokio::test]
 async fn a_forgotten_op_only_leaks() {
@@ -212,7 +217,8 @@ async fn a_forgotten_op_only_leaks() {
     let channel = ctx.create_comp_channel().unwrap();
     let (pd, a, b) = async_pair::<Tracked>(Pair::new(&ctx, &channel, 0));
     let freed = Arc::new(AtomicUsize::new(0));
-    std::mem::forget(b.recv(tracked(&pd, 64, &freed), ..).unwrap());
+    let op = ManuallyDrop::new(b.recv(tracked(&pd, 64, &freed), ..).unwrap());
+    FORGOTTEN.lock().unwrap().push(op);
     let (_, wc) = done(a.send(tracked(&pd, 64, &freed), ..).unwrap()).await;
     wc.ok().unwrap();
     timeout(LIMIT, b.settle()).await.expect("settled").unwrap();
