@@ -1,6 +1,6 @@
 //! Completions awaited on tokio: [`AsyncCq`] and its [`CompletionStream`].
 
-use std::future::poll_fn;
+use std::future::Future;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -71,6 +71,8 @@ pub struct AsyncCq {
     spun: u32,
     /// Whether the CQ is armed and its event not yet taken.
     armed: bool,
+    /// Whether a task waits for the CQ's event (its waker is kept by the channel).
+    waiting: bool,
 }
 
 impl AsyncCq {
@@ -101,6 +103,7 @@ impl AsyncCq {
             spin: DEFAULT_SPIN,
             spun: 0,
             armed: false,
+            waiting: false,
         })
     }
 
@@ -119,8 +122,19 @@ impl AsyncCq {
 
     /// Waits for completions and polls up to `wc.len()` of them into `wc` (`ibv_poll_cq`);
     /// resolves to how many, at least 1 unless `wc` is empty.
-    pub async fn poll(&mut self, wc: &mut [WorkCompletion]) -> Result<usize> {
-        poll_fn(|cx| self.poll_completions(cx, wc)).await
+    ///
+    /// Dropping the future while it waits gives up the wait (another CQ of the channel
+    /// takes over reading the fd, see the [module docs](super)).
+    pub fn poll<'a>(&'a mut self, wc: &'a mut [WorkCompletion]) -> PollCq<'a> {
+        PollCq { cq: self, wc }
+    }
+
+    /// Gives up a wait for the CQ's event: the channel drops the waker and, if the reactor
+    /// was to wake this task, wakes another waiting one in its place.
+    pub(crate) fn stop_waiting(&mut self) {
+        if std::mem::take(&mut self.waiting) {
+            self.channel.lock().stop_waiting(self.cq.as_raw());
+        }
     }
 
     /// The poll function under [`poll`](Self::poll), for hand-written futures: `Ready` with
@@ -154,8 +168,12 @@ impl AsyncCq {
                 Poll::Ready(()) => {
                     self.armed = false;
                     self.spun = 0;
+                    self.waiting = false;
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    self.waiting = true;
+                    return Poll::Pending;
+                }
             }
         }
     }
@@ -199,7 +217,35 @@ impl AsyncCq {
 
 impl Drop for AsyncCq {
     fn drop(&mut self) {
-        self.channel.lock().stop_waiting(self.cq.as_raw());
+        self.stop_waiting();
+    }
+}
+
+/// The future of [`AsyncCq::poll`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct PollCq<'a> {
+    cq: &'a mut AsyncCq,
+    wc: &'a mut [WorkCompletion],
+}
+
+impl Future for PollCq<'_> {
+    type Output = Result<usize>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<usize>> {
+        let this = self.get_mut();
+        this.cq.poll_completions(cx, this.wc)
+    }
+}
+
+impl Drop for PollCq<'_> {
+    fn drop(&mut self) {
+        self.cq.stop_waiting();
+    }
+}
+
+impl std::fmt::Debug for PollCq<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollCq").field("cq", &self.cq).finish()
     }
 }
 

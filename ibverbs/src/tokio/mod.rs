@@ -39,7 +39,9 @@
 //! wakes the task waiting on that CQ only. The reactor wakes one waiting task per
 //! readiness (the last to register); when that task stops waiting (its event came, or it
 //! was dropped) it wakes another waiting task to take its place, so the fd is never left
-//! without a reader.
+//! without a reader. A wait that is neither polled nor dropped (a [`CompletionStream`]
+//! kept but no longer polled) keeps that role: the other CQs of its channel then wait
+//! until it is polled again. Drop waits you give up, or give such CQs a channel each.
 //!
 //! # Operations that own their buffers, and cancellation
 //! The HCA may read or write a request's memory from the post until its completion. An
@@ -82,6 +84,6 @@ mod events;
 mod ops;
 
 pub(crate) use cq::ChannelFd;
-pub use cq::{AsyncCq, CompletionStream, DEFAULT_SPIN};
+pub use cq::{AsyncCq, CompletionStream, PollCq, DEFAULT_SPIN};
 pub use events::AsyncEvents;
 pub use ops::{AsyncQp, Op, Settle};

@@ -333,6 +333,8 @@ impl<B: RegistrableMemory> State<B> {
             return;
         }
         self.driver = None;
+        // The CQ's wait on the channel was this task's: given up at the channel too.
+        self.cq.stop_waiting();
         let next = self.slots.values_mut().find_map(|slot| match slot {
             Slot::InFlight { waker, .. } => waker.take(),
             Slot::Done { .. } => None,

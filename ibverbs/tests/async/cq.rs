@@ -148,8 +148,13 @@ async fn a_dropped_waiter_hands_the_channel_on() {
     } = p;
     b.post_recv(&mut [RecvRequest::new(3, &[dst.sge(..).unwrap()])])
         .unwrap();
-    // b waits first, then a registers with the reactor after it and gives up.
-    let waiter = tokio::spawn(async move { next(&mut b_cq).await });
+    // b waits first (no timeout of its own, whose timer would poll it again), then a
+    // registers with the reactor after it and gives up.
+    let waiter = tokio::spawn(async move {
+        let mut wc = [WorkCompletion::default()];
+        b_cq.poll(&mut wc).await.unwrap();
+        wc[0]
+    });
     tokio::time::sleep(Duration::from_millis(20)).await;
     let mut wc = [WorkCompletion::default()];
     let gave_up = timeout(Duration::from_millis(20), a_cq.poll(&mut wc)).await;
