@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use crate::context::Context;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi;
 
 /// The kind of an asynchronous event (`enum ibv_event_type`).
@@ -233,18 +233,53 @@ impl Context {
     ///
     /// Blocks until an event arrives; see [`Context::wait_async_event`] for a timeout.
     pub fn get_async_event(&self) -> Result<AsyncEvent> {
+        loop {
+            if let Some(event) = self.try_get_async_event()? {
+                return Ok(event);
+            }
+            // The fd is non-blocking (an async event stream made it so): wait for it.
+            self.poll_async_fd(-1)?;
+        }
+    }
+
+    /// Reads the next asynchronous event if one is queued (`ibv_get_async_event`,
+    /// `ibv_ack_async_event`); `None` if the fd is non-blocking and has none (`EAGAIN`).
+    pub(crate) fn try_get_async_event(&self) -> Result<Option<AsyncEvent>> {
         let mut raw = MaybeUninit::<ffi::ibv_async_event>::uninit();
         // SAFETY: the context is open and raw is writable.
-        check("ibv_get_async_event", unsafe {
-            ffi::ibv_get_async_event(self.as_raw(), raw.as_mut_ptr())
-        })?;
+        let rc = unsafe { ffi::ibv_get_async_event(self.as_raw(), raw.as_mut_ptr()) };
+        if rc != 0 {
+            return match std::io::Error::last_os_error() {
+                err if err.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+                source => Err(Error::Verb {
+                    verb: "ibv_get_async_event",
+                    source,
+                }),
+            };
+        }
         // SAFETY: ibv_get_async_event succeeded, so it filled the event.
         let mut raw = unsafe { raw.assume_init() };
         let event = AsyncEvent::from_raw(&raw);
         // SAFETY: raw is an event from ibv_get_async_event not acknowledged yet; nothing
         // refers to the object it names after this.
         unsafe { ffi::ibv_ack_async_event(&mut raw) };
-        Ok(event)
+        Ok(Some(event))
+    }
+
+    /// Waits up to `ms` milliseconds (-1: forever) for the async fd to become readable
+    /// (`poll`); true if it did.
+    fn poll_async_fd(&self, ms: libc::c_int) -> Result<bool> {
+        let mut pollfd = libc::pollfd {
+            fd: self.async_fd_raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: pollfd is one valid, writable pollfd.
+        match unsafe { libc::poll(&mut pollfd, 1, ms) } {
+            0 => Ok(false),
+            n if n < 0 => Err(Error::last("poll")),
+            _ => Ok(true),
+        }
     }
 
     /// Waits up to `timeout` for the next asynchronous event; `None` if none came.
@@ -253,18 +288,11 @@ impl Context {
     /// threads also read events of this context, one of them may take the event first and
     /// this call then blocks until the next one.
     pub fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>> {
-        let mut pollfd = libc::pollfd {
-            fd: self.async_fd_raw(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
         let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: pollfd is one valid, writable pollfd.
-        let n = unsafe { libc::poll(&mut pollfd, 1, ms) };
-        match n {
-            0 => Ok(None),
-            n if n < 0 => Err(Error::last("poll")),
-            _ => self.get_async_event().map(Some),
+        if self.poll_async_fd(ms)? {
+            self.get_async_event().map(Some)
+        } else {
+            Ok(None)
         }
     }
 
@@ -277,7 +305,7 @@ impl Context {
         unsafe { BorrowedFd::borrow_raw(self.async_fd_raw()) }
     }
 
-    fn async_fd_raw(&self) -> libc::c_int {
+    pub(crate) fn async_fd_raw(&self) -> libc::c_int {
         // SAFETY: the context is open; libibverbs sets async_fd when opening it and never
         // changes it afterwards.
         unsafe { (*self.as_raw()).async_fd }

@@ -6,11 +6,17 @@
 //! is acknowledged at once (`ibv_ack_cq_events`, exactly once, by the thread that read it)
 //! and counted for the CQ it belongs to, whose next wait takes it. One thread at a time
 //! reads the fd; the others wait on a condition variable and are woken after every read.
+//!
+//! Async waiters (the `tokio` feature) use the same counts: each CQ's slot also holds the
+//! waker of the task waiting for it, woken when an event for that CQ is counted, and the one
+//! task whose waker the reactor holds (the *reader*) passes that role on when it stops
+//! waiting, so that the fd always has a task to drain it.
 
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::context::Context;
@@ -35,15 +41,30 @@ struct Inner {
     events: Mutex<Events>,
     /// Signalled after every read of the fd.
     read_done: Condvar,
+    /// The fd's registration with tokio's reactor, made on first async use.
+    #[cfg(feature = "tokio")]
+    pub(crate) reactor: std::sync::OnceLock<crate::tokio::ChannelFd>,
 }
 
 /// Events read from the channel and not yet taken by their CQ.
 #[derive(Default)]
-struct Events {
-    /// The CQs of the channel (by address) and their pending event counts.
-    pending: Vec<(usize, u64)>,
+pub(crate) struct Events {
+    /// The CQs of the channel.
+    pending: Vec<Slot>,
     /// Whether a thread is reading the fd.
     reading: bool,
+    /// The CQ whose async waiter the reactor wakes when the fd becomes readable.
+    reader: Option<usize>,
+}
+
+/// One CQ of a channel.
+struct Slot {
+    /// The CQ's address.
+    key: usize,
+    /// Events read for it and not taken yet.
+    pending: u64,
+    /// The async task waiting for its next event.
+    waker: Option<Waker>,
 }
 
 // SAFETY: channels may be used from any thread; the event state is behind a mutex.
@@ -53,6 +74,9 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // Off the reactor before the fd closes.
+        #[cfg(feature = "tokio")]
+        drop(self.reactor.take());
         // SAFETY: every CQ using the channel holds a clone, so none is left.
         let rc = unsafe { ffi::ibv_destroy_comp_channel(self.raw.as_ptr()) };
         drop_error::report("ibv_destroy_comp_channel", rc);
@@ -71,6 +95,8 @@ impl Context {
                 ctx: self.clone(),
                 events: Mutex::default(),
                 read_done: Condvar::new(),
+                #[cfg(feature = "tokio")]
+                reactor: std::sync::OnceLock::new(),
             }),
         };
         set_nonblocking(channel.as_raw_fd())?;
@@ -79,7 +105,7 @@ impl Context {
 }
 
 /// Sets `O_NONBLOCK` on `fd` (`fcntl`).
-fn set_nonblocking(fd: RawFd) -> Result<()> {
+pub(crate) fn set_nonblocking(fd: RawFd) -> Result<()> {
     // SAFETY: fd is the channel's open descriptor.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     // SAFETY: as above.
@@ -103,7 +129,13 @@ impl CompletionChannel {
         &self.inner.ctx
     }
 
-    fn lock(&self) -> MutexGuard<'_, Events> {
+    /// The fd's registration with tokio's reactor (set by the first async CQ).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn reactor(&self) -> &std::sync::OnceLock<crate::tokio::ChannelFd> {
+        &self.inner.reactor
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Events> {
         // Nothing panics while holding the lock; a poisoned state is still consistent.
         self.inner
             .events
@@ -113,13 +145,19 @@ impl CompletionChannel {
 
     /// Adds a CQ created on this channel.
     pub(crate) fn register(&self, cq: *mut ffi::ibv_cq) {
-        self.lock().pending.push((cq as usize, 0));
+        self.lock().pending.push(Slot {
+            key: cq as usize,
+            pending: 0,
+            waker: None,
+        });
     }
 
     /// Removes a CQ before it is destroyed. Events for it read later are acknowledged and
     /// dropped; its `ibv_destroy_cq` waits for those acknowledgements.
     pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
-        self.lock().pending.retain(|&(key, _)| key != cq as usize);
+        let mut events = self.lock();
+        events.stop_waiting(cq);
+        events.pending.retain(|slot| slot.key != cq as usize);
     }
 
     /// Takes one event for `cq`, reading the channel as needed, until `deadline` (forever
@@ -129,13 +167,11 @@ impl CompletionChannel {
         cq: *mut ffi::ibv_cq,
         deadline: Option<Instant>,
     ) -> Result<bool> {
-        let key = cq as usize;
         let mut events = self.lock();
         // Whether this thread's last read of the fd found nothing.
         let mut idle = false;
         loop {
-            if let Some((_, n)) = events.pending.iter_mut().find(|(k, n)| *k == key && *n > 0) {
-                *n -= 1;
+            if events.take(cq) {
                 return Ok(true);
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -160,18 +196,21 @@ impl CompletionChannel {
             events.reading = false;
             idle = matches!(read, Ok(None));
             if let Ok(Some(from)) = read {
-                if let Some((_, n)) = events.pending.iter_mut().find(|(k, _)| *k == from as usize) {
-                    *n += 1;
-                }
-                // SAFETY: `from` is a CQ of this channel whose event was just read. Its
-                // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live;
-                // it is acknowledged under the lock, after being counted, so its address cannot
-                // be reused by a new CQ in between.
-                unsafe { ffi::ibv_ack_cq_events(from, 1) };
+                events.count(from);
             }
             self.inner.read_done.notify_all();
             read?;
         }
+    }
+
+    /// Reads the events queued on the fd without waiting, counting each for its CQ and
+    /// waking that CQ's async waiter, until the fd has no more (`EAGAIN`).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn drain(&self, events: &mut Events) -> Result<()> {
+        while let Some(from) = self.get_event()? {
+            events.count(from);
+        }
+        Ok(())
     }
 
     /// Reads one event, waiting up to `timeout` (forever if `None`) for the fd to become
@@ -217,6 +256,69 @@ impl CompletionChannel {
                 verb: "ibv_get_cq_event",
                 source,
             }),
+        }
+    }
+}
+
+impl Events {
+    fn slot(&mut self, cq: *mut ffi::ibv_cq) -> Option<&mut Slot> {
+        self.pending.iter_mut().find(|slot| slot.key == cq as usize)
+    }
+
+    /// Counts an event just read for `from`, wakes its async waiter and acknowledges it.
+    fn count(&mut self, from: *mut ffi::ibv_cq) {
+        if let Some(slot) = self.slot(from) {
+            slot.pending += 1;
+            if let Some(waker) = slot.waker.take() {
+                waker.wake();
+            }
+        }
+        // SAFETY: `from` is a CQ of this channel whose event was just read. Its
+        // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live; it
+        // is acknowledged under the lock, after being counted, so its address cannot be
+        // reused by a new CQ in between.
+        unsafe { ffi::ibv_ack_cq_events(from, 1) };
+    }
+
+    /// Takes one pending event of `cq`, if it has one.
+    pub(crate) fn take(&mut self, cq: *mut ffi::ibv_cq) -> bool {
+        match self.slot(cq) {
+            Some(slot) if slot.pending > 0 => {
+                slot.pending -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records `waker` as the task waiting for `cq`'s next event.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn wait(&mut self, cq: *mut ffi::ibv_cq, waker: &Waker) {
+        if let Some(slot) = self.slot(cq) {
+            match &mut slot.waker {
+                Some(old) if old.will_wake(waker) => {}
+                other => *other = Some(waker.clone()),
+            }
+        }
+    }
+
+    /// Records that the reactor now wakes `cq`'s waiter when the fd becomes readable.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn set_reader(&mut self, cq: *mut ffi::ibv_cq) {
+        self.reader = Some(cq as usize);
+    }
+
+    /// `cq`'s task stops waiting: its waker is dropped, and if the reactor was to wake it,
+    /// another waiting task is woken to take that role.
+    pub(crate) fn stop_waiting(&mut self, cq: *mut ffi::ibv_cq) {
+        if let Some(slot) = self.slot(cq) {
+            slot.waker = None;
+        }
+        if self.reader == Some(cq as usize) {
+            self.reader = None;
+            if let Some(waker) = self.pending.iter_mut().find_map(|slot| slot.waker.take()) {
+                waker.wake();
+            }
         }
     }
 }

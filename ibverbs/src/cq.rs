@@ -408,7 +408,8 @@ impl CompletionQueue {
             .take_event(self.as_raw(), Some(Instant::now() + timeout))
     }
 
-    fn channel(&self) -> Result<&CompletionChannel> {
+    /// The CQ's channel; [`Error::InvalidArgument`] if it has none.
+    pub(crate) fn channel(&self) -> Result<&CompletionChannel> {
         self.inner
             .channel
             .as_ref()

@@ -80,6 +80,9 @@
 //! | a multicast attachment (part of its [`QueuePair`]) | | `ibv_attach_mcast` | |
 //! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
 //! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
+//! | `tokio::AsyncCq` (feature `tokio`) | `ibv_cq` and its channel's fd on tokio's reactor | `tokio::AsyncCq::new` | its CQ, the channel's registration |
+//! | `tokio::AsyncEvents` (feature `tokio`) | the context's `async_fd` on tokio's reactor | `tokio::AsyncEvents::new` | context |
+//! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new` | its QP, CQ, and each posted region until its completion (see the `tokio` module: cancellation) |
 //! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
 //!
 //! A UD queue pair remembers the multicast groups it joined ([`QueuePair::attach_mcast`])
@@ -403,6 +406,8 @@ mod qp_type;
 mod rereg;
 mod route;
 mod srq;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod wc_status;
 mod wr;
 

@@ -1,0 +1,94 @@
+//! A device's asynchronous events as a [`Stream`] on tokio.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use ::tokio::io::unix::AsyncFd;
+use ::tokio::io::Interest;
+use futures_core::Stream;
+
+use super::cq::{check_runtime, reactor_error};
+use crate::async_event::AsyncEvent;
+use crate::context::Context;
+use crate::error::Result;
+
+/// The asynchronous events of a device (`ibv_get_async_event`, each acknowledged with
+/// `ibv_ack_async_event` before it is yielded) as a [`Stream`] (feature `tokio`). The
+/// stream does not end; an error reading an event is an `Err` item.
+///
+/// Made by [`AsyncEvents::new`], which makes the context's async fd non-blocking (for good:
+/// [`Context::get_async_event`] still blocks, by waiting with `poll`) and registers it
+/// with the reactor. One stream per context at a time: the reactor refuses a second
+/// registration of the fd. Other readers of the context's events
+/// ([`Context::wait_async_event`]) take events from the stream.
+pub struct AsyncEvents {
+    // Dropped first: off the reactor before the context (maybe its last handle) closes.
+    fd: AsyncFd<AsyncFdOf>,
+    ctx: Context,
+}
+
+/// The context's async fd (owned by the context, which outlives the registration).
+struct AsyncFdOf(RawFd);
+
+impl AsRawFd for AsyncFdOf {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+impl AsyncEvents {
+    /// Registers `ctx`'s async fd with the current tokio runtime's reactor.
+    ///
+    /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) outside a
+    /// tokio runtime, and with the reactor's error (`EEXIST`) while another stream of the
+    /// context exists.
+    pub fn new(ctx: &Context) -> Result<AsyncEvents> {
+        check_runtime("async event stream")?;
+        let raw = ctx.async_fd_raw();
+        crate::channel::set_nonblocking(raw)?;
+        // SAFETY: the fd is the context's, open until the context closes, which the clone
+        // kept in the stream delays until the registration is dropped (or forever, if the
+        // stream is leaked).
+        let fd = unsafe { AsyncFd::register_with_interest(AsyncFdOf(raw), Interest::READABLE) }
+            .map_err(|e| reactor_error(e.into()))?;
+        Ok(AsyncEvents {
+            fd,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The next event.
+    pub async fn next_event(&mut self) -> Result<AsyncEvent> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    fn poll_event(&self, cx: &mut TaskContext<'_>) -> Poll<Result<AsyncEvent>> {
+        loop {
+            let mut ready = match self.fd.poll_read_ready(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(ready) => ready.map_err(reactor_error)?,
+            };
+            match self.ctx.try_get_async_event()? {
+                Some(event) => return Poll::Ready(Ok(event)),
+                None => ready.clear_ready(),
+            }
+        }
+    }
+}
+
+impl Stream for AsyncEvents {
+    type Item = Result<AsyncEvent>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.poll_event(cx).map(Some)
+    }
+}
+
+impl std::fmt::Debug for AsyncEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncEvents")
+            .field("device", &self.ctx.name())
+            .finish()
+    }
+}

@@ -1,0 +1,89 @@
+//! Async completions and device events on tokio (feature `tokio`).
+//!
+//! ```no_run
+//! use ibverbs::tokio::AsyncCq;
+//! use ibverbs::WorkCompletion;
+//!
+//! # async fn f() -> ibverbs::Result<()> {
+//! let ctx = ibverbs::Context::open_first()?;
+//! let channel = ctx.create_comp_channel()?;
+//! let mut cq = AsyncCq::new(ctx.create_cq(64, Some(&channel))?)?.with_spin(1000);
+//! // ... create QPs on cq.cq() and post ...
+//! let mut wc = [WorkCompletion::default(); 16];
+//! let n = cq.poll(&mut wc).await?;
+//! for done in &wc[..n] {
+//!     done.ok()?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! | type | what it waits on | made by |
+//! |---|---|---|
+//! | [`AsyncCq`] | a CQ's completions: busy-polls, then its channel's fd on the reactor | [`AsyncCq::new`] (a CQ with a channel) |
+//! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
+//! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
+//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]) |
+//! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
+//!
+//! # Waiting for completions
+//! [`AsyncCq::poll`] polls the CQ; while it is empty it polls again up to the spin budget,
+//! yielding to the runtime after each empty poll (busy-polling: the latency of the blocking
+//! loop, one core busy), then arms the CQ, polls once more and awaits the channel's fd.
+//! Arm, poll, wait, read and acknowledge are all done inside, in the order that misses
+//! nothing: a completion that arrives before the arm is found by the poll after it, one
+//! after the arm raises an event.
+//!
+//! A channel is registered with the reactor once and shared by its CQs. Events are counted
+//! per CQ (as for the blocking waits, see [`CompletionChannel`](crate::CompletionChannel)):
+//! a task that finds the fd readable reads every queued event, counts each for its CQ and
+//! wakes the task waiting on that CQ only. The reactor wakes one waiting task per
+//! readiness (the last to register); when that task stops waiting (its event came, or it
+//! was dropped) it wakes another waiting task to take its place, so the fd is never left
+//! without a reader. A wait that is neither polled nor dropped (a [`CompletionStream`]
+//! kept but no longer polled) keeps that role: the other CQs of its channel then wait
+//! until it is polled again. Drop waits you give up, or give such CQs a channel each.
+//!
+//! # Operations that own their buffers, and cancellation
+//! The HCA may read or write a request's memory from the post until its completion. An
+//! [`Op`] cannot keep that memory alive itself: a future may be dropped at any await point
+//! (a `select!`, a timeout, a cancelled task), and dropping it must not free or reuse the
+//! memory while the request runs. So the region is never in the future:
+//!
+//! - [`AsyncQp::send`] and its siblings take the [`MemoryRegion`](crate::MemoryRegion) by
+//!   value and, under the QP's table lock, post the request with a fresh `wr_id` and move
+//!   the region into the QP's in-flight table under that id. The returned [`Op`] holds
+//!   only the id and a handle on the table.
+//! - Whoever polls the CQ (any op, or [`AsyncQp::settle`]) hands each completion to its
+//!   table entry: the region and completion wait there for their op, which takes both
+//!   when polled. A completion is the HCA's last use of the request's memory (also when
+//!   the request failed or was flushed with `WR_FLUSH_ERR` after the QP went to error).
+//! - Dropping an [`Op`] before then marks its entry abandoned; the region stays in the
+//!   table and is deregistered and freed when the completion arrives, never before.
+//!   Dropping it after the completion came frees the region at once.
+//! - Forgetting an [`Op`] (`mem::forget`) leaks its handle on the table, so the table, the
+//!   QP and the regions are never freed: forgetting only leaks. Dropping the
+//!   [`AsyncQp`] and every op destroys the QP first (`ibv_destroy_qp`: the HCA is then
+//!   done with every request) and then deregisters and frees what the table still holds.
+//! - Nothing is reachable from safe code in between: the table is private, and the regions
+//!   come back only with their completion.
+//!
+//! The CQ is polled by the tasks that await ops: the task whose poll found it empty waits
+//! on the CQ for all of them and wakes each op whose completion it takes; when it stops
+//! waiting (its own op completed, or it was dropped) it wakes another waiting op to take
+//! its place. Completions of requests whose op was dropped are only taken when some op is
+//! awaited or [`AsyncQp::settle`] runs.
+//!
+//! The reactor is the current runtime's when the first [`AsyncCq`] of a channel (or the
+//! [`AsyncEvents`] of a context) is made: outside a runtime that fails with
+//! [`Error::InvalidArgument`](crate::Error::InvalidArgument). The tokio dependency uses
+//! its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that a runtime is current
+//! instead of panicking); nothing here spawns tasks.
+
+mod cq;
+mod events;
+mod ops;
+
+pub(crate) use cq::ChannelFd;
+pub use cq::{AsyncCq, CompletionStream, PollCq, DEFAULT_SPIN};
+pub use events::AsyncEvents;
+pub use ops::{AsyncQp, Op, Settle};

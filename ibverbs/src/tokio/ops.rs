@@ -1,0 +1,436 @@
+//! Operations that own their buffers: [`AsyncQp`] and its [`Op`] futures.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::ops::RangeBounds;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
+
+use super::cq::AsyncCq;
+use crate::cq::WorkCompletion;
+use crate::error::{Error, Result};
+use crate::mr::{AlignedBuffer, MemoryRegion, RegistrableMemory};
+use crate::qp::QueuePair;
+use crate::wr::{RecvRequest, RemoteMemory, SendRequest};
+
+/// A connected QP whose operations are futures that own their buffer (feature `tokio`).
+///
+/// Each operation takes a [`MemoryRegion`] by value, posts a signaled request over it and
+/// returns an [`Op`], which resolves to the region and the request's completion (success,
+/// a remote error, or `WR_FLUSH_ERR` once the QP is in error). Between the post and the
+/// completion the region sits in the QP's in-flight table, not in the future, so
+/// dropping the future cannot free or reuse memory the HCA may still touch; see the
+/// [module docs](super) for how cancellation and `mem::forget` are handled.
+///
+/// The QP's send and receive CQ must be the [`AsyncCq`] given. Completions of other QPs on
+/// that CQ are not this table's and are dropped (their QP number is not this QP's), and the
+/// QP itself is not reachable to post on (only its number, endpoint and state are), so
+/// every completion with this QP's number is of a request the table posted, provided
+/// every request posted before the QP was wrapped has completed.
+pub struct AsyncQp<B: RegistrableMemory = AlignedBuffer> {
+    shared: Arc<Shared<B>>,
+}
+
+struct Shared<B: RegistrableMemory> {
+    /// Destroyed first (`ibv_destroy_qp`, which ends the HCA's access to every buffer in
+    /// the table), then the table's regions are deregistered and freed.
+    qp: QueuePair,
+    state: Mutex<State<B>>,
+}
+
+struct State<B: RegistrableMemory> {
+    cq: AsyncCq,
+    /// The QP's number: completions of other QPs on the CQ are not the table's.
+    qp_num: u32,
+    slots: HashMap<u64, Slot<B>>,
+    next_id: u64,
+    /// The op whose task the CQ wakes (the last one that polled it and found nothing).
+    driver: Option<u64>,
+    /// Tasks waiting in [`AsyncQp::settle`].
+    settling: Vec<Waker>,
+}
+
+/// A posted request's region.
+enum Slot<B: RegistrableMemory> {
+    /// Posted, not completed: the HCA may use the memory.
+    InFlight {
+        mr: MemoryRegion<B>,
+        waker: Option<Waker>,
+        /// The op was dropped: free the region when the completion comes.
+        abandoned: bool,
+    },
+    /// Completed, waiting for its op to take it.
+    Done {
+        mr: MemoryRegion<B>,
+        wc: WorkCompletion,
+    },
+}
+
+/// How many completions one poll of the CQ takes.
+const BATCH: usize = 16;
+
+impl<B: RegistrableMemory> AsyncQp<B> {
+    /// Wraps a connected QP whose send and receive CQ is `cq`'s.
+    ///
+    /// Fails with [`Error::InvalidArgument`] if either of the QP's CQs is another one.
+    pub fn new(qp: QueuePair, cq: AsyncCq) -> Result<Self> {
+        // SAFETY: the QP is live; libibverbs set both CQ pointers at creation.
+        let (send_cq, recv_cq) = unsafe { ((*qp.as_raw()).send_cq, (*qp.as_raw()).recv_cq) };
+        if send_cq != cq.cq().as_raw() || recv_cq != cq.cq().as_raw() {
+            return Err(Error::InvalidArgument {
+                what: "async queue pair",
+                reason: "its send and receive CQ must be the async CQ given".into(),
+            });
+        }
+        let qp_num = qp.qp_num();
+        Ok(AsyncQp {
+            shared: Arc::new(Shared {
+                qp,
+                state: Mutex::new(State {
+                    cq,
+                    qp_num,
+                    slots: HashMap::new(),
+                    next_id: 0,
+                    driver: None,
+                    settling: Vec::new(),
+                }),
+            }),
+        })
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.shared.qp.qp_num()
+    }
+
+    /// What the peer needs to connect to the QP.
+    pub fn endpoint(&self) -> crate::Endpoint {
+        self.shared.qp.endpoint()
+    }
+
+    /// Moves the QP to ERROR ([`QueuePair::to_error`]): every request in flight completes
+    /// with `WR_FLUSH_ERR`, and its region comes back (or is freed) with that completion.
+    pub fn to_error(&self) -> Result<()> {
+        self.shared.qp.to_error()
+    }
+
+    /// Sends `range` of `mr` (`IBV_WR_SEND`).
+    pub fn send(&self, mr: MemoryRegion<B>, range: impl RangeBounds<usize>) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = [mr.sge(range)?];
+            self.post(SendRequest::send(id, &sge))
+        })
+    }
+
+    /// Receives the next message into `range` of `mr` (`ibv_post_recv`).
+    pub fn recv(&self, mr: MemoryRegion<B>, range: impl RangeBounds<usize>) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = [mr.sge(range)?];
+            let mut wr = [RecvRequest::new(id, &sge)];
+            Ok(self.shared.qp.post_recv(&mut wr)?)
+        })
+    }
+
+    /// Writes `range` of `mr` to the peer's `remote` (`IBV_WR_RDMA_WRITE`).
+    pub fn write(
+        &self,
+        mr: MemoryRegion<B>,
+        range: impl RangeBounds<usize>,
+        remote: RemoteMemory,
+    ) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = [mr.sge(range)?];
+            self.post(SendRequest::write(id, &sge, remote))
+        })
+    }
+
+    /// Reads the peer's `remote` into `range` of `mr` (`IBV_WR_RDMA_READ`).
+    pub fn read(
+        &self,
+        mr: MemoryRegion<B>,
+        range: impl RangeBounds<usize>,
+        remote: RemoteMemory,
+    ) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = [mr.sge(range)?];
+            self.post(SendRequest::read(id, &sge, remote))
+        })
+    }
+
+    /// Adds `add` to the 8 bytes at the peer's `remote.addr`; the old value lands in `mr`
+    /// at `offset` (`IBV_WR_ATOMIC_FETCH_AND_ADD`).
+    pub fn fetch_add(
+        &self,
+        mr: MemoryRegion<B>,
+        offset: usize,
+        remote: RemoteMemory,
+        add: u64,
+    ) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = mr.sge(offset..offset.saturating_add(8))?;
+            self.post(SendRequest::fetch_add(id, &sge, remote, add))
+        })
+    }
+
+    /// Swaps the 8 bytes at the peer's `remote.addr` for `swap` if they equal `compare`;
+    /// the old value lands in `mr` at `offset` (`IBV_WR_ATOMIC_CMP_AND_SWP`).
+    pub fn compare_swap(
+        &self,
+        mr: MemoryRegion<B>,
+        offset: usize,
+        remote: RemoteMemory,
+        compare: u64,
+        swap: u64,
+    ) -> Result<Op<B>> {
+        self.start(mr, |id, mr| {
+            let sge = mr.sge(offset..offset.saturating_add(8))?;
+            self.post(SendRequest::compare_swap(id, &sge, remote, compare, swap))
+        })
+    }
+
+    /// Posts one send request, signaled.
+    fn post(&self, wr: SendRequest<'_>) -> Result<()> {
+        Ok(self.shared.qp.post_send(&mut [wr.signaled()])?)
+    }
+
+    /// Posts a request over `mr` with the next id (under the table's lock, so that its
+    /// completion cannot be polled before its slot exists) and makes its slot. A request
+    /// refused or not posted gives the region back to the allocator: the HCA never saw it.
+    fn start(
+        &self,
+        mr: MemoryRegion<B>,
+        post: impl FnOnce(u64, &MemoryRegion<B>) -> Result<()>,
+    ) -> Result<Op<B>> {
+        let mut state = self.shared.lock();
+        let id = state.next_id;
+        post(id, &mr)?;
+        state.next_id += 1;
+        let slot = Slot::InFlight {
+            mr,
+            waker: None,
+            abandoned: false,
+        };
+        state.slots.insert(id, slot);
+        Ok(Op {
+            shared: Arc::clone(&self.shared),
+            id,
+            taken: false,
+        })
+    }
+
+    /// How many requests are posted and not completed (their ops dropped or not).
+    pub fn in_flight(&self) -> usize {
+        let state = self.shared.lock();
+        let posted = |slot: &&Slot<B>| matches!(slot, Slot::InFlight { .. });
+        state.slots.values().filter(posted).count()
+    }
+
+    /// Waits until every posted request has completed or been flushed, freeing the
+    /// regions of dropped ops as their completions come.
+    pub fn settle(&self) -> Settle<'_, B> {
+        Settle { qp: self }
+    }
+}
+
+/// The id a [`Settle`] polls the CQ under (request ids count up from 0).
+const SETTLE: u64 = u64::MAX;
+
+/// The future of [`AsyncQp::settle`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct Settle<'a, B: RegistrableMemory = AlignedBuffer> {
+    qp: &'a AsyncQp<B>,
+}
+
+impl<B: RegistrableMemory> Future for Settle<'_, B> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let mut state = self.qp.shared.lock();
+        loop {
+            if !state.any_in_flight() {
+                state.hand_on(SETTLE);
+                return Poll::Ready(Ok(()));
+            }
+            match state.poll_cq(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    state.settling.push(cx.waker().clone());
+                    state.driver = Some(SETTLE);
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+impl<B: RegistrableMemory> Drop for Settle<'_, B> {
+    fn drop(&mut self) {
+        self.qp.shared.lock().hand_on(SETTLE);
+    }
+}
+
+impl<B: RegistrableMemory> fmt::Debug for Settle<'_, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settle").field("qp", self.qp).finish()
+    }
+}
+
+impl<B: RegistrableMemory> Shared<B> {
+    fn lock(&self) -> MutexGuard<'_, State<B>> {
+        // Nothing panics while holding the lock; a poisoned table is still consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<B: RegistrableMemory> State<B> {
+    /// Polls the CQ once (busy-polling and waiting as the [`AsyncCq`] does) and hands each
+    /// completion to its slot: `Ready` if some came.
+    fn poll_cq(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let mut wc = [WorkCompletion::default(); BATCH];
+        let n = match self.cq.poll_completions(cx, &mut wc) {
+            Poll::Ready(Ok(n)) => n,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        };
+        for wc in wc[..n].iter().filter(|wc| wc.qp_num() == self.qp_num) {
+            let id = wc.wr_id();
+            match self.slots.remove(&id) {
+                Some(Slot::InFlight {
+                    abandoned: true, ..
+                }) => {} // the HCA is done with it: deregistered and freed here
+                Some(Slot::InFlight { mr, waker, .. }) => {
+                    self.slots.insert(id, Slot::Done { mr, wc: *wc });
+                    if let Some(waker) = waker {
+                        waker.wake();
+                    }
+                }
+                Some(done @ Slot::Done { .. }) => {
+                    self.slots.insert(id, done);
+                }
+                None => {} // not a request of this table
+            }
+        }
+        if !self.any_in_flight() {
+            self.settling.drain(..).for_each(Waker::wake);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Whether a posted request has not completed yet.
+    fn any_in_flight(&self) -> bool {
+        self.slots
+            .values()
+            .any(|slot| matches!(slot, Slot::InFlight { .. }))
+    }
+
+    /// `id` stops waiting; if the CQ was to wake it, another waiting task is woken to
+    /// poll the CQ in its place.
+    fn hand_on(&mut self, id: u64) {
+        if self.driver != Some(id) {
+            return;
+        }
+        self.driver = None;
+        // The CQ's wait on the channel was this task's: given up at the channel too.
+        self.cq.stop_waiting();
+        let next = self.slots.values_mut().find_map(|slot| match slot {
+            Slot::InFlight { waker, .. } => waker.take(),
+            Slot::Done { .. } => None,
+        });
+        match next {
+            Some(waker) => waker.wake(),
+            None => self.settling.drain(..).for_each(Waker::wake),
+        }
+    }
+}
+
+/// A posted operation of an [`AsyncQp`]: resolves to its region and its completion
+/// (check the status: a flushed request completes with `WR_FLUSH_ERR`).
+///
+/// Dropping it before then leaves the region in the QP's in-flight table, which frees it
+/// when the completion comes (or when the QP is destroyed); forgetting it
+/// (`mem::forget`) keeps the region until the QP is destroyed.
+#[must_use = "dropping the op does not cancel the request; it only gives up its region"]
+pub struct Op<B: RegistrableMemory = AlignedBuffer> {
+    shared: Arc<Shared<B>>,
+    id: u64,
+    /// The region was taken (the future resolved).
+    taken: bool,
+}
+
+impl<B: RegistrableMemory> Future for Op<B> {
+    type Output = Result<(MemoryRegion<B>, WorkCompletion)>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut state = this.shared.lock();
+        loop {
+            match state.slots.get_mut(&this.id) {
+                Some(Slot::Done { .. }) => {
+                    let Some(Slot::Done { mr, wc }) = state.slots.remove(&this.id) else {
+                        unreachable!("matched above");
+                    };
+                    this.taken = true;
+                    state.hand_on(this.id);
+                    return Poll::Ready(Ok((mr, wc)));
+                }
+                Some(Slot::InFlight { waker, .. }) => match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    other => *other = Some(cx.waker().clone()),
+                },
+                None => {
+                    return Poll::Ready(Err(Error::InvalidArgument {
+                        what: "async operation",
+                        reason: "polled after it completed".into(),
+                    }))
+                }
+            }
+            match state.poll_cq(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    state.driver = Some(this.id);
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+impl<B: RegistrableMemory> Drop for Op<B> {
+    fn drop(&mut self) {
+        if self.taken {
+            return;
+        }
+        let mut state = self.shared.lock();
+        match state.slots.get_mut(&self.id) {
+            Some(Slot::InFlight {
+                waker, abandoned, ..
+            }) => {
+                *waker = None;
+                *abandoned = true;
+            }
+            // Completed: the HCA is done with the region; freed here.
+            Some(Slot::Done { .. }) => drop(state.slots.remove(&self.id)),
+            None => {}
+        }
+        state.hand_on(self.id);
+    }
+}
+
+impl<B: RegistrableMemory> fmt::Debug for AsyncQp<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncQp")
+            .field("qp_num", &self.shared.qp.qp_num())
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl<B: RegistrableMemory> fmt::Debug for Op<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Op").field("wr_id", &self.id).finish()
+    }
+}

@@ -1,0 +1,249 @@
+//! `AsyncCq` and `CompletionStream`: completions busy-polled or awaited on the channel's
+//! event, several CQs on one channel, and the errors of making one.
+
+use std::time::Duration;
+
+use ibverbs::tokio::AsyncCq;
+use ibverbs::{Error, QueuePair, RecvRequest, SendRequest, WcOpcode, WorkCompletion};
+use ibverbs_test_kit::{assert_clean_drops, open};
+use tokio::time::timeout;
+
+use crate::common::{Pair, LIMIT};
+
+/// One completion from `cq`, within [`LIMIT`].
+async fn next(cq: &mut AsyncCq) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default()];
+    let n = timeout(LIMIT, cq.poll(&mut wc))
+        .await
+        .expect("a completion")
+        .unwrap();
+    assert_eq!(n, 1);
+    wc[0]
+}
+
+#[tokio::test]
+async fn a_completion_that_comes_later_wakes_the_event_path() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let mut p = Pair::new(&ctx, &channel, 0);
+    let (src, dst) = (p.mr(64), p.mr(64));
+    p.b.post_recv(&mut [RecvRequest::new(7, &[dst.sge(..).unwrap()])])
+        .unwrap();
+    let send = async {
+        // Long enough for the receiver to arm its CQ and wait on the channel.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        p.a.post_send(&mut [SendRequest::send(1, &[src.sge(0..33).unwrap()])])
+            .unwrap();
+    };
+    let ((), wc) = tokio::join!(send, next(&mut p.b_cq));
+    wc.ok().unwrap();
+    assert_eq!(
+        (wc.wr_id(), wc.opcode(), wc.byte_len()),
+        (7, WcOpcode::Recv, 33)
+    );
+    drop((src, dst, p, channel, ctx));
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn busy_polling_finds_a_completion_without_waiting() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let mut p = Pair::new(&ctx, &channel, u32::MAX);
+    let mr = p.mr(64);
+    let sge = [mr.sge(..).unwrap()];
+    for i in 0..3 {
+        p.a.post_send(&mut [SendRequest::write(i, &sge, mr.remote()).signaled()])
+            .unwrap();
+        let wc = next(&mut p.a_cq).await;
+        assert_eq!((wc.wr_id(), wc.opcode()), (i, WcOpcode::RdmaWrite));
+    }
+    // Never armed: the channel has no event.
+    assert!(!p.a_cq.cq().wait_timeout(Duration::ZERO).unwrap());
+    drop((mr, p, channel, ctx));
+    assert_clean_drops();
+}
+
+/// Sends and receives one side of a ping-pong has seen complete.
+#[derive(Default)]
+struct Seen {
+    sends: u64,
+    recvs: u64,
+}
+
+impl Seen {
+    /// Takes completions of `qp` from `cq` until `done` holds.
+    async fn until(&mut self, cq: &mut AsyncCq, qp: &QueuePair, done: impl Fn(&Seen) -> bool) {
+        while !done(self) {
+            let wc = next(cq).await;
+            wc.ok().unwrap();
+            assert_eq!(wc.qp_num(), qp.qp_num(), "another CQ's completion");
+            match wc.opcode() {
+                WcOpcode::Send => self.sends += 1,
+                WcOpcode::Recv => self.recvs += 1,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+}
+
+/// Ping-pong between two tasks whose CQs share a channel, on the event path: every round
+/// arms, waits and wakes; a completion missed between a poll and an arm hangs the test.
+#[tokio::test]
+async fn ping_pong_on_one_channel_misses_nothing() {
+    const ROUNDS: u64 = 100;
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 0);
+    let (a_mr, b_mr) = (p.mr(8), p.mr(8));
+    let Pair {
+        pd,
+        a,
+        mut a_cq,
+        b,
+        mut b_cq,
+    } = p;
+    let (a_sge, b_sge) = ([a_mr.sge(..).unwrap()], [b_mr.sge(..).unwrap()]);
+    a.post_recv(&mut [RecvRequest::new(0, &a_sge)]).unwrap();
+    b.post_recv(&mut [RecvRequest::new(0, &b_sge)]).unwrap();
+    let ping = async {
+        let mut seen = Seen::default();
+        for round in 1..=ROUNDS {
+            a.post_send(&mut [SendRequest::send(round, &a_sge).signaled()])
+                .unwrap();
+            seen.until(&mut a_cq, &a, |s| s.recvs == round).await;
+            a.post_recv(&mut [RecvRequest::new(round, &a_sge)]).unwrap();
+        }
+        seen.until(&mut a_cq, &a, |s| s.sends == ROUNDS).await;
+    };
+    let pong = async {
+        let mut seen = Seen::default();
+        for round in 1..=ROUNDS {
+            seen.until(&mut b_cq, &b, |s| s.recvs == round).await;
+            b.post_recv(&mut [RecvRequest::new(round, &b_sge)]).unwrap();
+            b.post_send(&mut [SendRequest::send(round, &b_sge).signaled()])
+                .unwrap();
+        }
+        seen.until(&mut b_cq, &b, |s| s.sends == ROUNDS).await;
+    };
+    tokio::join!(ping, pong);
+    drop((a_cq, b_cq, a_mr, b_mr, a, b, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// The task the reactor wakes for the channel stops waiting (dropped by a timeout): the
+/// other CQ's waiter takes its place and still gets its completion.
+#[tokio::test]
+async fn a_dropped_waiter_hands_the_channel_on() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 0);
+    let (src, dst) = (p.mr(16), p.mr(16));
+    let Pair {
+        pd,
+        a,
+        mut a_cq,
+        b,
+        mut b_cq,
+    } = p;
+    b.post_recv(&mut [RecvRequest::new(3, &[dst.sge(..).unwrap()])])
+        .unwrap();
+    // b waits first (no timeout of its own, whose timer would poll it again), then a
+    // registers with the reactor after it and gives up.
+    let waiter = tokio::spawn(async move {
+        let mut wc = [WorkCompletion::default()];
+        b_cq.poll(&mut wc).await.unwrap();
+        wc[0]
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut wc = [WorkCompletion::default()];
+    let gave_up = timeout(Duration::from_millis(20), a_cq.poll(&mut wc)).await;
+    assert!(gave_up.is_err(), "a has no completion: {gave_up:?}");
+    a.post_send(&mut [SendRequest::send(1, &[src.sge(..).unwrap()])])
+        .unwrap();
+    let wc = timeout(LIMIT, waiter).await.expect("b woken").unwrap();
+    assert_eq!((wc.wr_id(), wc.opcode()), (3, WcOpcode::Recv));
+    drop((a_cq, src, dst, a, b, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn the_stream_yields_every_completion_in_order() {
+    use futures_core::Stream;
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 2);
+    let mr = p.mr(64);
+    let mut stream = p.a_cq.into_stream();
+    let sge = [mr.sge(..).unwrap()];
+    // More than the stream's batch of 16.
+    let mut wrs: Vec<_> = (0..40)
+        .map(|i| SendRequest::write(i, &sge, mr.remote()).signaled())
+        .collect();
+    for chunk in wrs.chunks_mut(20) {
+        p.a.post_send(chunk).unwrap();
+    }
+    let mut stream = std::pin::Pin::new(&mut stream);
+    for i in 0..40 {
+        let item = timeout(
+            LIMIT,
+            std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)),
+        )
+        .await
+        .expect("a completion");
+        let wc = item.expect("the stream does not end").unwrap();
+        wc.ok().unwrap();
+        assert_eq!(wc.wr_id(), i);
+    }
+    drop((wrs, sge));
+    drop((stream, mr, p.a, p.b, p.b_cq, p.pd, channel, ctx));
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_cq_without_a_channel_is_refused() {
+    let ctx = open();
+    let err = AsyncCq::new(ctx.create_cq(4, None).unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "completion queue",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop(ctx);
+    assert_clean_drops();
+}
+
+#[test]
+fn outside_a_runtime_is_refused() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let err = AsyncCq::new(ctx.create_cq(4, Some(&channel)).unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "async completion queue",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = ibverbs::tokio::AsyncEvents::new(&ctx).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "async event stream",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop((channel, ctx));
+    assert_clean_drops();
+}

@@ -1,0 +1,249 @@
+//! `AsyncQp`: operations that own their regions, and what dropping or forgetting their
+//! futures does while the HCA may still use the memory.
+
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ibverbs::tokio::{AsyncQp, Op};
+use ibverbs::{Error, MemoryRegion, ProtectionDomain, RegistrableMemory, WcOpcode, WcStatus};
+use ibverbs_test_kit::{assert_clean_drops, open, ALL};
+use tokio::time::timeout;
+
+use crate::common::{Pair, LIMIT};
+
+/// A buffer that counts its drops, to tell when a region's memory is freed.
+struct Tracked {
+    buf: Vec<u8>,
+    freed: Arc<AtomicUsize>,
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec moves, and the region holds it
+// exclusively; leaking a Tracked leaks the Vec.
+unsafe impl RegistrableMemory for Tracked {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A `len`-byte tracked region on `pd` counting into `freed`.
+fn tracked(pd: &ProtectionDomain, len: usize, freed: &Arc<AtomicUsize>) -> MemoryRegion<Tracked> {
+    let buf = Tracked {
+        buf: vec![0; len],
+        freed: Arc::clone(freed),
+    };
+    pd.register(buf, ALL).unwrap()
+}
+
+/// The pair's QPs as async QPs (the PD is returned for regions).
+fn async_pair<B: RegistrableMemory>(p: Pair) -> (ProtectionDomain, AsyncQp<B>, AsyncQp<B>) {
+    let a = AsyncQp::new(p.a, p.a_cq).unwrap();
+    let b = AsyncQp::new(p.b, p.b_cq).unwrap();
+    (p.pd, a, b)
+}
+
+/// An op's region and completion, within [`LIMIT`].
+async fn done<B: RegistrableMemory>(op: Op<B>) -> (MemoryRegion<B>, ibverbs::WorkCompletion) {
+    timeout(LIMIT, op).await.expect("a completion").unwrap()
+}
+
+#[tokio::test]
+async fn every_operation_gives_its_region_back_with_its_completion() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (pd, a, b) = async_pair(Pair::new(&ctx, &channel, 16));
+    let target = pd.alloc_mr(64, ALL).unwrap();
+    let mut msg = pd.alloc_mr(64, ALL).unwrap();
+    msg.write(0, b"hello, async").unwrap();
+
+    let recv = b.recv(pd.alloc_mr(64, ALL).unwrap(), ..).unwrap();
+    let (msg, sent) = done(a.send(msg, 0..12).unwrap()).await;
+    let (inbox, got) = done(recv).await;
+    sent.ok().unwrap();
+    assert_eq!((got.opcode(), got.byte_len()), (WcOpcode::Recv, 12));
+    let mut text = [0; 12];
+    inbox.read(0, &mut text).unwrap();
+    assert_eq!(&text, b"hello, async");
+
+    let (msg, wc) = done(a.write(msg, 0..12, target.remote()).unwrap()).await;
+    assert_eq!(wc.ok().unwrap().opcode(), WcOpcode::RdmaWrite);
+    let (back, wc) = done(a.read(inbox, 20..32, target.remote()).unwrap()).await;
+    assert_eq!(wc.ok().unwrap().opcode(), WcOpcode::RdmaRead);
+    back.read(20, &mut text).unwrap();
+    assert_eq!(&text, b"hello, async");
+
+    let counter = target.remote().slice(16, 8).unwrap();
+    let (msg, wc) = done(a.fetch_add(msg, 0, counter, 5).unwrap()).await;
+    assert_eq!(wc.ok().unwrap().opcode(), WcOpcode::FetchAdd);
+    let (msg, wc) = done(a.compare_swap(msg, 8, counter, 5, 9).unwrap()).await;
+    assert_eq!(wc.ok().unwrap().opcode(), WcOpcode::CompareSwap);
+    let mut old = [0; 16];
+    msg.read(0, &mut old).unwrap();
+    assert_eq!(old, [0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+    let mut now = [0; 8];
+    target.read(16, &mut now).unwrap();
+    assert_eq!(u64::from_ne_bytes(now), 9);
+
+    // Refused before posting: nothing in flight.
+    let err = a.send(msg, 0..65).unwrap_err();
+    assert!(matches!(err, Error::OutOfRange { .. }), "{err}");
+    assert_eq!(a.in_flight(), 0);
+    drop((a, b, back, target, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// Receives whose futures are dropped keep their memory until their completion: some
+/// complete with data, the rest when the QP is killed (flushed).
+#[tokio::test]
+async fn dropped_receives_are_freed_only_by_their_completion_or_flush() {
+    const N: usize = 16;
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (pd, a, b) = async_pair::<Tracked>(Pair::new(&ctx, &channel, 0));
+    let freed = Arc::new(AtomicUsize::new(0));
+    for _ in 0..N {
+        drop(b.recv(tracked(&pd, 64, &freed), ..).unwrap());
+    }
+    assert_eq!((freed.load(Ordering::SeqCst), b.in_flight()), (0, N));
+    // Four messages arrive: their receives complete.
+    for i in 0..4 {
+        let (_, wc) = done(a.send(tracked(&pd, 64, &freed), 0..8).unwrap()).await;
+        assert_eq!(wc.ok().unwrap().wr_id(), i);
+    }
+    assert_eq!(
+        freed.load(Ordering::SeqCst),
+        4,
+        "the senders' regions came back"
+    );
+    // Nothing polled b's CQ yet: still held.
+    assert_eq!(b.in_flight(), N);
+    // Settling takes the four completions, then waits for the rest (given up).
+    assert!(timeout(Duration::from_millis(200), b.settle())
+        .await
+        .is_err());
+    assert_eq!((freed.load(Ordering::SeqCst), b.in_flight()), (8, N - 4));
+    // Killed: the other receives are flushed, and only then freed.
+    b.to_error().unwrap();
+    timeout(LIMIT, b.settle()).await.expect("flushed").unwrap();
+    assert_eq!((freed.load(Ordering::SeqCst), b.in_flight()), (4 + N, 0));
+    drop((a, b, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// Many writes in flight, every other one dropped at once, the others awaited; then sends
+/// that the peer has no receives for (held by RNR retries, forever with `rnr_retry` 7),
+/// half dropped, and the QP killed under them: every region comes back with
+/// `WR_FLUSH_ERR` or is freed after its flush, none before.
+#[tokio::test]
+async fn dropped_writes_under_load_and_a_killed_qp_lose_nothing() {
+    const N: usize = 32;
+    const LEN: usize = 64 * 1024;
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 4);
+    let target = p.pd.alloc_mr(LEN, ALL).unwrap();
+    let (pd, a, b) = async_pair::<Tracked>(p);
+    let freed = Arc::new(AtomicUsize::new(0));
+    let mut kept = Vec::new();
+    for i in 0..N {
+        let op = a
+            .write(tracked(&pd, LEN, &freed), .., target.remote())
+            .unwrap();
+        if i % 2 == 0 {
+            kept.push(op);
+        } else {
+            drop(op);
+        }
+    }
+    assert_eq!(
+        freed.load(Ordering::SeqCst),
+        0,
+        "freed before any completion was polled"
+    );
+    let mut back = Vec::new();
+    for op in kept {
+        let (mr, wc) = done(op).await;
+        wc.ok().unwrap();
+        back.push(mr);
+    }
+    timeout(LIMIT, a.settle()).await.expect("settled").unwrap();
+    assert_eq!((freed.load(Ordering::SeqCst), a.in_flight()), (N / 2, 0));
+
+    // Sends the peer cannot take, and the QP is killed with them in flight.
+    let mut kept = Vec::new();
+    for (i, mr) in back.into_iter().enumerate() {
+        let op = a.send(mr, 0..1024).unwrap();
+        if i % 2 == 0 {
+            kept.push(op);
+        }
+    }
+    assert!(timeout(Duration::from_millis(100), a.settle())
+        .await
+        .is_err());
+    assert_eq!(
+        (freed.load(Ordering::SeqCst), a.in_flight()),
+        (N / 2, N / 2)
+    );
+    a.to_error().unwrap();
+    for op in kept {
+        let (mr, wc) = done(op).await;
+        assert_eq!(wc.status(), WcStatus::WR_FLUSH_ERR);
+        drop(mr);
+    }
+    timeout(LIMIT, a.settle()).await.expect("flushed").unwrap();
+    assert_eq!((freed.load(Ordering::SeqCst), a.in_flight()), (N, 0));
+    drop((a, b, target, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// Where the forgotten op stays reachable, so that the leak check (valgrind) tells the
+/// intended leak from a lost block. `ManuallyDrop` is what `mem::forget` does.
+static FORGOTTEN: Mutex<Vec<ManuallyDrop<Op<Tracked>>>> = Mutex::new(Vec::new());
+
+/// Forgetting an op leaks its region (and the QP, which the op keeps): nothing is freed.
+#[tokio::test]
+async fn a_forgotten_op_only_leaks() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (pd, a, b) = async_pair::<Tracked>(Pair::new(&ctx, &channel, 0));
+    let freed = Arc::new(AtomicUsize::new(0));
+    let op = ManuallyDrop::new(b.recv(tracked(&pd, 64, &freed), ..).unwrap());
+    FORGOTTEN.lock().unwrap().push(op);
+    let (_, wc) = done(a.send(tracked(&pd, 64, &freed), ..).unwrap()).await;
+    wc.ok().unwrap();
+    timeout(LIMIT, b.settle()).await.expect("settled").unwrap();
+    drop((a, b));
+    assert_eq!(freed.load(Ordering::SeqCst), 1, "only the sender's region");
+    drop((pd, channel, ctx));
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_qp_of_another_cq_is_refused() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 0);
+    let err = AsyncQp::<ibverbs::AlignedBuffer>::new(p.a, p.b_cq).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "async queue pair",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop((p.b, p.a_cq, p.pd, channel, ctx));
+    assert_clean_drops();
+}
