@@ -336,6 +336,8 @@ mod channel;
 pub mod cm;
 mod context;
 mod cq;
+mod cq_ex;
+mod cq_modify;
 mod device;
 mod device_attr;
 pub mod drop_error;
@@ -363,6 +365,7 @@ pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use channel::CompletionChannel;
 pub use context::Context;
 pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
+pub use cq_ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
 pub use device::{Device, DeviceList, NodeType, Transport};
 pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,

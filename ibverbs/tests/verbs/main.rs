@@ -2,7 +2,8 @@
 //! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
 //! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
 //! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
-//! helpers), `odp` (on-demand paging, where the kernel's rxe has it); `common` holds what
+//! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `cq_ex` (extended
+//! CQs and poll sessions), `cq_resize` (resizing and moderating CQs); `common` holds what
 //! several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
@@ -12,6 +13,8 @@
 //! in a destructor.
 
 mod common;
+mod cq_ex;
+mod cq_resize;
 mod device;
 mod errors;
 mod first_program;
