@@ -268,7 +268,7 @@ impl ExtendedCq {
         self.cq.resize(min_entries)
     }
 
-    /// Runs a poll session: `f` reads completions one by one with [`PollSession::next`]
+    /// Runs a poll session: `f` reads completions one by one with [`PollSession::next_wc`]
     /// (`ibv_start_poll`, then `ibv_next_poll`); when `f` returns, fails or panics, the
     /// session is ended (`ibv_end_poll`, only if `ibv_start_poll` found a completion).
     ///
@@ -276,7 +276,7 @@ impl ExtendedCq {
     /// # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
     /// let bytes = cq.poll_session(|session| {
     ///     let mut bytes = 0;
-    ///     while let Some(wc) = session.next()? {
+    ///     while let Some(wc) = session.next_wc()? {
     ///         wc.ok()?;
     ///         bytes += wc.byte_len().unwrap_or(0);
     ///     }
@@ -313,7 +313,7 @@ impl ExtendedCq {
         loop {
             seen += self.poll_session(|session| {
                 let mut n = 0;
-                while let Some(wc) = session.next()? {
+                while let Some(wc) = session.next_wc()? {
                     f(&wc)?;
                     n += 1;
                 }
@@ -362,7 +362,7 @@ impl PollSession<'_> {
     /// time, `ibv_next_poll` after). Once `None`, it stays `None` for this session. The
     /// completion borrows the session: it cannot be read after the next call.
     #[inline]
-    pub fn next(&mut self) -> Result<Option<ExCompletion<'_>>> {
+    pub fn next_wc(&mut self) -> Result<Option<ExCompletion<'_>>> {
         let cq = self.cq.as_ptr();
         let rc = match self.state {
             State::Idle => {
