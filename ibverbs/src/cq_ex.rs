@@ -126,7 +126,18 @@ fn readers(cq: &ffi::ibv_cq_ex) -> [(WcFields, &'static str, bool); 11] {
 pub struct ExtendedCq {
     cq: CompletionQueue,
     fields: WcFields,
+    /// Whether sessions step with `ibv_end_poll` + `ibv_start_poll` instead of
+    /// `ibv_next_poll` (rxe: see [`RXE_VENDOR_ID`]).
+    restart: bool,
 }
+
+/// The vendor id rxe reports (`RXE_VENDOR_ID` in the kernel). rdma-core's rxe advances the
+/// consumer index twice when `ibv_next_poll` returns `ENOENT` and `ibv_end_poll` follows (as
+/// the man page says it must): the CQ then shows stale entries as new completions (and
+/// releases before mid-2025 also unlock the CQ twice; rdma-core pull requests 1512 and
+/// 1617). Sessions on rxe therefore never call `ibv_next_poll`: each step ends the poll and
+/// starts a new one, a sequence that is right on every rdma-core version.
+const RXE_VENDOR_ID: u32 = 0xff_ffff;
 
 // ExtendedCq is Send and Sync through its parts: the raw `ibv_cq_ex` is the CQ's own
 // pointer (reached through `cq`), and sessions need `&mut self`.
@@ -203,7 +214,12 @@ impl Context {
                 missing: name,
             });
         }
-        Ok(ExtendedCq { cq, fields })
+        let restart = self.device_limits()?.vendor_id == RXE_VENDOR_ID;
+        Ok(ExtendedCq {
+            cq,
+            fields,
+            restart,
+        })
     }
 }
 
@@ -291,6 +307,7 @@ impl ExtendedCq {
         let mut session = PollSession {
             cq: NonNull::new(self.as_raw_ex()).unwrap_or(NonNull::dangling()),
             fields: self.fields,
+            restart: self.restart,
             state: State::Idle,
             _cq: PhantomData,
         };
@@ -353,17 +370,26 @@ enum State {
 pub struct PollSession<'cq> {
     cq: NonNull<ffi::ibv_cq_ex>,
     fields: WcFields,
+    /// Step with end + start instead of `ibv_next_poll` (rxe).
+    restart: bool,
     state: State,
     _cq: PhantomData<&'cq mut ExtendedCq>,
 }
 
 impl PollSession<'_> {
     /// The next completion, or `None` when there is no more (`ibv_start_poll` the first
-    /// time, `ibv_next_poll` after). Once `None`, it stays `None` for this session. The
+    /// time, `ibv_next_poll` after; on rxe `ibv_end_poll` + `ibv_start_poll`, since its
+    /// `ibv_next_poll` corrupts the CQ when it finds nothing). Once `None`, it stays `None` for this session. The
     /// completion borrows the session: it cannot be read after the next call.
     #[inline]
     pub fn next_wc(&mut self) -> Result<Option<ExCompletion<'_>>> {
         let cq = self.cq.as_ptr();
+        if self.state == State::Current && self.restart {
+            // SAFETY: cq is inside a successful start_poll; this ends it, consuming the
+            // current completion, and the start below begins the next poll.
+            unsafe { ffi::ibv_end_poll(cq) };
+            self.state = State::Idle;
+        }
         let rc = match self.state {
             State::Idle => {
                 let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };

@@ -171,7 +171,10 @@
 //! session's `Drop`, during the unwind). `ibv_end_poll` is called exactly when
 //! `ibv_start_poll` succeeded, whether or not `ibv_next_poll` then ran dry; when
 //! `ibv_start_poll` finds nothing (`ENOENT`) or fails, the provider has already released
-//! the lock and nothing is called. A completion ([`ExCompletion`]) borrows the session, so
+//! the lock and nothing is called. (On rxe a session never calls `ibv_next_poll`, whose
+//! `ENOENT` followed by `ibv_end_poll` makes rdma-core's rxe show stale entries as new
+//! completions: it steps by `ibv_end_poll` + `ibv_start_poll` instead.) A completion
+//! ([`ExCompletion`]) borrows the session, so
 //! it cannot be read once the session moved on (`ibv_next_poll`) or closed; each
 //! `ibv_wc_read_*` accessor is called only for a field the CQ was created with, whose reader
 //! the provider was checked to have set (a field it was not created with reads as `None`).
