@@ -4,7 +4,7 @@
 //! ```text
 //! verbs_overhead OP PATH N      OP: poll_empty | post_write | post_send | post_recv | post_list16
 //!                                   | build_write | build_recv
-//!                                   | poll16 | poll_ex_empty | poll_ex16
+//!                                   | poll16 | poll_ex_empty | poll_ex16 | poll_ex16_restart
 //!                               PATH: safe | raw
 //! ```
 //!
@@ -13,6 +13,8 @@
 //! `ibv_next_poll` / `ibv_end_poll`); each reads the id, status, opcode and byte count of
 //! every completion. The raw extended loop stops after 16 without asking for a 17th: on
 //! rxe, an `ibv_next_poll` that finds nothing followed by `ibv_end_poll` corrupts the CQ.
+//! `poll_ex16_restart` compares with the C loop that reads until empty on rxe (end + start
+//! per completion, which is how the crate's sessions step there).
 //!
 //! Only the calls inside the `measured_*` functions are counted (callgrind's
 //! `--toggle-collect`); waiting for completions happens outside them. The `post_*`
@@ -380,6 +382,26 @@ fn measured_raw_poll_ex(cq: *mut ffi::ibv_cq_ex, max: usize) -> u64 {
     }
 }
 
+/// The C loop that reads until the CQ is empty without the rxe bug: `ibv_end_poll` +
+/// `ibv_start_poll` per completion instead of `ibv_next_poll`, as the crate's sessions step
+/// on rxe.
+#[inline(never)]
+fn measured_raw_poll_ex_restart(cq: *mut ffi::ibv_cq_ex) -> u64 {
+    let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
+    let mut sum = 0;
+    // SAFETY: as in measured_raw_poll_ex; each read runs between a successful start_poll
+    // and its end_poll.
+    unsafe {
+        while ffi::ibv_start_poll(cq, &mut attr) == 0 {
+            sum += (*cq).wr_id + u64::from((*cq).status == ffi::ibv_wc_status::IBV_WC_SUCCESS);
+            sum += u64::from(ffi::ibv_wc_read_byte_len(cq));
+            sum += u64::from(ffi::ibv_wc_read_opcode(cq) == ffi::ibv_wc_opcode::IBV_WC_RDMA_WRITE);
+            ffi::ibv_end_poll(cq);
+        }
+    }
+    sum
+}
+
 /// Posts 16 signaled writes on `s.a` and returns once their completions are (very likely)
 /// in `s.a_cq`: an unsignaled write with immediate after them is received by `s.b` first,
 /// then their acknowledgements get a millisecond.
@@ -415,6 +437,7 @@ fn run_ex(op: &str, raw: bool, n: u64) -> Result<(), String> {
                 measured_raw_poll16(s.a_cq.as_raw(), &mut wc)
             }
             (_, false) => measured_safe_poll_ex(&mut s.a_cq),
+            ("poll_ex16_restart", true) => measured_raw_poll_ex_restart(s.a_cq.as_raw_ex()),
             (_, true) => measured_raw_poll_ex(s.a_cq.as_raw_ex(), 16),
         };
         // 16 writes of 8 bytes, ids 0..16: 120 + 16 * (1 + 8 + 1).
@@ -433,9 +456,10 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         [_, op, path, n] => n.parse().map_err(|e| format!("N: {e}")).and_then(|n| {
             match (op.as_str(), path.as_str()) {
-                ("poll16" | "poll_ex_empty" | "poll_ex16", "safe" | "raw") => {
-                    run_ex(op, path == "raw", n)
-                }
+                (
+                    "poll16" | "poll_ex_empty" | "poll_ex16" | "poll_ex16_restart",
+                    "safe" | "raw",
+                ) => run_ex(op, path == "raw", n),
                 _ => run(op, path, n),
             }
         }),

@@ -264,6 +264,7 @@ impl Deref for ExtendedCq {
 
 impl ExtendedCq {
     /// The raw `ibv_cq_ex`, valid while the CQ lives.
+    #[inline]
     pub fn as_raw_ex(&self) -> *mut ffi::ibv_cq_ex {
         // ibv_cq_ex begins with the ibv_cq of the same object.
         self.cq.as_raw().cast()
@@ -300,6 +301,7 @@ impl ExtendedCq {
     /// })?;
     /// # Ok(()) }
     /// ```
+    #[inline]
     pub fn poll_session<R>(
         &mut self,
         f: impl FnOnce(&mut PollSession<'_>) -> Result<R>,
@@ -439,6 +441,7 @@ fn poll_error(state: State, rc: i32) -> Error {
 }
 
 impl Drop for PollSession<'_> {
+    #[inline]
     fn drop(&mut self) {
         if matches!(self.state, State::Current | State::Drained) {
             // SAFETY: cq is inside a successful start_poll, not yet ended.
@@ -469,6 +472,7 @@ macro_rules! read_field {
 }
 
 impl ExCompletion<'_> {
+    #[inline]
     fn raw(&self) -> &ffi::ibv_cq_ex {
         // SAFETY: the CQ is live while its session is; start/next_poll wrote wr_id and
         // status, and nothing writes them while the completion is borrowed.
@@ -488,11 +492,13 @@ impl ExCompletion<'_> {
     }
 
     /// Whether the request succeeded.
+    #[inline]
     pub fn is_success(&self) -> bool {
         self.status().is_success()
     }
 
     /// `Ok(())` on success, else [`Error::Completion`] with the status.
+    #[inline]
     pub fn ok(&self) -> Result<()> {
         if self.is_success() {
             Ok(())
@@ -506,35 +512,41 @@ impl ExCompletion<'_> {
     }
 
     /// The operation (`ibv_wc_read_opcode`; only meaningful on success).
+    #[inline]
     pub fn opcode(&self) -> WcOpcode {
         // SAFETY: the completion is current; read_opcode was checked at creation.
         WcOpcode::from_raw(unsafe { ffi::ibv_wc_read_opcode(self.cq.as_ptr()) })
     }
 
     /// The provider's vendor error code (`ibv_wc_read_vendor_err`).
+    #[inline]
     pub fn vendor_err(&self) -> u32 {
         // SAFETY: as in opcode.
         unsafe { ffi::ibv_wc_read_vendor_err(self.cq.as_ptr()) }
     }
 
     /// The `IBV_WC_*` flags of the completion (`ibv_wc_read_wc_flags`).
+    #[inline]
     pub fn wc_flags(&self) -> u32 {
         // SAFETY: as in opcode.
         unsafe { ffi::ibv_wc_read_wc_flags(self.cq.as_ptr()) }
     }
 
     /// Whether a 40-byte GRH precedes the data (UD receives; `IBV_WC_GRH`).
+    #[inline]
     pub fn has_grh(&self) -> bool {
         self.wc_flags() & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0
     }
 
     /// Bytes received or transferred (`ibv_wc_read_byte_len`).
+    #[inline]
     pub fn byte_len(&self) -> Option<u32> {
         read_field!(self, BYTE_LEN, ibv_wc_read_byte_len)
     }
 
     /// The immediate data in host order, if the CQ has [`WcFields::IMM`] and the completion
     /// carries any (`IBV_WC_WITH_IMM`; `ibv_wc_read_imm_data`).
+    #[inline]
     pub fn imm_data(&self) -> Option<u32> {
         if self.wc_flags() & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 == 0 {
             return None;
@@ -543,38 +555,45 @@ impl ExCompletion<'_> {
     }
 
     /// The local QP number (`ibv_wc_read_qp_num`).
+    #[inline]
     pub fn qp_num(&self) -> Option<u32> {
         read_field!(self, QP_NUM, ibv_wc_read_qp_num)
     }
 
     /// The sender's QP number (UD receives; `ibv_wc_read_src_qp`).
+    #[inline]
     pub fn src_qp(&self) -> Option<u32> {
         read_field!(self, SRC_QP, ibv_wc_read_src_qp)
     }
 
     /// The sender's LID (`ibv_wc_read_slid`).
+    #[inline]
     pub fn slid(&self) -> Option<u32> {
         read_field!(self, SLID, ibv_wc_read_slid)
     }
 
     /// The service level (`ibv_wc_read_sl`).
+    #[inline]
     pub fn sl(&self) -> Option<u8> {
         read_field!(self, SL, ibv_wc_read_sl)
     }
 
     /// The destination LID path bits (`ibv_wc_read_dlid_path_bits`).
+    #[inline]
     pub fn dlid_path_bits(&self) -> Option<u8> {
         read_field!(self, DLID_PATH_BITS, ibv_wc_read_dlid_path_bits)
     }
 
     /// The device's timestamp of the completion, in its clock's ticks
     /// (`ibv_wc_read_completion_ts`).
+    #[inline]
     pub fn completion_ts(&self) -> Option<u64> {
         read_field!(self, COMPLETION_TIMESTAMP, ibv_wc_read_completion_ts)
     }
 
     /// The completion's wall-clock time in nanoseconds
     /// (`ibv_wc_read_completion_wallclock_ns`).
+    #[inline]
     pub fn completion_wallclock_ns(&self) -> Option<u64> {
         read_field!(
             self,
@@ -584,11 +603,13 @@ impl ExCompletion<'_> {
     }
 
     /// The customer VLAN (`ibv_wc_read_cvlan`).
+    #[inline]
     pub fn cvlan(&self) -> Option<u16> {
         read_field!(self, CVLAN, ibv_wc_read_cvlan)
     }
 
     /// The flow tag (`ibv_wc_read_flow_tag`).
+    #[inline]
     pub fn flow_tag(&self) -> Option<u32> {
         read_field!(self, FLOW_TAG, ibv_wc_read_flow_tag)
     }
