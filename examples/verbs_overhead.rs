@@ -4,8 +4,17 @@
 //! ```text
 //! verbs_overhead OP PATH N      OP: poll_empty | post_write | post_send | post_recv | post_list16
 //!                                   | build_write | build_recv
+//!                                   | poll16 | poll_ex_empty | poll_ex16 | poll_ex16_restart
 //!                               PATH: safe | raw
 //! ```
+//!
+//! `poll16` and `poll_ex16` take 16 ready completions, `poll_ex_empty` finds none: through
+//! `ibv_poll_cq` and through an extended CQ's poll session (`ibv_start_poll` /
+//! `ibv_next_poll` / `ibv_end_poll`); each reads the id, status, opcode and byte count of
+//! every completion. The raw extended loop stops after 16 without asking for a 17th: on
+//! rxe, an `ibv_next_poll` that finds nothing followed by `ibv_end_poll` corrupts the CQ.
+//! `poll_ex16_restart` compares with the C loop that reads until empty on rxe (end + start
+//! per completion, which is how the crate's sessions step there).
 //!
 //! Only the calls inside the `measured_*` functions are counted (callgrind's
 //! `--toggle-collect`); waiting for completions happens outside them. The `post_*`
@@ -20,8 +29,9 @@ use std::ptr;
 
 use ibverbs::ffi;
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, QpType, QueuePair,
-    RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
+    AccessFlags, CompletionQueue, ConnectOptions, Context, ExtendedCq, MemoryRegion, QpType,
+    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WcFields, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 struct Setup {
@@ -276,13 +286,183 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The extended-CQ operations' setup: `a` sends on an extended CQ, `b` receives on a plain
+/// one.
+struct ExSetup {
+    a: QueuePair,
+    a_cq: ExtendedCq,
+    b: QueuePair,
+    b_cq: CompletionQueue,
+    src: MemoryRegion,
+    dst: MemoryRegion,
+}
+
+fn ex_setup() -> ibverbs::Result<ExSetup> {
+    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
+    let ctx = Context::open(&name)?;
+    let pd = ctx.alloc_pd()?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let a_cq = ctx.create_cq_ex(64, WcFields::STANDARD, None)?;
+    let b_cq = ctx.create_cq(64, None)?;
+    let qp = |cq: &CompletionQueue| pd.create_qp(QpType::Rc, cq, cq).access(access).build();
+    let (a, b) = (qp(&a_cq)?, qp(&b_cq)?);
+    let (ea, eb) = (a.endpoint(), b.endpoint());
+    Ok(ExSetup {
+        a: a.connect(&eb, &ConnectOptions::default())?,
+        b: b.connect(&ea, &ConnectOptions::default())?,
+        a_cq,
+        b_cq,
+        src: pd.alloc_mr(64, access)?,
+        dst: pd.alloc_mr(64, access)?,
+    })
+}
+
+#[inline(never)]
+fn measured_safe_poll16(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> u64 {
+    let mut sum = 0;
+    for w in cq.poll(wc).unwrap_or_default() {
+        sum += w.wr_id() + u64::from(w.is_success()) + u64::from(w.byte_len());
+        sum += u64::from(w.opcode() == WcOpcode::RdmaWrite);
+    }
+    sum
+}
+
+#[inline(never)]
+fn measured_raw_poll16(cq: *mut ffi::ibv_cq, wc: &mut [ffi::ibv_wc]) -> u64 {
+    // SAFETY: cq is live; wc has room for its length.
+    let n = unsafe { ffi::ibv_poll_cq(cq, wc.len() as i32, wc.as_mut_ptr()) };
+    let mut sum = 0;
+    for w in &wc[..usize::try_from(n).unwrap_or(0)] {
+        sum += w.wr_id + u64::from(w.status == ffi::ibv_wc_status::IBV_WC_SUCCESS);
+        sum += u64::from(w.byte_len);
+        sum += u64::from(w.opcode == ffi::ibv_wc_opcode::IBV_WC_RDMA_WRITE);
+    }
+    sum
+}
+
+#[inline(never)]
+fn measured_safe_poll_ex(cq: &mut ExtendedCq) -> u64 {
+    cq.poll_session(|s| {
+        let mut sum = 0;
+        while let Some(wc) = s.next_wc()? {
+            sum += wc.wr_id() + u64::from(wc.status() == WcStatus::SUCCESS);
+            sum += u64::from(wc.byte_len().unwrap_or(0));
+            sum += u64::from(wc.opcode() == WcOpcode::RdmaWrite);
+        }
+        Ok(sum)
+    })
+    .unwrap_or(0)
+}
+
+/// The C loop of the `ibv_create_cq_ex` man page, stopped after `max` completions without
+/// the `ibv_next_poll` that would find none (on rxe that one corrupts the CQ, see the
+/// crate's poll sessions): the fewest calls a correct C program makes on any provider.
+#[inline(never)]
+fn measured_raw_poll_ex(cq: *mut ffi::ibv_cq_ex, max: usize) -> u64 {
+    let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
+    // SAFETY: cq is a live extended CQ with the standard fields, not in a poll; the reads
+    // run between a successful start_poll and end_poll.
+    unsafe {
+        if ffi::ibv_start_poll(cq, &mut attr) != 0 {
+            return 0;
+        }
+        let mut sum = 0;
+        let mut n = 0;
+        loop {
+            sum += (*cq).wr_id + u64::from((*cq).status == ffi::ibv_wc_status::IBV_WC_SUCCESS);
+            sum += u64::from(ffi::ibv_wc_read_byte_len(cq));
+            sum += u64::from(ffi::ibv_wc_read_opcode(cq) == ffi::ibv_wc_opcode::IBV_WC_RDMA_WRITE);
+            n += 1;
+            if n == max || ffi::ibv_next_poll(cq) != 0 {
+                break;
+            }
+        }
+        ffi::ibv_end_poll(cq);
+        sum
+    }
+}
+
+/// The C loop that reads until the CQ is empty without the rxe bug: `ibv_end_poll` +
+/// `ibv_start_poll` per completion instead of `ibv_next_poll`, as the crate's sessions step
+/// on rxe.
+#[inline(never)]
+fn measured_raw_poll_ex_restart(cq: *mut ffi::ibv_cq_ex) -> u64 {
+    let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
+    let mut sum = 0;
+    // SAFETY: as in measured_raw_poll_ex; each read runs between a successful start_poll
+    // and its end_poll.
+    unsafe {
+        while ffi::ibv_start_poll(cq, &mut attr) == 0 {
+            sum += (*cq).wr_id + u64::from((*cq).status == ffi::ibv_wc_status::IBV_WC_SUCCESS);
+            sum += u64::from(ffi::ibv_wc_read_byte_len(cq));
+            sum += u64::from(ffi::ibv_wc_read_opcode(cq) == ffi::ibv_wc_opcode::IBV_WC_RDMA_WRITE);
+            ffi::ibv_end_poll(cq);
+        }
+    }
+    sum
+}
+
+/// Posts 16 signaled writes on `s.a` and returns once their completions are (very likely)
+/// in `s.a_cq`: an unsignaled write with immediate after them is received by `s.b` first,
+/// then their acknowledgements get a millisecond.
+fn sixteen_ready(s: &ExSetup, sge: &[Sge<'_>], rsge: &[Sge<'_>]) -> Result<(), String> {
+    s.b.post_recv(&mut [RecvRequest::new(0, rsge)])
+        .map_err(|e| e.to_string())?;
+    let mut list: Vec<SendRequest<'_>> = (0..16)
+        .map(|i| SendRequest::write(i, sge, s.dst.remote()).signaled())
+        .collect();
+    list.push(SendRequest::write_with_imm(16, sge, s.dst.remote(), 0));
+    s.a.post_send(&mut list).map_err(|e| e.to_string())?;
+    drain(&s.b_cq, 1)?;
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    Ok(())
+}
+
+/// The extended-CQ operations (`poll16`, `poll_ex_empty`, `poll_ex16`), `n` times.
+fn run_ex(op: &str, raw: bool, n: u64) -> Result<(), String> {
+    let mut s = ex_setup().map_err(|e| e.to_string())?;
+    let sge = [s.src.sge(0..8).map_err(|e| e.to_string())?];
+    let rsge = [s.dst.sge(..).map_err(|e| e.to_string())?];
+    for _ in 0..n {
+        if op != "poll_ex_empty" {
+            sixteen_ready(&s, &sge, &rsge)?;
+        }
+        let got = match (op, raw) {
+            ("poll16", false) => {
+                let mut wc = [WorkCompletion::default(); 16];
+                measured_safe_poll16(&s.a_cq, &mut wc)
+            }
+            ("poll16", true) => {
+                let mut wc = [ffi::ibv_wc::default(); 16];
+                measured_raw_poll16(s.a_cq.as_raw(), &mut wc)
+            }
+            (_, false) => measured_safe_poll_ex(&mut s.a_cq),
+            ("poll_ex16_restart", true) => measured_raw_poll_ex_restart(s.a_cq.as_raw_ex()),
+            (_, true) => measured_raw_poll_ex(s.a_cq.as_raw_ex(), 16),
+        };
+        // 16 writes of 8 bytes, ids 0..16: 120 + 16 * (1 + 8 + 1).
+        let want = if op == "poll_ex_empty" { 0 } else { 280 };
+        if black_box(got) != want {
+            return Err(format!(
+                "{op}: the 16 completions were not all there (sum {got})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let result = match args.as_slice() {
-        [_, op, path, n] => n
-            .parse()
-            .map_err(|e| format!("N: {e}"))
-            .and_then(|n| run(op, path, n)),
+        [_, op, path, n] => n.parse().map_err(|e| format!("N: {e}")).and_then(|n| {
+            match (op.as_str(), path.as_str()) {
+                (
+                    "poll16" | "poll_ex_empty" | "poll_ex16" | "poll_ex16_restart",
+                    "safe" | "raw",
+                ) => run_ex(op, path == "raw", n),
+                _ => run(op, path, n),
+            }
+        }),
         _ => Err("usage: verbs_overhead OP PATH N".into()),
     };
     match result {

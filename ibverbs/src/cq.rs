@@ -41,7 +41,7 @@ pub enum WcOpcode {
 }
 
 impl WcOpcode {
-    fn from_raw(raw: ffi::ibv_wc_opcode) -> Self {
+    pub(crate) fn from_raw(raw: ffi::ibv_wc_opcode) -> Self {
         use ffi::ibv_wc_opcode as O;
         match raw {
             O::IBV_WC_SEND => WcOpcode::Send,
@@ -229,8 +229,20 @@ impl Context {
         if let Some(channel) = channel {
             self.check_same(channel.context(), "completion channel")?;
         }
+        let cqe = self.checked_cqe(min_entries)?;
+        let chan = channel.map_or(std::ptr::null_mut(), |c| c.as_raw());
+        // SAFETY: the context is open; the channel (if any) belongs to it and is kept alive
+        // by the CQ.
+        let raw = unsafe { ffi::ibv_create_cq(self.as_raw(), cqe, std::ptr::null_mut(), chan, 0) };
+        let raw = check_ptr("ibv_create_cq", raw)?;
+        // SAFETY: raw was just created on this context with `channel`.
+        Ok(unsafe { CompletionQueue::from_created(self, raw, channel) })
+    }
+
+    /// `min_entries` as the `cqe` of a CQ, or [`Error::DeviceLimit`] over `max_cqe`.
+    pub(crate) fn checked_cqe(&self, min_entries: u32) -> Result<i32> {
         let max_cqe = self.device_limits()?.max_cqe;
-        let cqe = i32::try_from(min_entries)
+        i32::try_from(min_entries)
             .ok()
             .filter(|&n| n <= max_cqe)
             .ok_or(Error::DeviceLimit {
@@ -238,22 +250,7 @@ impl Context {
                 value: min_entries.into(),
                 limit: "max_cqe",
                 max: u64::try_from(max_cqe).unwrap_or(0),
-            })?;
-        let chan = channel.map_or(std::ptr::null_mut(), |c| c.as_raw());
-        // SAFETY: the context is open; the channel (if any) belongs to it and is kept alive
-        // by the CQ.
-        let raw = unsafe { ffi::ibv_create_cq(self.as_raw(), cqe, std::ptr::null_mut(), chan, 0) };
-        let raw = check_ptr("ibv_create_cq", raw)?;
-        if let Some(channel) = channel {
-            channel.register(raw.as_ptr());
-        }
-        Ok(CompletionQueue {
-            inner: Arc::new(CqInner {
-                raw,
-                ctx: self.clone(),
-                channel: channel.cloned(),
-            }),
-        })
+            })
     }
 }
 
@@ -261,6 +258,27 @@ impl CompletionQueue {
     /// The raw `ibv_cq`, valid while the CQ lives.
     pub fn as_raw(&self) -> *mut ffi::ibv_cq {
         self.inner.as_raw()
+    }
+
+    /// Takes ownership of `raw`, registering it with `channel`.
+    ///
+    /// # Safety
+    /// `raw` is a live CQ of `ctx`, created with `channel` (if any), owned by nobody else.
+    pub(crate) unsafe fn from_created(
+        ctx: &Context,
+        raw: NonNull<ffi::ibv_cq>,
+        channel: Option<&CompletionChannel>,
+    ) -> Self {
+        if let Some(channel) = channel {
+            channel.register(raw.as_ptr());
+        }
+        CompletionQueue {
+            inner: Arc::new(CqInner {
+                raw,
+                ctx: ctx.clone(),
+                channel: channel.cloned(),
+            }),
+        }
     }
 
     pub(crate) fn inner(&self) -> &Arc<CqInner> {

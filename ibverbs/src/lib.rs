@@ -75,6 +75,7 @@
 //! | [`MemoryWindow`] | `ibv_mw` | `ibv_alloc_mw` | PD, every region it was bound to |
 //! | [`CompletionChannel`] | `ibv_comp_channel` | `ibv_create_comp_channel` | context |
 //! | [`CompletionQueue`] | `ibv_cq` | `ibv_create_cq` | context, channel |
+//! | [`ExtendedCq`] (a [`CompletionQueue`] through `Deref`) | `ibv_cq_ex` | `ibv_create_cq_ex` | context, channel |
 //! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
 //! | a multicast attachment (part of its [`QueuePair`]) | | `ibv_attach_mcast` | |
@@ -204,6 +205,25 @@
 //! [`QueuePair::batch`], owned by the crate, which ends it on every way out (completed on
 //! `Ok`, aborted on an error or a panic).
 //!
+//! Between a successful `ibv_start_poll` and `ibv_end_poll` a provider holds the CQ's lock
+//! (rxe and mlx5 take a spinlock), so a [`PollSession`] exists only inside the closure of
+//! [`ExtendedCq::poll_session`], which takes the CQ by `&mut` (no other poll of it, plain
+//! `ibv_poll_cq` included, can run meanwhile). The crate's frame owns the session and ends
+//! it on every way out: when the closure returns `Ok` or an error, and when it panics (the
+//! session's `Drop`, during the unwind). `ibv_end_poll` is called exactly when
+//! `ibv_start_poll` succeeded, whether or not `ibv_next_poll` then ran dry; when
+//! `ibv_start_poll` finds nothing (`ENOENT`) or fails, the provider has already released
+//! the lock and nothing is called. (On rxe a session never calls `ibv_next_poll`, whose
+//! `ENOENT` followed by `ibv_end_poll` makes rdma-core's rxe show stale entries as new
+//! completions: it steps by `ibv_end_poll` + `ibv_start_poll` instead.) A completion
+//! ([`ExCompletion`]) borrows the session, so
+//! it cannot be read once the session moved on (`ibv_next_poll`) or closed; each
+//! `ibv_wc_read_*` accessor is called only for a field the CQ was created with, whose reader
+//! the provider was checked to have set (a field it was not created with reads as `None`).
+//! Resizing a CQ ([`CompletionQueue::resize`]) takes `&mut` too, since the provider swaps the
+//! queue's buffer; an [`ExtendedCq`] gives `&CompletionQueue` only, so its CQ cannot be
+//! swapped for one without the extended operations.
+//!
 //! How each hole an adversarial review found in the posting path was closed:
 //!
 //! | hole | closed by | why that way |
@@ -311,6 +331,62 @@
 //! }))
 //! # }
 //! ```
+//! A poll session cannot be forgotten either: there is no call that returns one,
+//! ```compile_fail,E0061
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! std::mem::forget(cq.poll_session()?);
+//! # Ok(()) }
+//! ```
+//! the closure's session cannot be moved out of its reference,
+//! ```compile_fail,E0507
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! cq.poll_session(|session| {
+//!     std::mem::forget(*session);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! nor kept past the closure, nor a completion of it:
+//! ```compile_fail,E0521
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! let mut kept = None;
+//! cq.poll_session(|session| {
+//!     kept = Some(session);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! ```compile_fail,E0521
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! let mut kept = None;
+//! cq.poll_session(|session| {
+//!     kept = session.next_wc()?;
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! A completion cannot be read after the session moved to the next one:
+//! ```compile_fail,E0499
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! cq.poll_session(|session| {
+//!     let first = session.next_wc()?;
+//!     let second = session.next_wc()?;
+//!     println!("{:?} {:?}", first.map(|wc| wc.wr_id()), second.is_some());
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//! and the CQ cannot be polled another way while a session is open:
+//! ```compile_fail,E0502
+//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! let mut wc = [ibverbs::WorkCompletion::default(); 4];
+//! cq.poll_session(|session| {
+//!     let _ = session.next_wc()?;
+//!     cq.poll(&mut wc)?;
+//!     Ok(())
+//! })
+//! # }
+//! ```
 //! The type states cannot be bypassed without `unsafe`:
 //! ```compile_fail,E0133
 //! # fn f(qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
@@ -380,6 +456,8 @@ mod channel;
 pub mod cm;
 mod context;
 mod cq;
+mod cq_ex;
+mod cq_modify;
 mod device;
 mod device_attr;
 mod dmabuf;
@@ -416,6 +494,7 @@ pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use channel::CompletionChannel;
 pub use context::Context;
 pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
+pub use cq_ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
 pub use device::{Device, DeviceList, NodeType, Transport};
 pub use device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,

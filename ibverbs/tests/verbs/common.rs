@@ -43,16 +43,7 @@ impl Pair {
             .unwrap();
         before_connect(&a);
         before_connect(&b);
-        let (a, b) = if qp_type == QpType::Ud {
-            (a.ready().unwrap(), b.ready().unwrap())
-        } else {
-            let (ea, eb) = (a.endpoint(), b.endpoint());
-            let opts = ConnectOptions::default();
-            (
-                a.connect(&eb, &opts).unwrap(),
-                b.connect(&ea, &opts).unwrap(),
-            )
-        };
+        let (a, b) = connect(qp_type, a, b);
         Pair {
             pd,
             a,
@@ -66,6 +57,23 @@ impl Pair {
     pub fn mr(&self, len: usize) -> MemoryRegion {
         self.pd.alloc_mr(len, ALL).unwrap()
     }
+}
+
+/// Connects two prepared QPs of `qp_type` to each other (UD QPs: makes them ready to send).
+pub fn connect(
+    qp_type: QpType,
+    a: PreparedQueuePair,
+    b: PreparedQueuePair,
+) -> (QueuePair, QueuePair) {
+    if qp_type == QpType::Ud {
+        return (a.ready().unwrap(), b.ready().unwrap());
+    }
+    let (ea, eb) = (a.endpoint(), b.endpoint());
+    let opts = ConnectOptions::default();
+    (
+        a.connect(&eb, &opts).unwrap(),
+        b.connect(&ea, &opts).unwrap(),
+    )
 }
 
 /// The bytes of `mr`.

@@ -5,8 +5,9 @@
 //! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `memory` (mmap'd,
 //! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs), `multicast` (UD groups),
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
-//! query, limit event, resize), `domains` (fork support, thread and parent domains);
-//! `common` holds what several share.
+//! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
+//! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs); `common`
+//! holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -16,6 +17,8 @@
 
 mod atomic_write;
 mod common;
+mod cq_ex;
+mod cq_resize;
 mod device;
 mod domains;
 mod errors;
