@@ -283,7 +283,11 @@ impl<B: RegistrableMemory> Future for Settle<'_, B> {
             if !state.any_in_flight() {
                 return Poll::Ready(Ok(()));
             }
-            lock(&state.wakers).settling.push(cx.waker().clone());
+            let mut wakers = lock(&state.wakers);
+            if !wakers.settling.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.settling.push(cx.waker().clone());
+            }
+            drop(wakers);
             match state.poll_cq() {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
