@@ -27,7 +27,7 @@ pub(crate) struct ChannelFd {
 
 /// The channel's descriptor, owned by the channel (closed by `ibv_destroy_comp_channel`
 /// after the registration is dropped).
-struct RawFdOf(RawFd);
+pub(super) struct RawFdOf(pub(super) RawFd);
 
 impl AsRawFd for RawFdOf {
     fn as_raw_fd(&self) -> RawFd {

@@ -23,6 +23,7 @@
 //! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
 //! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
 //! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]) |
+//! | `cm::AsyncCmChannel`, `cm::AsyncCmId`, `cm::Listener` (feature `cm` too) | rdma_cm events: resolve, connect, accept, incoming requests as a `Stream`, disconnect | `cm::AsyncCmChannel::new` |
 //! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
 //!
 //! # Waiting for completions
@@ -80,6 +81,8 @@
 //! its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that a runtime is current
 //! instead of panicking); nothing here spawns tasks.
 
+#[cfg(feature = "cm")]
+pub mod cm;
 mod cq;
 mod events;
 mod ops;
