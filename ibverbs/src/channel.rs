@@ -8,9 +8,10 @@
 //! reads the fd; the others wait on a condition variable and are woken after every read.
 //!
 //! Async waiters (the `tokio` feature) use the same counts: each CQ's slot also holds the
-//! waker of the task waiting for it, woken when an event for that CQ is counted, and the one
-//! task whose waker the reactor holds (the *reader*) passes that role on when it stops
-//! waiting, so that the fd always has a task to drain it.
+//! waker of the task waiting for it, woken when an event for that CQ is counted. The
+//! reactor holds no task's waker but the channel's [`FanOut`], which wakes every waiting
+//! task: whichever is polled first drains the fd, so no task that is never polled again
+//! can keep the others from their events.
 
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -38,7 +39,8 @@ pub struct CompletionChannel {
 struct Inner {
     raw: NonNull<ffi::ibv_comp_channel>,
     ctx: Context,
-    events: Mutex<Events>,
+    /// Shared with the [`FanOut`] waker the reactor holds.
+    events: Arc<Mutex<Events>>,
     /// Signalled after every read of the fd.
     read_done: Condvar,
     /// The fd's registration with tokio's reactor, made on first async use.
@@ -53,8 +55,6 @@ pub(crate) struct Events {
     pending: Vec<Slot>,
     /// Whether a thread is reading the fd.
     reading: bool,
-    /// The CQ whose async waiter the reactor wakes when the fd becomes readable.
-    reader: Option<usize>,
 }
 
 /// One CQ of a channel.
@@ -93,7 +93,7 @@ impl Context {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_comp_channel", raw)?,
                 ctx: self.clone(),
-                events: Mutex::default(),
+                events: Arc::default(),
                 read_done: Condvar::new(),
                 #[cfg(feature = "tokio")]
                 reactor: std::sync::OnceLock::new(),
@@ -136,11 +136,14 @@ impl CompletionChannel {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Events> {
-        // Nothing panics while holding the lock; a poisoned state is still consistent.
-        self.inner
-            .events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.events)
+    }
+
+    /// The waker to register with the reactor: wakes every task waiting on a CQ of the
+    /// channel.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn fan_out(&self) -> Waker {
+        Waker::from(Arc::new(FanOut(Arc::clone(&self.inner.events))))
     }
 
     /// Adds a CQ created on this channel.
@@ -302,24 +305,40 @@ impl Events {
         }
     }
 
-    /// Records that the reactor now wakes `cq`'s waiter when the fd becomes readable.
-    #[cfg(feature = "tokio")]
-    pub(crate) fn set_reader(&mut self, cq: *mut ffi::ibv_cq) {
-        self.reader = Some(cq as usize);
-    }
-
-    /// `cq`'s task stops waiting: its waker is dropped, and if the reactor was to wake it,
-    /// another waiting task is woken to take that role.
+    /// `cq`'s task stops waiting: its waker is dropped.
     pub(crate) fn stop_waiting(&mut self, cq: *mut ffi::ibv_cq) {
         if let Some(slot) = self.slot(cq) {
             slot.waker = None;
         }
-        if self.reader == Some(cq as usize) {
-            self.reader = None;
-            if let Some(waker) = self.pending.iter_mut().find_map(|slot| slot.waker.take()) {
-                waker.wake();
-            }
-        }
+    }
+}
+
+/// Locks a channel's event state.
+fn lock(events: &Mutex<Events>) -> MutexGuard<'_, Events> {
+    // Nothing panics while holding the lock; a poisoned state is still consistent.
+    events.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The waker the reactor holds for a channel's fd: wakes the task waiting on each CQ of
+/// the channel (each re-registers when polled), so the first of them polled drains the fd.
+/// It holds the event state only, not the channel (whose registration holds it).
+#[cfg(feature = "tokio")]
+struct FanOut(Arc<Mutex<Events>>);
+
+#[cfg(feature = "tokio")]
+impl std::task::Wake for FanOut {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let wakers: Vec<Waker> = lock(&self.0)
+            .pending
+            .iter_mut()
+            .filter_map(|slot| slot.waker.take())
+            .collect();
+        // Woken outside the lock.
+        wakers.into_iter().for_each(Waker::wake);
     }
 }
 

@@ -83,6 +83,8 @@
 //! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
 //! | `tokio::AsyncCq` (feature `tokio`) | `ibv_cq` and its channel's fd on tokio's reactor | `tokio::AsyncCq::new` | its CQ, the channel's registration |
 //! | `tokio::AsyncEvents` (feature `tokio`) | the context's `async_fd` on tokio's reactor | `tokio::AsyncEvents::new` | context |
+//! | `tokio::cm::AsyncCmChannel` (features `tokio`, `cm`) | `rdma_event_channel` and its fd on tokio's reactor, each id's queued events | `tokio::cm::AsyncCmChannel::new` | the channel, the registration |
+//! | `tokio::cm::AsyncCmId` (features `tokio`, `cm`) | `rdma_cm_id` whose events are awaited | `AsyncCmChannel::create_id`, a `Listener`'s request | its id (destroyed on drop, also when a connect or accept future is dropped), the async channel |
 //! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new` | its QP, CQ, and each posted region until its completion (see the `tokio` module: cancellation) |
 //! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
 //!

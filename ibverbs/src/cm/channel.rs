@@ -130,6 +130,12 @@ impl EventChannel {
         if n == 0 {
             return Ok(None);
         }
+        self.try_get_event()
+    }
+
+    /// Reads one event if one is queued (`rdma_get_cm_event` on the non-blocking fd), then
+    /// acknowledges it; `None` if there was none.
+    pub(crate) fn try_get_event(&self) -> Result<Option<CmEvent>> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the channel is live; raw is a valid out pointer.
         let rc = unsafe { cm::rdma_get_cm_event(self.as_raw(), &mut raw) };

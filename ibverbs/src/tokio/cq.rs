@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 
 use ::tokio::io::unix::AsyncFd;
 use ::tokio::io::Interest;
@@ -18,12 +18,16 @@ use crate::error::{Error, Result};
 pub const DEFAULT_SPIN: u32 = 64;
 
 /// A completion channel's fd registered with tokio's reactor (one registration per
-/// channel, shared by its CQs).
-pub(crate) struct ChannelFd(AsyncFd<RawFdOf>);
+/// channel, shared by its CQs), and the waker the reactor wakes when it is readable (every
+/// task waiting on a CQ of the channel).
+pub(crate) struct ChannelFd {
+    fd: AsyncFd<RawFdOf>,
+    fan_out: Waker,
+}
 
 /// The channel's descriptor, owned by the channel (closed by `ibv_destroy_comp_channel`
 /// after the registration is dropped).
-struct RawFdOf(RawFd);
+pub(super) struct RawFdOf(pub(super) RawFd);
 
 impl AsRawFd for RawFdOf {
     fn as_raw_fd(&self) -> RawFd {
@@ -94,7 +98,8 @@ impl AsyncCq {
                 let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
                     .map_err(|e| reactor_error(e.into()))?;
                 // Cannot fail: set under the lock after checking it was empty.
-                let _ = channel.reactor().set(ChannelFd(fd));
+                let fan_out = channel.fan_out();
+                let _ = channel.reactor().set(ChannelFd { fd, fan_out });
             }
         }
         Ok(AsyncCq {
@@ -123,14 +128,12 @@ impl AsyncCq {
     /// Waits for completions and polls up to `wc.len()` of them into `wc` (`ibv_poll_cq`);
     /// resolves to how many, at least 1 unless `wc` is empty.
     ///
-    /// Dropping the future while it waits gives up the wait (another CQ of the channel
-    /// takes over reading the fd, see the [module docs](super)).
+    /// Dropping the future while it waits gives up the wait.
     pub fn poll<'a>(&'a mut self, wc: &'a mut [WorkCompletion]) -> PollCq<'a> {
         PollCq { cq: self, wc }
     }
 
-    /// Gives up a wait for the CQ's event: the channel drops the waker and, if the reactor
-    /// was to wake this task, wakes another waiting one in its place.
+    /// Gives up a wait for the CQ's event: the channel drops the task's waker.
     pub(crate) fn stop_waiting(&mut self) {
         if std::mem::take(&mut self.waiting) {
             self.channel.lock().stop_waiting(self.cq.as_raw());
@@ -179,25 +182,28 @@ impl AsyncCq {
     }
 
     /// Takes this CQ's next event, draining the channel's fd when the reactor says it is
-    /// readable; `Pending` with the waker kept for the CQ's next event.
+    /// readable; `Pending` with the waker kept for the CQ's next event (and for the fd's
+    /// next readiness: the reactor holds the channel's fan-out waker, not this task's).
     fn poll_event(&self, cx: &mut TaskContext<'_>) -> Result<Poll<()>> {
         let raw = self.cq.as_raw();
-        let fd = &self.channel.reactor().get().expect("registered in new").0;
-        let mut events = self.channel.lock();
+        let reactor = self.channel.reactor().get().expect("registered in new");
+        let mut fan_out = TaskContext::from_waker(&reactor.fan_out);
         loop {
-            if events.take(raw) {
-                events.stop_waiting(raw);
-                return Ok(Poll::Ready(()));
-            }
-            events.wait(raw, cx.waker());
-            match fd.poll_read_ready(cx) {
-                Poll::Pending => {
-                    events.set_reader(raw);
-                    return Ok(Poll::Pending);
+            {
+                let mut events = self.channel.lock();
+                if events.take(raw) {
+                    events.stop_waiting(raw);
+                    return Ok(Poll::Ready(()));
                 }
+                events.wait(raw, cx.waker());
+            }
+            // Not under the lock: tokio wakes the fan-out (which locks) at once when the
+            // task's budget is spent. An event counted meanwhile wakes this task.
+            match reactor.fd.poll_read_ready(&mut fan_out) {
+                Poll::Pending => return Ok(Poll::Pending),
                 Poll::Ready(ready) => {
                     let mut ready = ready.map_err(reactor_error)?;
-                    self.channel.drain(&mut events)?;
+                    self.channel.drain(&mut self.channel.lock())?;
                     ready.clear_ready();
                 }
             }

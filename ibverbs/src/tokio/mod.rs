@@ -23,6 +23,7 @@
 //! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
 //! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
 //! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]) |
+//! | `cm::AsyncCmChannel`, `cm::AsyncCmId`, `cm::Listener` (feature `cm` too) | rdma_cm events: resolve, connect, accept, incoming requests as a `Stream`, disconnect | `cm::AsyncCmChannel::new` |
 //! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
 //!
 //! # Waiting for completions
@@ -36,12 +37,12 @@
 //! A channel is registered with the reactor once and shared by its CQs. Events are counted
 //! per CQ (as for the blocking waits, see [`CompletionChannel`](crate::CompletionChannel)):
 //! a task that finds the fd readable reads every queued event, counts each for its CQ and
-//! wakes the task waiting on that CQ only. The reactor wakes one waiting task per
-//! readiness (the last to register); when that task stops waiting (its event came, or it
-//! was dropped) it wakes another waiting task to take its place, so the fd is never left
-//! without a reader. A wait that is neither polled nor dropped (a [`CompletionStream`]
-//! kept but no longer polled) keeps that role: the other CQs of its channel then wait
-//! until it is polled again. Drop waits you give up, or give such CQs a channel each.
+//! wakes the task waiting on that CQ only. The reactor holds no task's waker but the
+//! channel's own, which wakes every task then waiting on a CQ of the channel; whichever is
+//! polled first drains the fd, and the others find their events counted (or wait again).
+//! So a wait that is kept but never polled again (a [`CompletionStream`] left idle, a
+//! stored future) stalls nothing but itself: no subset of waiting tasks can keep the
+//! others from their events.
 //!
 //! # Operations that own their buffers, and cancellation
 //! The HCA may read or write a request's memory from the post until its completion. An
@@ -67,11 +68,12 @@
 //! - Nothing is reachable from safe code in between: the table is private, and the regions
 //!   come back only with their completion.
 //!
-//! The CQ is polled by the tasks that await ops: the task whose poll found it empty waits
-//! on the CQ for all of them and wakes each op whose completion it takes; when it stops
-//! waiting (its own op completed, or it was dropped) it wakes another waiting op to take
-//! its place. Completions of requests whose op was dropped are only taken when some op is
-//! awaited or [`AsyncQp::settle`] runs.
+//! The CQ is polled by the tasks that await ops, with a waker of the QP's table that wakes
+//! every task then waiting on one of its ops (for the busy-poll yield and for the channel's
+//! event), so whichever is polled next polls the CQ for all and wakes each op whose
+//! completion it takes; an op kept but never polled again stalls only itself.
+//! Completions of requests whose op was dropped are only taken when some op is awaited or
+//! [`AsyncQp::settle`] runs.
 //!
 //! The reactor is the current runtime's when the first [`AsyncCq`] of a channel (or the
 //! [`AsyncEvents`] of a context) is made: outside a runtime that fails with
@@ -79,6 +81,8 @@
 //! its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that a runtime is current
 //! instead of panicking); nothing here spawns tasks.
 
+#[cfg(feature = "cm")]
+pub mod cm;
 mod cq;
 mod events;
 mod ops;

@@ -46,10 +46,44 @@ struct State<B: RegistrableMemory> {
     qp_num: u32,
     slots: HashMap<u64, Slot<B>>,
     next_id: u64,
-    /// The op whose task the CQ wakes (the last one that polled it and found nothing).
-    driver: Option<u64>,
+    /// The tasks waiting on the table (a leaf lock: nothing else is locked under it).
+    wakers: Arc<Mutex<Wakers>>,
+    /// The waker the CQ is polled with: wakes every task in `wakers`.
+    fan_out: Waker,
+}
+
+/// The tasks waiting on an [`AsyncQp`]'s table.
+#[derive(Default)]
+struct Wakers {
+    /// The task of each op waiting for its completion, by request id.
+    ops: HashMap<u64, Waker>,
     /// Tasks waiting in [`AsyncQp::settle`].
     settling: Vec<Waker>,
+}
+
+/// The waker the table's CQ is polled with (for the busy-poll yield and the channel's
+/// event): wakes every task waiting on the table (each re-registers when polled), so the
+/// first of them polled polls the CQ for all, and none that is never polled again can
+/// keep the others from their completions.
+struct FanOut(Arc<Mutex<Wakers>>);
+
+impl std::task::Wake for FanOut {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut wakers = lock(&self.0);
+        let mut all: Vec<Waker> = wakers.ops.drain().map(|(_, waker)| waker).collect();
+        all.append(&mut wakers.settling);
+        drop(wakers);
+        all.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// Locks a mutex whose data stays consistent if a holder panicked (none does).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A posted request's region.
@@ -57,7 +91,6 @@ enum Slot<B: RegistrableMemory> {
     /// Posted, not completed: the HCA may use the memory.
     InFlight {
         mr: MemoryRegion<B>,
-        waker: Option<Waker>,
         /// The op was dropped: free the region when the completion comes.
         abandoned: bool,
     },
@@ -85,6 +118,8 @@ impl<B: RegistrableMemory> AsyncQp<B> {
             });
         }
         let qp_num = qp.qp_num();
+        let wakers = Arc::default();
+        let fan_out = Waker::from(Arc::new(FanOut(Arc::clone(&wakers))));
         Ok(AsyncQp {
             shared: Arc::new(Shared {
                 qp,
@@ -93,8 +128,8 @@ impl<B: RegistrableMemory> AsyncQp<B> {
                     qp_num,
                     slots: HashMap::new(),
                     next_id: 0,
-                    driver: None,
-                    settling: Vec::new(),
+                    wakers,
+                    fan_out,
                 }),
             }),
         })
@@ -209,7 +244,6 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         state.next_id += 1;
         let slot = Slot::InFlight {
             mr,
-            waker: None,
             abandoned: false,
         };
         state.slots.insert(id, slot);
@@ -234,9 +268,6 @@ impl<B: RegistrableMemory> AsyncQp<B> {
     }
 }
 
-/// The id a [`Settle`] polls the CQ under (request ids count up from 0).
-const SETTLE: u64 = u64::MAX;
-
 /// The future of [`AsyncQp::settle`].
 #[must_use = "futures do nothing unless awaited"]
 pub struct Settle<'a, B: RegistrableMemory = AlignedBuffer> {
@@ -250,25 +281,19 @@ impl<B: RegistrableMemory> Future for Settle<'_, B> {
         let mut state = self.qp.shared.lock();
         loop {
             if !state.any_in_flight() {
-                state.hand_on(SETTLE);
                 return Poll::Ready(Ok(()));
             }
-            match state.poll_cq(cx) {
+            let mut wakers = lock(&state.wakers);
+            if !wakers.settling.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.settling.push(cx.waker().clone());
+            }
+            drop(wakers);
+            match state.poll_cq() {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => {
-                    state.settling.push(cx.waker().clone());
-                    state.driver = Some(SETTLE);
-                    return Poll::Pending;
-                }
+                Poll::Pending => return Poll::Pending,
             }
         }
-    }
-}
-
-impl<B: RegistrableMemory> Drop for Settle<'_, B> {
-    fn drop(&mut self) {
-        self.qp.shared.lock().hand_on(SETTLE);
     }
 }
 
@@ -280,17 +305,18 @@ impl<B: RegistrableMemory> fmt::Debug for Settle<'_, B> {
 
 impl<B: RegistrableMemory> Shared<B> {
     fn lock(&self) -> MutexGuard<'_, State<B>> {
-        // Nothing panics while holding the lock; a poisoned table is still consistent.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 }
 
 impl<B: RegistrableMemory> State<B> {
-    /// Polls the CQ once (busy-polling and waiting as the [`AsyncCq`] does) and hands each
-    /// completion to its slot: `Ready` if some came.
-    fn poll_cq(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+    /// Polls the CQ once (busy-polling and waiting as the [`AsyncCq`] does, with the
+    /// table's fan-out waker) and hands each completion to its slot: `Ready` if some came.
+    fn poll_cq(&mut self) -> Poll<Result<()>> {
         let mut wc = [WorkCompletion::default(); BATCH];
-        let n = match self.cq.poll_completions(cx, &mut wc) {
+        let fan_out = self.fan_out.clone();
+        let mut cx = TaskContext::from_waker(&fan_out);
+        let n = match self.cq.poll_completions(&mut cx, &mut wc) {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
@@ -301,9 +327,9 @@ impl<B: RegistrableMemory> State<B> {
                 Some(Slot::InFlight {
                     abandoned: true, ..
                 }) => {} // the HCA is done with it: deregistered and freed here
-                Some(Slot::InFlight { mr, waker, .. }) => {
+                Some(Slot::InFlight { mr, .. }) => {
                     self.slots.insert(id, Slot::Done { mr, wc: *wc });
-                    if let Some(waker) = waker {
+                    if let Some(waker) = lock(&self.wakers).ops.remove(&id) {
                         waker.wake();
                     }
                 }
@@ -314,7 +340,8 @@ impl<B: RegistrableMemory> State<B> {
             }
         }
         if !self.any_in_flight() {
-            self.settling.drain(..).for_each(Waker::wake);
+            let settling = std::mem::take(&mut lock(&self.wakers).settling);
+            settling.into_iter().for_each(Waker::wake);
         }
         Poll::Ready(Ok(()))
     }
@@ -324,25 +351,6 @@ impl<B: RegistrableMemory> State<B> {
         self.slots
             .values()
             .any(|slot| matches!(slot, Slot::InFlight { .. }))
-    }
-
-    /// `id` stops waiting; if the CQ was to wake it, another waiting task is woken to
-    /// poll the CQ in its place.
-    fn hand_on(&mut self, id: u64) {
-        if self.driver != Some(id) {
-            return;
-        }
-        self.driver = None;
-        // The CQ's wait on the channel was this task's: given up at the channel too.
-        self.cq.stop_waiting();
-        let next = self.slots.values_mut().find_map(|slot| match slot {
-            Slot::InFlight { waker, .. } => waker.take(),
-            Slot::Done { .. } => None,
-        });
-        match next {
-            Some(waker) => waker.wake(),
-            None => self.settling.drain(..).for_each(Waker::wake),
-        }
     }
 }
 
@@ -373,13 +381,18 @@ impl<B: RegistrableMemory> Future for Op<B> {
                         unreachable!("matched above");
                     };
                     this.taken = true;
-                    state.hand_on(this.id);
                     return Poll::Ready(Ok((mr, wc)));
                 }
-                Some(Slot::InFlight { waker, .. }) => match waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    other => *other = Some(cx.waker().clone()),
-                },
+                Some(Slot::InFlight { .. }) => {
+                    let mut wakers = lock(&state.wakers);
+                    if !wakers
+                        .ops
+                        .get(&this.id)
+                        .is_some_and(|w| w.will_wake(cx.waker()))
+                    {
+                        wakers.ops.insert(this.id, cx.waker().clone());
+                    }
+                }
                 None => {
                     return Poll::Ready(Err(Error::InvalidArgument {
                         what: "async operation",
@@ -387,13 +400,10 @@ impl<B: RegistrableMemory> Future for Op<B> {
                     }))
                 }
             }
-            match state.poll_cq(cx) {
+            match state.poll_cq() {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => {
-                    state.driver = Some(this.id);
-                    return Poll::Pending;
-                }
+                Poll::Pending => return Poll::Pending,
             }
         }
     }
@@ -406,17 +416,12 @@ impl<B: RegistrableMemory> Drop for Op<B> {
         }
         let mut state = self.shared.lock();
         match state.slots.get_mut(&self.id) {
-            Some(Slot::InFlight {
-                waker, abandoned, ..
-            }) => {
-                *waker = None;
-                *abandoned = true;
-            }
+            Some(Slot::InFlight { abandoned, .. }) => *abandoned = true,
             // Completed: the HCA is done with the region; freed here.
             Some(Slot::Done { .. }) => drop(state.slots.remove(&self.id)),
             None => {}
         }
-        state.hand_on(self.id);
+        lock(&state.wakers).ops.remove(&self.id);
     }
 }
 

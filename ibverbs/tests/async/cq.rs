@@ -1,6 +1,7 @@
 //! `AsyncCq` and `CompletionStream`: completions busy-polled or awaited on the channel's
 //! event, several CQs on one channel, and the errors of making one.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use ibverbs::tokio::AsyncCq;
@@ -131,8 +132,8 @@ async fn ping_pong_on_one_channel_misses_nothing() {
     assert_clean_drops();
 }
 
-/// The task the reactor wakes for the channel stops waiting (dropped by a timeout): the
-/// other CQ's waiter takes its place and still gets its completion.
+/// A waiter that registered with the reactor after another CQ's gives up (dropped by a
+/// timeout): the other CQ's waiter still gets its completion.
 #[tokio::test]
 async fn a_dropped_waiter_hands_the_channel_on() {
     let ctx = open();
@@ -164,6 +165,42 @@ async fn a_dropped_waiter_hands_the_channel_on() {
     let wc = timeout(LIMIT, waiter).await.expect("b woken").unwrap();
     assert_eq!((wc.wr_id(), wc.opcode()), (3, WcOpcode::Recv));
     drop((a_cq, src, dst, a, b, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// A's stream waits on the channel (polled once, after B's waiter) and is then kept but
+/// never polled again: a completion on B still wakes B's task (and one on A too).
+#[tokio::test]
+async fn an_idle_stream_does_not_stall_the_other_cqs_of_its_channel() {
+    use futures_core::Stream;
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 0);
+    let (src, dst) = (p.mr(16), p.mr(16));
+    let Pair {
+        pd,
+        a,
+        a_cq,
+        b,
+        mut b_cq,
+    } = p;
+    b.post_recv(&mut [RecvRequest::new(3, &[dst.sge(..).unwrap()])])
+        .unwrap();
+    let waiter = tokio::spawn(async move {
+        let mut wc = [WorkCompletion::default()];
+        b_cq.poll(&mut wc).await.unwrap();
+        wc[0]
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut stream = Box::pin(a_cq.into_stream());
+    let first = std::future::poll_fn(|cx| Poll::Ready(stream.as_mut().poll_next(cx))).await;
+    assert!(first.is_pending(), "a has no completion yet");
+    // Signaled: the send completes on A (whose stream is not polled) and the receive on B.
+    a.post_send(&mut [SendRequest::send(1, &[src.sge(..).unwrap()]).signaled()])
+        .unwrap();
+    let wc = timeout(LIMIT, waiter).await.expect("b woken").unwrap();
+    assert_eq!((wc.wr_id(), wc.opcode()), (3, WcOpcode::Recv));
+    drop((stream, src, dst, a, b, pd, channel, ctx));
     assert_clean_drops();
 }
 

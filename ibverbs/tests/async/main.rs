@@ -1,10 +1,13 @@
 //! The `tokio` feature on a real device (run through `scripts/with-rdma`; rxe0 on `lo` in
 //! CI): `cq` (completions awaited, busy-polled or by event, CQs sharing a channel, the
 //! completion stream), `events` (the device's async events as a stream), `ops` (operations
-//! that own their regions: cancellation, flushes, forgetting). `common` holds
+//! that own their regions: cancellation, flushes, forgetting), `cm` (with the `cm` feature:
+//! rdma_cm as futures on the CM device). `common` holds
 //! the QP pairs they share. A missing device is a failure, not a skip; every test checks at
 //! its end that no destroy call failed in a destructor.
 
+#[cfg(feature = "cm")]
+mod cm;
 mod common;
 mod cq;
 mod events;

@@ -1,9 +1,12 @@
 //! `AsyncQp`: operations that own their regions, and what dropping or forgetting their
 //! futures does while the HCA may still use the memory.
 
+use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use ibverbs::tokio::{AsyncQp, Op};
@@ -211,6 +214,29 @@ async fn dropped_writes_under_load_and_a_killed_qp_lose_nothing() {
 static FORGOTTEN: Mutex<Vec<ManuallyDrop<Op<Tracked>>>> = Mutex::new(Vec::new());
 
 /// Forgetting an op leaks its region (and the QP, which the op keeps): nothing is freed.
+/// Two receives of one QP, each on its own task: the second, polled once after the first
+/// waits and then kept but never polled again, does not keep the first from its
+/// completion.
+#[tokio::test]
+async fn an_idle_op_does_not_stall_the_other_ops_of_its_qp() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (pd, a, b) = async_pair(Pair::new(&ctx, &channel, 0));
+    let first = b.recv(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap();
+    // No timer in the waiting task (its wake would poll the op and hide a stall).
+    let waiter = tokio::spawn(async move { first.await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut idle = b.recv(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap();
+    let polled = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut idle).poll(cx))).await;
+    assert!(polled.is_pending(), "nothing was sent yet");
+    let (msg, sent) = done(a.send(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap()).await;
+    sent.ok().unwrap();
+    let (_, got) = timeout(LIMIT, waiter).await.expect("first woken").unwrap();
+    assert_eq!(got.ok().unwrap().opcode(), WcOpcode::Recv);
+    drop((idle, msg, a, b, pd, channel, ctx));
+    assert_clean_drops();
+}
+
 #[tokio::test]
 async fn a_forgotten_op_only_leaks() {
     let ctx = open();

@@ -1,0 +1,430 @@
+//! rdma_cm as futures (features `tokio` and `cm`): [`AsyncCmChannel`], its ids, listeners
+//! and connections.
+//!
+//! The event channel's fd is registered with the reactor, and every event read from it is
+//! queued for the id it is for; each id's futures take that id's events. The reactor holds
+//! a waker that wakes every task waiting on an id of the channel (as for completion
+//! channels), so an id whose future is kept but never polled again stalls only itself.
+//!
+//! Cancellation: [`AsyncCmId::connect`] and [`ConnectRequest::accept`] take the id by
+//! value, so dropping their future drops the id (`rdma_destroy_id`, which tears down a
+//! connection under way) and nothing is left half-connected; events the kernel had queued
+//! for it are dropped with its queue. A request yielded by a [`Listener`] and dropped is
+//! destroyed the same way (the peer sees a reject).
+
+use std::collections::{HashMap, VecDeque};
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::Duration;
+
+use ::tokio::io::unix::AsyncFd;
+use ::tokio::io::Interest;
+use futures_core::Stream;
+
+use super::cq::{check_runtime, reactor_error, RawFdOf};
+use crate::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, PortSpace};
+use crate::error::{Error, Result};
+
+/// An rdma_cm event channel on tokio's reactor (features `tokio` and `cm`).
+#[derive(Clone)]
+pub struct AsyncCmChannel {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Off the reactor before the channel (whose ids keep its fd open) is dropped.
+    fd: AsyncFd<RawFdOf>,
+    /// The waker the reactor holds: wakes every waiting id.
+    fan_out: Waker,
+    ids: Arc<Mutex<Ids>>,
+    channel: EventChannel,
+}
+
+/// The events read for each id of the channel and not yet taken.
+#[derive(Default)]
+struct Ids(HashMap<IdHandle, Queue>);
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<CmEvent>,
+    /// The task waiting for the id's next event.
+    waker: Option<Waker>,
+}
+
+/// Wakes the task waiting on each id (each re-registers when polled).
+struct FanOut(Arc<Mutex<Ids>>);
+
+impl std::task::Wake for FanOut {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let wakers: Vec<Waker> = lock(&self.0)
+            .0
+            .values_mut()
+            .filter_map(|queue| queue.waker.take())
+            .collect();
+        wakers.into_iter().for_each(Waker::wake);
+    }
+}
+
+fn lock(ids: &Mutex<Ids>) -> MutexGuard<'_, Ids> {
+    // Nothing panics while holding the lock; a poisoned state is still consistent.
+    ids.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Ids {
+    /// Removes `id`'s queue; the ids of connect requests still in it go with it (returned,
+    /// to be destroyed outside the lock).
+    fn remove(&mut self, id: IdHandle, dropped: &mut Vec<CmEvent>) {
+        let Some(queue) = self.0.remove(&id) else {
+            return;
+        };
+        for event in queue.events {
+            if let CmEventKind::ConnectRequest { id: child, .. } = &event.kind {
+                self.remove(child.handle(), dropped);
+            }
+            dropped.push(event);
+        }
+    }
+}
+
+impl AsyncCmChannel {
+    /// Creates an event channel (`rdma_create_event_channel`) and registers its fd with the
+    /// current tokio runtime's reactor; fails with [`Error::InvalidArgument`] outside one.
+    pub fn new() -> Result<Self> {
+        check_runtime("async CM event channel")?;
+        let channel = EventChannel::new()?;
+        let raw = RawFdOf(channel.as_raw_fd());
+        // SAFETY: the fd is the channel's, open while an id or handle of it lives; the
+        // registration is dropped before the channel handle it is kept with.
+        let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
+            .map_err(|e| reactor_error(e.into()))?;
+        let ids = Arc::new(Mutex::new(Ids::default()));
+        let fan_out = Waker::from(Arc::new(FanOut(Arc::clone(&ids))));
+        Ok(AsyncCmChannel {
+            shared: Arc::new(Shared {
+                fd,
+                fan_out,
+                ids,
+                channel,
+            }),
+        })
+    }
+
+    /// Creates an id on the channel (`rdma_create_id`) in port space `ps`.
+    pub fn create_id(&self, ps: PortSpace) -> Result<AsyncCmId> {
+        let id = self.shared.channel.create_id(ps)?;
+        lock(&self.shared.ids)
+            .0
+            .insert(id.handle(), Queue::default());
+        Ok(self.adopt(id))
+    }
+
+    /// Wraps an id whose queue exists.
+    fn adopt(&self, id: CmId) -> AsyncCmId {
+        AsyncCmId {
+            id: Some(id),
+            channel: self.clone(),
+        }
+    }
+
+    /// Binds a new id to `addr` (`rdma_bind_addr`, port 0: one the CM picks) and listens
+    /// on it (`rdma_listen`, `backlog` requests pending at most).
+    pub fn listen(&self, addr: SocketAddr, backlog: i32) -> Result<Listener> {
+        let id = self.create_id(PortSpace::Tcp)?;
+        id.id().bind(addr)?;
+        id.id().listen(backlog)?;
+        Ok(Listener { id })
+    }
+
+    /// `id`'s next event, reading the fd when the reactor says it is readable.
+    fn poll_event(&self, id: IdHandle, cx: &mut TaskContext<'_>) -> Poll<Result<CmEvent>> {
+        let mut fan_out = TaskContext::from_waker(&self.shared.fan_out);
+        loop {
+            {
+                let mut ids = lock(&self.shared.ids);
+                let queue = ids
+                    .0
+                    .get_mut(&id)
+                    .expect("an id's queue lives as long as it");
+                if let Some(event) = queue.events.pop_front() {
+                    queue.waker = None;
+                    return Poll::Ready(Ok(event));
+                }
+                if !queue
+                    .waker
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                {
+                    queue.waker = Some(cx.waker().clone());
+                }
+            }
+            // Not under the lock: tokio wakes the fan-out (which locks) at once when the
+            // task's budget is spent.
+            match self.shared.fd.poll_read_ready(&mut fan_out) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(ready) => {
+                    let mut ready = ready.map_err(reactor_error)?;
+                    self.drain()?;
+                    ready.clear_ready();
+                }
+            }
+        }
+    }
+
+    /// Reads every queued event, queueing each for its id and waking that id's task;
+    /// events of ids no longer here are dropped (a connect request's new id destroyed).
+    fn drain(&self) -> Result<()> {
+        let mut dropped = Vec::new();
+        let mut woken = Vec::new();
+        while let Some(event) = self.shared.channel.try_get_event()? {
+            let mut ids = lock(&self.shared.ids);
+            let Some(queue) = ids.0.get_mut(&event.id) else {
+                dropped.push(event);
+                continue;
+            };
+            woken.extend(queue.waker.take());
+            let child = match &event.kind {
+                CmEventKind::ConnectRequest { id, .. } => Some(id.handle()),
+                _ => None,
+            };
+            queue.events.push_back(event);
+            if let Some(child) = child {
+                ids.0.insert(child, Queue::default());
+            }
+        }
+        drop(dropped);
+        woken.into_iter().for_each(Waker::wake);
+        Ok(())
+    }
+}
+
+/// A CM id whose events are awaited; destroyed on drop (`rdma_destroy_id`, after its QP).
+pub struct AsyncCmId {
+    /// Taken only by drop.
+    id: Option<CmId>,
+    channel: AsyncCmChannel,
+}
+
+impl AsyncCmId {
+    /// The id, for the calls that need no event (addresses, [`CmId::context`], its QP).
+    pub fn id(&self) -> &CmId {
+        self.id.as_ref().expect("taken only by drop")
+    }
+
+    /// The id, mutably: to create its QP ([`CmId::create_qp`]) before connecting or
+    /// accepting.
+    pub fn id_mut(&mut self) -> &mut CmId {
+        self.id.as_mut().expect("taken only by drop")
+    }
+
+    /// The id's next event (each event is acknowledged when read).
+    pub async fn next_event(&self) -> Result<CmEvent> {
+        let handle = self.id().handle();
+        poll_fn(|cx| self.channel.poll_event(handle, cx)).await
+    }
+
+    /// Resolves `dst` (from `src` if given) to a device (`rdma_resolve_addr`) and the route
+    /// to it (`rdma_resolve_route`), each within `timeout`. An `AddrError` or `RouteError`
+    /// is an error ([`Error::Verb`] with the event's errno).
+    pub async fn resolve(
+        &mut self,
+        src: Option<SocketAddr>,
+        dst: SocketAddr,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.id().resolve_addr(src, dst, timeout)?;
+        self.expect("rdma_resolve_addr", |k| {
+            matches!(k, CmEventKind::AddrResolved)
+        })
+        .await?;
+        self.id().resolve_route(timeout)?;
+        self.expect("rdma_resolve_route", |k| {
+            matches!(k, CmEventKind::RouteResolved)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Connects (`rdma_connect`) the resolved id, whose QP exists, and waits for the
+    /// connection: resolves to the connected id and the peer's private data. A reject
+    /// (or nobody listening) is an [`Error::Verb`] whose kind is `ConnectionRefused`,
+    /// `Unreachable` one whose kind is `TimedOut`, and `ConnectError` one of kind `Other`.
+    /// Dropping the future destroys the id.
+    pub async fn connect(self, param: &ConnParam<'_>) -> Result<Connected> {
+        self.id().connect(param)?;
+        let event = self
+            .expect("rdma_connect", |k| {
+                matches!(k, CmEventKind::Established { .. })
+            })
+            .await?;
+        let CmEventKind::Established { private_data, .. } = event.kind else {
+            unreachable!("matched by expect");
+        };
+        Ok(Connected {
+            id: self,
+            private_data,
+        })
+    }
+
+    /// Disconnects (`rdma_disconnect`) and waits for this side's `Disconnected` (when the
+    /// peer answers or the request times out). The side whose
+    /// [`next_event`](Self::next_event) gave `Disconnected` first answers with
+    /// [`CmId::disconnect`] instead (its event has come).
+    pub async fn disconnect(&self) -> Result<()> {
+        self.id().disconnect()?;
+        loop {
+            if matches!(self.next_event().await?.kind, CmEventKind::Disconnected) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The id's next event if `want` says it is the one the call waits for; any other is an
+    /// error naming `verb`.
+    async fn expect(
+        &self,
+        verb: &'static str,
+        want: impl Fn(&CmEventKind) -> bool,
+    ) -> Result<CmEvent> {
+        let event = self.next_event().await?;
+        if want(&event.kind) {
+            return Ok(event);
+        }
+        let kind = match event.kind {
+            CmEventKind::Rejected { .. } => std::io::ErrorKind::ConnectionRefused,
+            CmEventKind::Unreachable => std::io::ErrorKind::TimedOut,
+            _ => std::io::ErrorKind::Other,
+        };
+        let detail = match &event.kind {
+            CmEventKind::Rejected { reason_text, .. } => format!(": {reason_text}"),
+            _ => String::new(),
+        };
+        let text = format!("{} (status {}){detail}", event.kind.c_name(), event.status);
+        Err(Error::Verb {
+            verb,
+            source: std::io::Error::new(kind, text),
+        })
+    }
+}
+
+impl Drop for AsyncCmId {
+    fn drop(&mut self) {
+        let handle = self.id().handle();
+        // Destroyed first: the kernel then queues no more events for it.
+        drop(self.id.take());
+        let mut dropped = Vec::new();
+        lock(&self.channel.shared.ids).remove(handle, &mut dropped);
+        drop(dropped); // outside the lock
+    }
+}
+
+impl std::fmt::Debug for AsyncCmId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncCmId").field("id", &self.id).finish()
+    }
+}
+
+impl std::fmt::Debug for AsyncCmChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncCmChannel")
+            .field("channel", &self.shared.channel)
+            .finish()
+    }
+}
+
+/// A connection made by [`AsyncCmId::connect`].
+#[derive(Debug)]
+pub struct Connected {
+    /// The connected id (its QP is in RTS).
+    pub id: AsyncCmId,
+    /// What the peer sent with its accept.
+    pub private_data: Vec<u8>,
+}
+
+/// A listening id: yields the connect requests that arrive, as a [`Stream`] (an
+/// `Err` item if the id gets another event or the wait fails).
+#[derive(Debug)]
+pub struct Listener {
+    id: AsyncCmId,
+}
+
+impl Listener {
+    /// The address listened on (with the port the CM picked).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.id.id().local_addr()
+    }
+}
+
+impl Stream for Listener {
+    type Item = Result<ConnectRequest>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let id = &self.get_mut().id;
+        let event = match id.channel.poll_event(id.id().handle(), cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Err(e)) => return Poll::Ready(Some(Err(e))),
+            Poll::Ready(Ok(event)) => event,
+        };
+        Poll::Ready(Some(match event.kind {
+            CmEventKind::ConnectRequest {
+                id: child,
+                private_data,
+                initiator_depth,
+                responder_resources,
+            } => Ok(ConnectRequest {
+                id: id.channel.adopt(child),
+                private_data,
+                initiator_depth,
+                responder_resources,
+            }),
+            other => Err(Error::Verb {
+                verb: "rdma_listen",
+                source: std::io::Error::other(format!(
+                    "{} (status {})",
+                    other.c_name(),
+                    event.status
+                )),
+            }),
+        }))
+    }
+}
+
+/// A connect request from a [`Listener`]: accept or reject it; dropping it destroys its id
+/// (the peer sees a reject).
+#[derive(Debug)]
+pub struct ConnectRequest {
+    /// The new connection's id: create its QP before [`accept`](Self::accept).
+    pub id: AsyncCmId,
+    /// What the peer sent with its request.
+    pub private_data: Vec<u8>,
+    /// The peer's `initiator_depth`.
+    pub initiator_depth: u8,
+    /// The peer's `responder_resources`.
+    pub responder_resources: u8,
+}
+
+impl ConnectRequest {
+    /// Accepts (`rdma_accept`) and waits for the connection (`Established`): resolves to
+    /// the connected id. Dropping the future destroys the id.
+    pub async fn accept(self, param: &ConnParam<'_>) -> Result<AsyncCmId> {
+        let id = self.id;
+        id.id().accept(param)?;
+        id.expect("rdma_accept", |k| {
+            matches!(k, CmEventKind::Established { .. })
+        })
+        .await?;
+        Ok(id)
+    }
+
+    /// Rejects (`rdma_reject`) with `private_data`, then destroys the id.
+    pub fn reject(self, private_data: &[u8]) -> Result<()> {
+        self.id.id().reject(private_data)
+    }
+}
