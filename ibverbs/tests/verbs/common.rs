@@ -76,6 +76,17 @@ pub fn connect(
     )
 }
 
+/// Two RC QPs with [`ALL`] access on `pd`, both on `cq`, connected to each other.
+pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, QueuePair) {
+    let qp = || {
+        pd.create_qp(QpType::Rc, cq, cq)
+            .access(ALL)
+            .build()
+            .unwrap()
+    };
+    connect(QpType::Rc, qp(), qp())
+}
+
 /// The bytes of `mr`.
 pub fn contents<B: ibverbs::RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
     let mut out = vec![0; mr.len()];

@@ -12,7 +12,7 @@ use ibverbs::{
     Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
 };
 
-use crate::common::{connect, contents, ALL};
+use crate::common::{connect, contents, rc_pair_on, ALL};
 
 /// What a test reads of one completion, through every accessor of the standard fields.
 #[derive(Debug, PartialEq)]
@@ -353,17 +353,7 @@ fn an_extended_cq_takes_a_channel_and_wakes_poll_wait() {
     assert!(cq.capacity() >= 16);
     assert_eq!(cq.fields(), WcFields::BYTE_LEN | WcFields::QP_NUM);
     assert_eq!(cq.cq().as_raw(), cq.as_raw_ex().cast());
-    let a = pd
-        .create_qp(QpType::Rc, &cq, &cq)
-        .access(ALL)
-        .build()
-        .unwrap();
-    let b = pd
-        .create_qp(QpType::Rc, &cq, &cq)
-        .access(ALL)
-        .build()
-        .unwrap();
-    let (a, _b) = connect(QpType::Rc, a, b);
+    let (a, _b) = rc_pair_on(&pd, &cq);
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let sge = [buf.sge(0..4).unwrap()];
     a.post_send(&mut [SendRequest::write(9, &sge, buf.remote()).signaled()])

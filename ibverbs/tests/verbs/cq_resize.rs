@@ -8,7 +8,7 @@ use ibverbs_test_kit::{assert_clean_drops, open};
 
 use ibverbs::{Error, QpType, SendRequest, WcFields, WorkCompletion};
 
-use crate::common::{connect, Pair, ALL};
+use crate::common::{rc_pair_on, Pair, ALL};
 
 /// Posts `n` signaled 8-byte writes on `p.a` and gives their completions time to reach
 /// `p.a_cq`, without taking any.
@@ -104,17 +104,7 @@ fn an_extended_cq_resizes_too() {
     cq.resize(128).unwrap();
     assert!(cq.capacity() >= 128);
     // And still polls through sessions afterwards.
-    let a = pd
-        .create_qp(QpType::Rc, &cq, &cq)
-        .access(ALL)
-        .build()
-        .unwrap();
-    let b = pd
-        .create_qp(QpType::Rc, &cq, &cq)
-        .access(ALL)
-        .build()
-        .unwrap();
-    let (a, _b) = connect(QpType::Rc, a, b);
+    let (a, _b) = rc_pair_on(&pd, &cq);
     let buf = pd.alloc_mr(16, ALL).unwrap();
     let sge = [buf.sge(0..3).unwrap()];
     a.post_send(&mut [SendRequest::write(1, &sge, buf.remote()).signaled()])
