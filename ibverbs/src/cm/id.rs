@@ -300,6 +300,19 @@ impl CmId {
     pub fn qp(&self) -> Option<&QueuePair> {
         self.qp.as_ref()
     }
+
+    /// Takes the id's QP out of it, to be owned on its own (for example by a
+    /// `tokio::AsyncQp`, feature `tokio`, which must be the only one to post on it). Take
+    /// it once the connection is established: librdmacm moves only the id's QP through
+    /// its states. The id forgets the QP (librdmacm's pointer to it is cleared), so
+    /// [`disconnect`](Self::disconnect) then no longer moves it to the error state: call
+    /// [`QueuePair::to_error`] to flush its requests. `None` if the id has no QP.
+    pub fn take_qp(&mut self) -> Option<QueuePair> {
+        let qp = self.qp.take()?;
+        // SAFETY: the id is live; librdmacm must not reach the QP once it is not the id's.
+        unsafe { (*self.as_raw()).qp = ptr::null_mut() };
+        Some(qp)
+    }
 }
 
 impl Drop for CmId {

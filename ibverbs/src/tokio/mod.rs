@@ -22,7 +22,7 @@
 //! | [`AsyncCq`] | a CQ's completions: busy-polls, then its channel's fd on the reactor | [`AsyncCq::new`] (a CQ with a channel) |
 //! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
 //! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
-//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]) |
+//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]; a connected rdma_cm id's QP is taken out of it with `CmId::take_qp`) |
 //! | `cm::AsyncCmChannel`, `cm::AsyncCmId`, `cm::Listener` (feature `cm` too) | rdma_cm events: resolve, connect, accept, incoming requests as a `Stream`, disconnect | `cm::AsyncCmChannel::new` |
 //! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
 //!

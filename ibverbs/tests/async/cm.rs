@@ -1,7 +1,7 @@
 //! rdma_cm as futures (`ibverbs::tokio::cm`) on the CM device: connect and accept through
 //! a listener stream with private data both ways, then disconnect; a connect nobody
 //! listens for is refused; a connect future dropped mid-handshake and a dropped request
-//! leave the listener serving the next client.
+//! leave the listener serving the next client; a connected id's QP taken into an `AsyncQp`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures_core::Stream;
 use ibverbs::cm::{CmEventKind, ConnParam, PortSpace};
 use ibverbs::tokio::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
+use ibverbs::tokio::{AsyncCq, AsyncQp};
 use ibverbs::ProtectionDomain;
 use ibverbs_test_kit::{assert_clean_drops, cm_addr};
 use tokio::time::timeout;
@@ -177,5 +178,99 @@ async fn a_dropped_connect_and_a_dropped_request_leave_the_listener_serving() {
         .expect("the second client connected in time");
     assert_eq!(connected.id.id().peer_addr(), server.id().local_addr());
     drop((connected, server, second_pd, server_pd, listener, channel));
+    assert_clean_drops();
+}
+
+/// An RC QP for `id` on a CQ of its own that reports to a new channel, and that CQ as an
+/// [`AsyncCq`] (to wrap the QP with once it is taken out of the id).
+fn add_async_qp(id: &mut AsyncCmId) -> (ProtectionDomain, AsyncCq) {
+    let ctx = id.id().context().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let channel = ctx.create_comp_channel().unwrap();
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&channel)).unwrap()).unwrap();
+    let caps = ibverbs::ffi::ibv_qp_cap {
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    id.id_mut().create_qp(&pd, cq.cq(), cq.cq(), caps).unwrap();
+    (pd, cq)
+}
+
+/// `CmId::take_qp` moves a connected id's QP into an `AsyncQp`: sends arrive, the ids
+/// still disconnect, and `to_error` flushes what is posted (the id no longer does).
+#[tokio::test]
+async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut listener = channel.listen(SocketAddr::new(cm_addr(), 0), 4).unwrap();
+    let dst = listener.local_addr().unwrap();
+    let connect = async {
+        let mut id = channel.create_id(PortSpace::Tcp).unwrap();
+        assert!(id.id_mut().take_qp().is_none(), "no QP yet");
+        timeout(LIMIT, id.resolve(None, dst, RESOLVE))
+            .await
+            .expect("resolved in time")
+            .unwrap();
+        let (pd, cq) = add_async_qp(&mut id);
+        (id.connect(&ConnParam::default()).await.unwrap().id, pd, cq)
+    };
+    let accept = async {
+        let mut request = next_request(&mut listener).await;
+        let (pd, cq) = add_async_qp(&mut request.id);
+        (request.accept(&ConnParam::default()).await.unwrap(), pd, cq)
+    };
+    let ((mut client, client_pd, client_cq), (mut server, server_pd, server_cq)) =
+        timeout(LIMIT, async { tokio::join!(connect, accept) })
+            .await
+            .expect("connected in time");
+    let client_qp = client.id_mut().take_qp().expect("the client's QP");
+    let server_qp = server.id_mut().take_qp().expect("the server's QP");
+    assert!(client.id().qp().is_none() && client.id_mut().take_qp().is_none());
+    let client_qp = AsyncQp::new(client_qp, client_cq).unwrap();
+    let server_qp = AsyncQp::new(server_qp, server_cq).unwrap();
+
+    let access = ibverbs::AccessFlags::LOCAL_WRITE;
+    let recv = server_qp
+        .recv(server_pd.alloc_mr(16, access).unwrap(), ..)
+        .unwrap();
+    let mut hello = client_pd.alloc_mr(16, access).unwrap();
+    hello.write(0, b"hello").unwrap();
+    let sent = client_qp.send(hello, ..5).unwrap();
+    let (received, sent) = timeout(LIMIT, async { tokio::join!(recv, sent) })
+        .await
+        .expect("delivered in time");
+    let (mr, wc) = received.unwrap();
+    assert_eq!(wc.ok().unwrap().byte_len(), 5);
+    let mut got = [0; 5];
+    mr.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"hello");
+    sent.unwrap().1.ok().unwrap();
+
+    // A receive left posted: the disconnect leaves it, `to_error` flushes it.
+    let pending = client_qp.recv(mr, ..).unwrap();
+    let passive = async {
+        let event = server.next_event().await.unwrap();
+        assert!(matches!(event.kind, CmEventKind::Disconnected), "{event:?}");
+        server.id().disconnect().unwrap();
+    };
+    let ((), done) = timeout(LIMIT, async { tokio::join!(passive, client.disconnect()) })
+        .await
+        .expect("disconnected in time");
+    done.unwrap();
+    assert_eq!(
+        client_qp.in_flight(),
+        1,
+        "rdma_disconnect left the taken QP alone"
+    );
+    client_qp.to_error().unwrap();
+    let (_, wc) = timeout(LIMIT, pending)
+        .await
+        .expect("flushed in time")
+        .unwrap();
+    assert_eq!(wc.status(), ibverbs::WcStatus::WR_FLUSH_ERR);
+    drop((client_qp, server_qp, client, server, listener, channel));
+    drop((client_pd, server_pd));
     assert_clean_drops();
 }

@@ -2,7 +2,8 @@
 //! CI): `cq` (completions awaited, busy-polled or by event, CQs sharing a channel, the
 //! completion stream), `events` (the device's async events as a stream), `ops` (operations
 //! that own their regions: cancellation, flushes, forgetting), `cm` (with the `cm` feature:
-//! rdma_cm as futures on the CM device). `common` holds
+//! rdma_cm as futures on the CM device), `kv` (with `cm`: the `kv` example's server and
+//! 64 clients). `common` holds
 //! the QP pairs they share. A missing device is a failure, not a skip; every test checks at
 //! its end that no destroy call failed in a destructor.
 
@@ -11,4 +12,6 @@ mod cm;
 mod common;
 mod cq;
 mod events;
+#[cfg(feature = "cm")]
+mod kv;
 mod ops;
