@@ -5,8 +5,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
-    QpType, QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
+    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpType,
+    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
 };
 
 type R<T> = Result<T, String>;
@@ -21,11 +21,21 @@ fn measured_poll(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> usize {
 }
 
 #[inline(never)]
-fn measured_write(qp: &QueuePair, sge: &[Sge<'_>], remote: RemoteMemory, count: u64, inline: bool) -> bool {
+fn measured_write(
+    qp: &QueuePair,
+    sge: &[Sge<'_>],
+    remote: RemoteMemory,
+    count: u64,
+    inline: bool,
+) -> bool {
     let mut wrs: [SendRequest<'_>; 16] = std::array::from_fn(|i| {
         let wr = SendRequest::write(i as u64, sge, remote);
         let wr = if inline { wr.inline() } else { wr };
-        if i as u64 + 1 == count { wr.signaled() } else { wr }
+        if i as u64 + 1 == count {
+            wr.signaled()
+        } else {
+            wr
+        }
     });
     qp.post_send(&mut wrs[..count as usize]).is_ok()
 }
@@ -33,12 +43,15 @@ fn measured_write(qp: &QueuePair, sge: &[Sge<'_>], remote: RemoteMemory, count: 
 #[inline(never)]
 fn measured_send_recv(a: &QueuePair, b: &QueuePair, sge: &[Sge<'_>], rsge: &[Sge<'_>]) -> bool {
     b.post_recv(&mut [RecvRequest::new(0, rsge)]).is_ok()
-        && a.post_send(&mut [SendRequest::send(0, sge).signaled()]).is_ok()
+        && a.post_send(&mut [SendRequest::send(0, sge).signaled()])
+            .is_ok()
 }
 
 #[inline(never)]
 fn measured_reg(pd: &ProtectionDomain, buf: Vec<u8>) -> Option<Vec<u8>> {
-    let mr = pd.register(buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).ok()?;
+    let mr = pd
+        .register(buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
+        .ok()?;
     mr.deregister().ok()
 }
 
@@ -58,8 +71,16 @@ fn run(op: &str, n: u64) -> R<()> {
     let ctx = Context::open(&name).map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    let (a_cq, b_cq) = (ctx.create_cq(64, None).map_err(e)?, ctx.create_cq(64, None).map_err(e)?);
-    let qp = |cq| pd.create_qp(QpType::Rc, cq, cq).access(access).max_inline_data(64).build();
+    let (a_cq, b_cq) = (
+        ctx.create_cq(64, None).map_err(e)?,
+        ctx.create_cq(64, None).map_err(e)?,
+    );
+    let qp = |cq| {
+        pd.create_qp(QpType::Rc, cq, cq)
+            .access(access)
+            .max_inline_data(64)
+            .build()
+    };
     let (a, b) = (qp(&a_cq).map_err(e)?, qp(&b_cq).map_err(e)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
     let a = a.connect(&eb, &ConnectOptions::default()).map_err(e)?;
@@ -77,8 +98,9 @@ fn run(op: &str, n: u64) -> R<()> {
                 black_box(measured_poll(&a_cq, &mut wc));
             }
             "poll_16" => {
-                let mut wrs: Vec<_> =
-                    (0..16).map(|i| SendRequest::write(i, &sge, dst.remote()).signaled()).collect();
+                let mut wrs: Vec<_> = (0..16)
+                    .map(|i| SendRequest::write(i, &sge, dst.remote()).signaled())
+                    .collect();
                 a.post_send(&mut wrs).map_err(e)?;
                 std::thread::sleep(Duration::from_millis(2));
                 let mut got = 0;
@@ -121,7 +143,10 @@ fn run(op: &str, n: u64) -> R<()> {
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let result = match args.as_slice() {
-        [_, op, n] => n.parse().map_err(|e| format!("N: {e}")).and_then(|n| run(op, n)),
+        [_, op, n] => n
+            .parse()
+            .map_err(|e| format!("N: {e}"))
+            .and_then(|n| run(op, n)),
         _ => Err("usage: ours OP N".into()),
     };
     match result {

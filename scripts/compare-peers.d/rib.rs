@@ -6,7 +6,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use rib::{ibv_qp_type::IBV_QPT_RC, ibv_wc, CompletionQueue, MemoryRegion, ProtectionDomain, QueuePair};
+use rib::{
+    ibv_qp_type::IBV_QPT_RC, ibv_wc, CompletionQueue, MemoryRegion, ProtectionDomain, QueuePair,
+};
 
 type R<T> = Result<T, String>;
 
@@ -20,7 +22,12 @@ fn measured_poll(cq: &CompletionQueue<'_>, wc: &mut [ibv_wc]) -> usize {
 }
 
 #[inline(never)]
-fn measured_send_recv(a: &mut QueuePair<'_>, b: &mut QueuePair<'_>, src: &mut MemoryRegion<u8>, dst: &mut MemoryRegion<u8>) -> bool {
+fn measured_send_recv(
+    a: &mut QueuePair<'_>,
+    b: &mut QueuePair<'_>,
+    src: &mut MemoryRegion<u8>,
+    dst: &mut MemoryRegion<u8>,
+) -> bool {
     // SAFETY: both regions outlive the requests: the caller waits for both completions.
     unsafe { b.post_receive(dst, .., 0).is_ok() && a.post_send(src, .., 0).is_ok() }
 }
@@ -52,7 +59,10 @@ fn run(op: &str, n: u64) -> R<()> {
         .ok_or("no such device")?;
     let ctx = dev.open().map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
-    let (a_cq, b_cq) = (ctx.create_cq(64, 0).map_err(e)?, ctx.create_cq(64, 0).map_err(e)?);
+    let (a_cq, b_cq) = (
+        ctx.create_cq(64, 0).map_err(e)?,
+        ctx.create_cq(64, 0).map_err(e)?,
+    );
     let prep = |cq| {
         pd.create_qp(cq, cq, IBV_QPT_RC)
             .set_gid_index(0)
@@ -120,7 +130,10 @@ fn run(op: &str, n: u64) -> R<()> {
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let result = match args.as_slice() {
-        [_, op, n] => n.parse().map_err(|e| format!("N: {e}")).and_then(|n| run(op, n)),
+        [_, op, n] => n
+            .parse()
+            .map_err(|e| format!("N: {e}"))
+            .and_then(|n| run(op, n)),
         _ => Err("usage: rib OP N".into()),
     };
     match result {

@@ -13,8 +13,8 @@ use sideway::ibverbs::device::{DeviceInfo, DeviceList};
 use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
-    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState,
-    SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
+    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
+    SetScatterGatherEntry, WorkRequestFlags,
 };
 use sideway::ibverbs::AccessFlags;
 
@@ -41,10 +41,20 @@ fn measured_poll(cq: &BasicCompletionQueue) -> usize {
 }
 
 #[inline(never)]
-fn measured_write(qp: &mut ExtendedQueuePair, src: &Buf, dst: &Buf, count: u64, inline: Option<&[u8]>) -> bool {
+fn measured_write(
+    qp: &mut ExtendedQueuePair,
+    src: &Buf,
+    dst: &Buf,
+    count: u64,
+    inline: Option<&[u8]>,
+) -> bool {
     let mut guard = qp.start_post_send();
     for i in 0..count {
-        let flags = if i + 1 == count { WorkRequestFlags::Signaled } else { WorkRequestFlags::none() };
+        let flags = if i + 1 == count {
+            WorkRequestFlags::Signaled
+        } else {
+            WorkRequestFlags::none()
+        };
         let wr = guard.construct_wr(i, flags).setup_write(dst.rkey, dst.addr);
         match inline {
             Some(data) => wr.setup_inline_data(data),
@@ -56,7 +66,12 @@ fn measured_write(qp: &mut ExtendedQueuePair, src: &Buf, dst: &Buf, count: u64, 
 }
 
 #[inline(never)]
-fn measured_send_recv(a: &mut ExtendedQueuePair, b: &mut ExtendedQueuePair, src: &Buf, dst: &Buf) -> bool {
+fn measured_send_recv(
+    a: &mut ExtendedQueuePair,
+    b: &mut ExtendedQueuePair,
+    src: &Buf,
+    dst: &Buf,
+) -> bool {
     let mut recv = b.start_post_recv();
     // SAFETY: dst is registered and outlives the request (the caller waits for it).
     unsafe { recv.construct_wr(0).setup_sge(dst.lkey, dst.addr, 64) };
@@ -65,16 +80,26 @@ fn measured_send_recv(a: &mut ExtendedQueuePair, b: &mut ExtendedQueuePair, src:
     }
     let mut send = a.start_post_send();
     // SAFETY: src is registered and outlives the request (the caller waits for it).
-    unsafe { send.construct_wr(0, WorkRequestFlags::Signaled).setup_send().setup_sge(src.lkey, src.addr, 64) };
+    unsafe {
+        send.construct_wr(0, WorkRequestFlags::Signaled)
+            .setup_send()
+            .setup_sge(src.lkey, src.addr, 64)
+    };
     send.post().is_ok()
 }
 
 #[inline(never)]
 fn measured_reg(pd: &Arc<ProtectionDomain>, buf: &mut [u8]) -> bool {
     // SAFETY: buf is valid for its length and outlives the region (dropped here).
-    unsafe { pd.reg_mr(buf.as_mut_ptr() as usize, buf.len(), AccessFlags::LocalWrite | AccessFlags::RemoteWrite) }
-        .map(drop)
-        .is_ok()
+    unsafe {
+        pd.reg_mr(
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+            AccessFlags::LocalWrite | AccessFlags::RemoteWrite,
+        )
+    }
+    .map(drop)
+    .is_ok()
 }
 
 fn drain(cq: &BasicCompletionQueue, mut n: usize) -> R<()> {
@@ -98,13 +123,18 @@ fn drain(cq: &BasicCompletionQueue, mut n: usize) -> R<()> {
 fn run(op: &str, n: u64) -> R<()> {
     let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
     let list = DeviceList::new().map_err(e)?;
-    let dev = list.iter().find(|d| d.name() == name).ok_or("no such device")?;
+    let dev = list
+        .iter()
+        .find(|d| d.name() == name)
+        .ok_or("no such device")?;
     let ctx = dev.open().map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
     let batch = NonZeroU32::new(if op == "poll_16" { 16 } else { 1 }).unwrap();
     let cq = || {
         let mut cq = ctx.create_cq_builder().setup_cqe(64).build().map_err(e)?;
-        Arc::get_mut(&mut cq).ok_or("shared CQ")?.setup_poll_batch(batch);
+        Arc::get_mut(&mut cq)
+            .ok_or("shared CQ")?
+            .setup_poll_batch(batch);
         R::Ok(cq)
     };
     let (a_cq, b_cq) = (cq()?, cq()?);
@@ -157,7 +187,10 @@ fn run(op: &str, n: u64) -> R<()> {
     let (src_mr, dst_mr) = unsafe {
         let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
         let base = mem.as_mut_ptr() as usize;
-        (pd.reg_mr(base, 64, access).map_err(e)?, pd.reg_mr(base + 64, 64, access).map_err(e)?)
+        (
+            pd.reg_mr(base, 64, access).map_err(e)?,
+            pd.reg_mr(base + 64, 64, access).map_err(e)?,
+        )
     };
     let buf = |mr: &sideway::ibverbs::memory_region::MemoryRegion| Buf {
         lkey: mr.lkey(),
@@ -176,7 +209,9 @@ fn run(op: &str, n: u64) -> R<()> {
             "poll_16" => {
                 let mut guard = a.start_post_send();
                 for i in 0..16 {
-                    let wr = guard.construct_wr(i, WorkRequestFlags::Signaled).setup_write(dst.rkey, dst.addr);
+                    let wr = guard
+                        .construct_wr(i, WorkRequestFlags::Signaled)
+                        .setup_write(dst.rkey, dst.addr);
                     // SAFETY: src is registered and outlives the request.
                     unsafe { wr.setup_sge(src.lkey, src.addr, 64) };
                 }
@@ -228,7 +263,10 @@ fn run(op: &str, n: u64) -> R<()> {
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let result = match args.as_slice() {
-        [_, op, n] => n.parse().map_err(|e| format!("N: {e}")).and_then(|n| run(op, n)),
+        [_, op, n] => n
+            .parse()
+            .map_err(|e| format!("N: {e}"))
+            .and_then(|n| run(op, n)),
         _ => Err("usage: sideway OP N".into()),
     };
     match result {
