@@ -29,7 +29,7 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq) {
 	return qp;
 }
 
-static void connect_qp(struct ibv_qp *qp, struct ibv_qp *peer, union ibv_gid *gid) {
+static void connect_qp(struct ibv_qp *qp, struct ibv_qp *peer, union ibv_gid *gid, int index) {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -43,6 +43,7 @@ static void connect_qp(struct ibv_qp *qp, struct ibv_qp *peer, union ibv_gid *gi
 	attr.ah_attr.is_global = 1;
 	attr.ah_attr.grh.dgid = *gid;
 	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.grh.sgid_index = index;
 	attr.ah_attr.port_num = 1;
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -71,9 +72,10 @@ static void setup(void) {
 	if (!(b_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0))) die("ibv_create_cq");
 	a = make_qp(a_cq);
 	b = make_qp(b_cq);
-	if (ibv_query_gid(ctx, 1, 0, &gid)) die("ibv_query_gid");
-	connect_qp(a, b, &gid);
-	connect_qp(b, a, &gid);
+	const char *gid_index = getenv("PEERS_GID_INDEX");
+	if (ibv_query_gid(ctx, 1, gid_index ? atoi(gid_index) : 0, &gid)) die("ibv_query_gid");
+	connect_qp(a, b, &gid, gid_index ? atoi(gid_index) : 0);
+	connect_qp(b, a, &gid, gid_index ? atoi(gid_index) : 0);
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	if (!(src = ibv_reg_mr(pd, src_buf, 64, access))) die("ibv_reg_mr");
 	if (!(dst = ibv_reg_mr(pd, dst_buf, 64, access))) die("ibv_reg_mr");

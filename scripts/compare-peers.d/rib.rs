@@ -50,6 +50,14 @@ fn drain(cq: &CompletionQueue<'_>, mut n: usize) -> R<()> {
     Ok(())
 }
 
+/// The GID index the script found (an IPv4-mapped RoCE v2 entry), else 0.
+fn gid_index() -> u32 {
+    std::env::var("PEERS_GID_INDEX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
 fn run(op: &str, n: u64) -> R<()> {
     let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
     let list = rib::devices().map_err(e)?;
@@ -59,13 +67,14 @@ fn run(op: &str, n: u64) -> R<()> {
         .ok_or("no such device")?;
     let ctx = dev.open().map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
+    let gid_index = gid_index();
     let (a_cq, b_cq) = (
         ctx.create_cq(64, 0).map_err(e)?,
         ctx.create_cq(64, 0).map_err(e)?,
     );
     let prep = |cq| {
         pd.create_qp(cq, cq, IBV_QPT_RC)
-            .set_gid_index(0)
+            .set_gid_index(gid_index)
             .set_max_send_wr(64)
             .set_max_recv_wr(64)
             .allow_remote_rw()

@@ -149,7 +149,11 @@ fn run(op: &str, n: u64) -> R<()> {
             .map_err(e)
     };
     let (mut a, mut b) = (qp(&a_cq)?, qp(&b_cq)?);
-    let gid = ctx.query_gid(1, 0).map_err(e)?;
+    let gid_index: u8 = std::env::var("PEERS_GID_INDEX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let gid = ctx.query_gid(1, gid_index.into()).map_err(e)?;
     let (an, bn) = (a.qp_number(), b.qp_number());
     for (qp, peer) in [(&mut a, bn), (&mut b, an)] {
         let mut attr = QueuePairAttribute::new();
@@ -168,7 +172,7 @@ fn run(op: &str, n: u64) -> R<()> {
         let mut ah = AddressHandleAttribute::new();
         ah.setup_dest_lid(1)
             .setup_port(1)
-            .setup_grh_src_gid_index(0)
+            .setup_grh_src_gid_index(gid_index)
             .setup_grh_dest_gid(&gid)
             .setup_grh_hop_limit(1);
         attr.setup_address_vector(&ah);
