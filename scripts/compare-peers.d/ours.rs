@@ -28,15 +28,19 @@ fn measured_write(
     count: u64,
     inline: bool,
 ) -> bool {
-    let mut wrs: [SendRequest<'_>; 16] = std::array::from_fn(|i| {
-        let wr = SendRequest::write(i as u64, sge, remote);
+    let wr = |i: u64| {
+        let wr = SendRequest::write(i, sge, remote);
         let wr = if inline { wr.inline() } else { wr };
-        if i as u64 + 1 == count {
+        if i + 1 == count {
             wr.signaled()
         } else {
             wr
         }
-    });
+    };
+    if count == 1 {
+        return qp.post_send(&mut [wr(0)]).is_ok();
+    }
+    let mut wrs: [SendRequest<'_>; 16] = std::array::from_fn(|i| wr(i as u64));
     qp.post_send(&mut wrs[..count as usize]).is_ok()
 }
 
