@@ -1,6 +1,7 @@
 //! scripts/compare-peers, sideway: `sideway OP N`. Its recommended send path (the one its
 //! rc_pingpong example takes): an extended QP (`build_ex`, `ibv_wr_*` underneath) and a basic
-//! CQ. Naming local memory (`setup_sge`, `reg_mr`) is `unsafe` in its API; inline data is safe.
+//! CQ. Naming local memory (`setup_sge`, `reg_mr`) is `unsafe` in its API; inline data is safe
+//! (with `WorkRequestFlags::Inline` on rxe, see `measured_write`).
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -50,11 +51,18 @@ fn measured_write(
 ) -> bool {
     let mut guard = qp.start_post_send();
     for i in 0..count {
-        let flags = if i + 1 == count {
+        let mut flags = if i + 1 == count {
             WorkRequestFlags::Signaled
         } else {
             WorkRequestFlags::none()
         };
+        // rxe's ibv_wr_set_inline_data copies the data but leaves IBV_SEND_INLINE out of the
+        // WQE's flags, so the kernel reads the (empty) SGE list instead and fails the write
+        // with IBV_WC_LOC_QP_OP_ERR; naming the flag as well (sideway's safe API allows it)
+        // is what a sideway user on rxe has to do.
+        if inline.is_some() {
+            flags |= WorkRequestFlags::Inline;
+        }
         let wr = guard.construct_wr(i, flags).setup_write(dst.rkey, dst.addr);
         match inline {
             Some(data) => wr.setup_inline_data(data),
