@@ -1,0 +1,163 @@
+//! scripts/compare-peers, this crate's safe API: `ours OP N`. Each measured_* function
+//! builds its requests and posts them, as a user of the safe API would.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use ibverbs::{
+    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpType,
+    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
+};
+
+type R<T> = Result<T, String>;
+
+fn e(err: impl std::fmt::Display) -> String {
+    err.to_string()
+}
+
+#[inline(never)]
+fn measured_poll(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> usize {
+    cq.poll(wc).map_or(0, |done| done.len())
+}
+
+#[inline(never)]
+fn measured_write(
+    qp: &QueuePair,
+    sge: &[Sge<'_>],
+    remote: RemoteMemory,
+    count: u64,
+    inline: bool,
+) -> bool {
+    let wr = |i: u64| {
+        let wr = SendRequest::write(i, sge, remote);
+        let wr = if inline { wr.inline() } else { wr };
+        if i + 1 == count {
+            wr.signaled()
+        } else {
+            wr
+        }
+    };
+    if count == 1 {
+        return qp.post_send(&mut [wr(0)]).is_ok();
+    }
+    let mut wrs: [SendRequest<'_>; 16] = std::array::from_fn(|i| wr(i as u64));
+    qp.post_send(&mut wrs[..count as usize]).is_ok()
+}
+
+#[inline(never)]
+fn measured_send_recv(a: &QueuePair, b: &QueuePair, sge: &[Sge<'_>], rsge: &[Sge<'_>]) -> bool {
+    b.post_recv(&mut [RecvRequest::new(0, rsge)]).is_ok()
+        && a.post_send(&mut [SendRequest::send(0, sge).signaled()])
+            .is_ok()
+}
+
+#[inline(never)]
+fn measured_reg(pd: &ProtectionDomain, buf: Vec<u8>) -> Option<Vec<u8>> {
+    let mr = pd
+        .register(buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
+        .ok()?;
+    mr.deregister().ok()
+}
+
+fn drain(cq: &CompletionQueue, mut n: usize) -> R<()> {
+    let mut wc = [WorkCompletion::default(); 16];
+    while n > 0 {
+        for done in cq.poll(&mut wc).map_err(e)? {
+            done.ok().map_err(e)?;
+            n -= 1;
+        }
+    }
+    Ok(())
+}
+
+fn run(op: &str, n: u64) -> R<()> {
+    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
+    let ctx = Context::open(&name).map_err(e)?;
+    let pd = ctx.alloc_pd().map_err(e)?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let (a_cq, b_cq) = (
+        ctx.create_cq(64, None).map_err(e)?,
+        ctx.create_cq(64, None).map_err(e)?,
+    );
+    let qp = |cq| {
+        pd.create_qp(QpType::Rc, cq, cq)
+            .access(access)
+            .max_inline_data(64)
+            .build()
+    };
+    let (a, b) = (qp(&a_cq).map_err(e)?, qp(&b_cq).map_err(e)?);
+    let (ea, eb) = (a.endpoint(), b.endpoint());
+    let a = a.connect(&eb, &ConnectOptions::default()).map_err(e)?;
+    let b = b.connect(&ea, &ConnectOptions::default()).map_err(e)?;
+    let src: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
+    let dst: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
+    let sge = [src.sge(..).map_err(e)?];
+    let rsge = [dst.sge(..).map_err(e)?];
+    let mut buf = Some(vec![0u8; if op == "reg_1m" { 1 << 20 } else { 4096 }]);
+    let mut short_polls = 0;
+    for _ in 0..n {
+        match op {
+            "poll_empty" => {
+                let mut wc = [WorkCompletion::default(); 1];
+                black_box(measured_poll(&a_cq, &mut wc));
+            }
+            "poll_16" => {
+                let mut wrs: Vec<_> = (0..16)
+                    .map(|i| SendRequest::write(i, &sge, dst.remote()).signaled())
+                    .collect();
+                a.post_send(&mut wrs).map_err(e)?;
+                std::thread::sleep(Duration::from_millis(2));
+                let mut got = 0;
+                while got < 16 {
+                    let mut wc = [WorkCompletion::default(); 16];
+                    let r = black_box(measured_poll(&a_cq, &mut wc));
+                    if r < 16 {
+                        short_polls += 1;
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    got += r;
+                }
+            }
+            "write" | "write_inline" | "list_16" => {
+                let count = if op == "list_16" { 16 } else { 1 };
+                if !measured_write(&a, &sge, dst.remote(), count, op == "write_inline") {
+                    return Err("post failed".into());
+                }
+                drain(&a_cq, 1)?;
+            }
+            "send_recv" => {
+                if !measured_send_recv(&a, &b, &sge, &rsge) {
+                    return Err("post failed".into());
+                }
+                drain(&a_cq, 1)?;
+                drain(&b_cq, 1)?;
+            }
+            "reg_4k" | "reg_1m" => {
+                buf = Some(measured_reg(&pd, buf.take().unwrap()).ok_or("register failed")?);
+            }
+            other => return Err(format!("unknown operation {other:?}")),
+        }
+    }
+    if short_polls > 0 {
+        eprintln!("short polls: {short_polls}");
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let result = match args.as_slice() {
+        [_, op, n] => n
+            .parse()
+            .map_err(|e| format!("N: {e}"))
+            .and_then(|n| run(op, n)),
+        _ => Err("usage: ours OP N".into()),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("ours: {msg}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,187 @@
+/* The C baseline of scripts/compare-peers: each operation through plain libibverbs calls,
+ * checking every return code as a careful C caller would. Usage: peers OP N (see ops.txt in
+ * the script). Only the measured_* functions are counted (callgrind --toggle-collect). */
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static struct ibv_pd *pd;
+static struct ibv_cq *a_cq, *b_cq;
+static struct ibv_qp *a, *b;
+static struct ibv_mr *src, *dst;
+static char src_buf[64], dst_buf[64];
+
+static void die(const char *what) { perror(what); exit(1); }
+
+static struct ibv_qp *make_qp(struct ibv_cq *cq) {
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	if (!qp) die("ibv_create_qp");
+	return qp;
+}
+
+static void connect_qp(struct ibv_qp *qp, struct ibv_qp *peer, union ibv_gid *gid, int index) {
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS)) die("INIT");
+	memset(&attr, 0, sizeof attr);
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = peer->qp_num;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.grh.dgid = *gid;
+	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.grh.sgid_index = index;
+	attr.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER)) die("RTR");
+	memset(&attr, 0, sizeof attr);
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) die("RTS");
+}
+
+static void setup(void) {
+	const char *name = getenv("IBVERBS_TEST_DEVICE");
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	union ibv_gid gid;
+	if (!name) name = "rxe0";
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name)) ctx = ibv_open_device(list[i]);
+	if (!ctx) die("ibv_open_device");
+	if (!(pd = ibv_alloc_pd(ctx))) die("ibv_alloc_pd");
+	if (!(a_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0))) die("ibv_create_cq");
+	if (!(b_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0))) die("ibv_create_cq");
+	a = make_qp(a_cq);
+	b = make_qp(b_cq);
+	const char *gid_index = getenv("PEERS_GID_INDEX");
+	if (ibv_query_gid(ctx, 1, gid_index ? atoi(gid_index) : 0, &gid)) die("ibv_query_gid");
+	connect_qp(a, b, &gid, gid_index ? atoi(gid_index) : 0);
+	connect_qp(b, a, &gid, gid_index ? atoi(gid_index) : 0);
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	if (!(src = ibv_reg_mr(pd, src_buf, 64, access))) die("ibv_reg_mr");
+	if (!(dst = ibv_reg_mr(pd, dst_buf, 64, access))) die("ibv_reg_mr");
+}
+
+NOINLINE int measured_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n) {
+	return ibv_poll_cq(cq, n, wc);
+}
+
+static void writes(struct ibv_send_wr *wr, struct ibv_sge *sge, int count, int signal_all, int flags);
+
+/* Builds count RDMA writes of sge (the last signaled) and posts them. */
+NOINLINE int measured_write(struct ibv_sge *sge, int count, int flags) {
+	struct ibv_send_wr wr[16], *bad;
+	writes(wr, sge, count, 0, flags);
+	return ibv_post_send(a, wr, &bad);
+}
+
+/* Builds and posts a receive on b, then a signaled send from a. */
+NOINLINE int measured_send_recv(struct ibv_sge *sge, struct ibv_sge *rsge) {
+	struct ibv_recv_wr rwr = { .wr_id = 0, .sg_list = rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 0, .sg_list = sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	if (ibv_post_recv(b, &rwr, &rbad)) return -1;
+	return ibv_post_send(a, &swr, &sbad);
+}
+
+NOINLINE int measured_reg(void *buf, size_t len) {
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr) return -1;
+	return ibv_dereg_mr(mr);
+}
+
+/* Polls cq until n completions arrived, failing on an error status. */
+static void drain(struct ibv_cq *cq, int n) {
+	struct ibv_wc wc[16];
+	while (n > 0) {
+		int got = ibv_poll_cq(cq, 16, wc);
+		if (got < 0) die("ibv_poll_cq");
+		for (int i = 0; i < got; i++)
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "completion: %s\n", ibv_wc_status_str(wc[i].status));
+				exit(1);
+			}
+		n -= got;
+	}
+}
+
+static inline void writes(struct ibv_send_wr *wr, struct ibv_sge *sge, int count, int signal_all, int flags) {
+	for (int i = 0; i < count; i++) {
+		memset(&wr[i], 0, sizeof wr[i]);
+		wr[i].wr_id = i;
+		wr[i].sg_list = sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = flags | (signal_all || i == count - 1 ? IBV_SEND_SIGNALED : 0);
+		wr[i].wr.rdma.remote_addr = (uintptr_t)dst_buf;
+		wr[i].wr.rdma.rkey = dst->rkey;
+		wr[i].next = i + 1 < count ? &wr[i + 1] : NULL;
+	}
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3) { fprintf(stderr, "usage: peers OP N\n"); return 2; }
+	const char *op = argv[1];
+	long n = atol(argv[2]), short_polls = 0;
+	setup();
+	struct ibv_sge sge = { (uintptr_t)src_buf, 64, src->lkey };
+	struct ibv_sge rsge = { (uintptr_t)dst_buf, 64, dst->lkey };
+	struct ibv_send_wr wr[16];
+	struct ibv_wc wc[16];
+	size_t reg_len = !strcmp(op, "reg_1m") ? 1 << 20 : 4096;
+	void *reg_buf = NULL;
+	if (posix_memalign(&reg_buf, 4096, reg_len)) die("posix_memalign");
+	memset(reg_buf, 0, reg_len);
+	for (long it = 0; it < n; it++) {
+		if (!strcmp(op, "poll_empty")) {
+			if (measured_poll(a_cq, wc, 1) != 0) die("poll_empty");
+		} else if (!strcmp(op, "poll_16")) {
+			writes(wr, &sge, 16, 1, 0);
+			if (ibv_post_send(a, wr, &(struct ibv_send_wr *){0})) die("post");
+			struct timespec ms = { 0, 2000000 };
+			nanosleep(&ms, NULL);
+			int got = 0;
+			while (got < 16) {
+				int r = measured_poll(a_cq, wc, 16);
+				if (r < 0) die("poll");
+				if (r < 16) { short_polls++; nanosleep(&ms, NULL); }
+				got += r;
+			}
+		} else if (!strcmp(op, "write") || !strcmp(op, "write_inline") || !strcmp(op, "list_16")) {
+			int count = !strcmp(op, "list_16") ? 16 : 1;
+			if (measured_write(&sge, count, !strcmp(op, "write_inline") ? IBV_SEND_INLINE : 0))
+				die("post");
+			drain(a_cq, 1);
+		} else if (!strcmp(op, "send_recv")) {
+			if (measured_send_recv(&sge, &rsge)) die("send_recv");
+			drain(a_cq, 1);
+			drain(b_cq, 1);
+		} else if (!strcmp(op, "reg_4k") || !strcmp(op, "reg_1m")) {
+			if (measured_reg(reg_buf, reg_len)) die("reg");
+		} else {
+			fprintf(stderr, "unknown operation %s\n", op);
+			return 2;
+		}
+	}
+	if (short_polls) fprintf(stderr, "short polls: %ld\n", short_polls);
+	return 0;
+}
