@@ -1,12 +1,15 @@
 //! scripts/compare-peers, this crate's safe API: `ours OP N`. Each measured_* function
-//! builds its requests and posts them, as a user of the safe API would.
+//! builds its requests and posts them, as a user of the safe API would. The `wr_*`
+//! operations post through [`QueuePair::batch`] (`ibv_wr_*`), the `ex_*` ones poll through
+//! [`ExtendedCq::poll_session`]; the others through `post_send` / `post_recv` / `poll`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use ibverbs::{
-    AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpType,
-    QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WorkCompletion,
+    AccessFlags, CompletionQueue, ConnectOptions, Context, ExtendedCq, MemoryRegion,
+    ProtectionDomain, QpType, QueuePair, RecvRequest, RemoteMemory, SendOps, SendRequest, Sge,
+    WcFields, WorkCompletion,
 };
 
 type R<T> = Result<T, String>;
@@ -20,6 +23,37 @@ fn measured_poll(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> usize {
     cq.poll(wc).map_or(0, |done| done.len())
 }
 
+/// A poll session that reads every ready completion: how many succeeded.
+#[inline(never)]
+fn measured_poll_ex(cq: &mut ExtendedCq) -> usize {
+    cq.poll_session(|session| {
+        let mut n = 0;
+        while let Some(wc) = session.next_wc()? {
+            n += usize::from(wc.is_success());
+        }
+        Ok(n)
+    })
+    .unwrap_or(0)
+}
+
+/// The request of write `i` of `count`: inline or not, the last one signaled.
+#[inline(always)]
+fn write_wr<'a>(
+    i: u64,
+    count: u64,
+    sge: &'a [Sge<'a>],
+    remote: RemoteMemory,
+    inline: bool,
+) -> SendRequest<'a> {
+    let wr = SendRequest::write(i, sge, remote);
+    let wr = if inline { wr.inline() } else { wr };
+    if i + 1 == count {
+        wr.signaled()
+    } else {
+        wr
+    }
+}
+
 #[inline(never)]
 fn measured_write(
     qp: &QueuePair,
@@ -28,20 +62,41 @@ fn measured_write(
     count: u64,
     inline: bool,
 ) -> bool {
-    let wr = |i: u64| {
-        let wr = SendRequest::write(i, sge, remote);
-        let wr = if inline { wr.inline() } else { wr };
-        if i + 1 == count {
-            wr.signaled()
-        } else {
-            wr
-        }
-    };
+    let wr = |i: u64| write_wr(i, count, sge, remote, inline);
     if count == 1 {
         return qp.post_send(&mut [wr(0)]).is_ok();
     }
     let mut wrs: [SendRequest<'_>; 16] = std::array::from_fn(|i| wr(i as u64));
     qp.post_send(&mut wrs[..count as usize]).is_ok()
+}
+
+#[inline(never)]
+fn measured_batch_write(
+    qp: &mut QueuePair,
+    sge: &[Sge<'_>],
+    remote: RemoteMemory,
+    count: u64,
+    inline: bool,
+) -> bool {
+    qp.batch(|batch| {
+        for i in 0..count {
+            batch.push(&write_wr(i, count, sge, remote, inline))?;
+        }
+        Ok(())
+    })
+    .is_ok()
+}
+
+#[inline(never)]
+fn measured_batch_send_recv(
+    a: &mut QueuePair,
+    b: &QueuePair,
+    sge: &[Sge<'_>],
+    rsge: &[Sge<'_>],
+) -> bool {
+    b.post_recv(&mut [RecvRequest::new(0, rsge)]).is_ok()
+        && a.batch(|batch| batch.push(&SendRequest::send(0, sge).signaled()))
+            .is_ok()
 }
 
 #[inline(never)]
@@ -75,19 +130,22 @@ fn run(op: &str, n: u64) -> R<()> {
     let ctx = Context::open(&name).map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    let (a_cq, b_cq) = (
-        ctx.create_cq(64, None).map_err(e)?,
-        ctx.create_cq(64, None).map_err(e)?,
+    // Extended CQs and QPs (as the C program makes them) for every operation, so that the
+    // rows of both APIs run on the same objects.
+    let (mut a_cq, b_cq) = (
+        ctx.create_cq_ex(64, WcFields::empty(), None).map_err(e)?,
+        ctx.create_cq_ex(64, WcFields::empty(), None).map_err(e)?,
     );
-    let qp = |cq| {
+    let qp = |cq: &CompletionQueue| {
         pd.create_qp(QpType::Rc, cq, cq)
             .access(access)
             .max_inline_data(64)
+            .send_ops(SendOps::RDMA_WRITE | SendOps::SEND)
             .build()
     };
     let (a, b) = (qp(&a_cq).map_err(e)?, qp(&b_cq).map_err(e)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let a = a.connect(&eb, &ConnectOptions::default()).map_err(e)?;
+    let mut a = a.connect(&eb, &ConnectOptions::default()).map_err(e)?;
     let b = b.connect(&ea, &ConnectOptions::default()).map_err(e)?;
     let src: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
     let dst: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
@@ -101,7 +159,10 @@ fn run(op: &str, n: u64) -> R<()> {
                 let mut wc = [WorkCompletion::default(); 1];
                 black_box(measured_poll(&a_cq, &mut wc));
             }
-            "poll_16" => {
+            "ex_poll_empty" => {
+                black_box(measured_poll_ex(&mut a_cq));
+            }
+            "poll_16" | "ex_poll_16" => {
                 let mut wrs: Vec<_> = (0..16)
                     .map(|i| SendRequest::write(i, &sge, dst.remote()).signaled())
                     .collect();
@@ -109,8 +170,12 @@ fn run(op: &str, n: u64) -> R<()> {
                 std::thread::sleep(Duration::from_millis(2));
                 let mut got = 0;
                 while got < 16 {
-                    let mut wc = [WorkCompletion::default(); 16];
-                    let r = black_box(measured_poll(&a_cq, &mut wc));
+                    let r = if op == "poll_16" {
+                        let mut wc = [WorkCompletion::default(); 16];
+                        black_box(measured_poll(&a_cq, &mut wc))
+                    } else {
+                        black_box(measured_poll_ex(&mut a_cq))
+                    };
                     if r < 16 {
                         short_polls += 1;
                         std::thread::sleep(Duration::from_millis(2));
@@ -124,6 +189,21 @@ fn run(op: &str, n: u64) -> R<()> {
                     return Err("post failed".into());
                 }
                 drain(&a_cq, 1)?;
+            }
+            "wr_write" | "wr_write_inline" | "wr_list_16" => {
+                let count = if op == "wr_list_16" { 16 } else { 1 };
+                let inline = op == "wr_write_inline";
+                if !measured_batch_write(&mut a, &sge, dst.remote(), count, inline) {
+                    return Err("post failed".into());
+                }
+                drain(&a_cq, 1)?;
+            }
+            "wr_send_recv" => {
+                if !measured_batch_send_recv(&mut a, &b, &sge, &rsge) {
+                    return Err("post failed".into());
+                }
+                drain(&a_cq, 1)?;
+                drain(&b_cq, 1)?;
             }
             "send_recv" => {
                 if !measured_send_recv(&a, &b, &sge, &rsge) {

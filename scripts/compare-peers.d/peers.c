@@ -1,6 +1,10 @@
 /* The C baseline of scripts/compare-peers: each operation through plain libibverbs calls,
- * checking every return code as a careful C caller would. Usage: peers OP N (see ops.txt in
- * the script). Only the measured_* functions are counted (callgrind --toggle-collect). */
+ * checking every return code as a careful C caller would. Usage: c OP N (OP as in the
+ * script's rows). Only the measured_* functions are counted (callgrind --toggle-collect).
+ * The CQs and QPs are extended ones (ibv_create_cq_ex, ibv_create_qp_ex), so that the
+ * operations through ibv_post_send / ibv_poll_cq and through ibv_wr_* (wr_*) /
+ * ibv_start_poll (ex_*) run on the same objects. */
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,20 +15,25 @@
 #define NOINLINE __attribute__((noinline))
 
 static struct ibv_pd *pd;
+static struct ibv_cq_ex *a_cqx;
 static struct ibv_cq *a_cq, *b_cq;
 static struct ibv_qp *a, *b;
+static struct ibv_qp_ex *ax;
 static struct ibv_mr *src, *dst;
 static char src_buf[64], dst_buf[64];
 
 static void die(const char *what) { perror(what); exit(1); }
 
 static struct ibv_qp *make_qp(struct ibv_cq *cq) {
-	struct ibv_qp_init_attr init = {
+	struct ibv_qp_init_attr_ex init = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
 			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND,
 	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	struct ibv_qp *qp = ibv_create_qp_ex(pd->context, &init);
 	if (!qp) die("ibv_create_qp");
 	return qp;
 }
@@ -68,10 +77,15 @@ static void setup(void) {
 		if (!strcmp(ibv_get_device_name(list[i]), name)) ctx = ibv_open_device(list[i]);
 	if (!ctx) die("ibv_open_device");
 	if (!(pd = ibv_alloc_pd(ctx))) die("ibv_alloc_pd");
-	if (!(a_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0))) die("ibv_create_cq");
-	if (!(b_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0))) die("ibv_create_cq");
+	struct ibv_cq_init_attr_ex cq_attr = { .cqe = 64 };
+	struct ibv_cq_ex *b_cqx;
+	if (!(a_cqx = ibv_create_cq_ex(ctx, &cq_attr))) die("ibv_create_cq_ex");
+	if (!(b_cqx = ibv_create_cq_ex(ctx, &cq_attr))) die("ibv_create_cq_ex");
+	a_cq = ibv_cq_ex_to_cq(a_cqx);
+	b_cq = ibv_cq_ex_to_cq(b_cqx);
 	a = make_qp(a_cq);
 	b = make_qp(b_cq);
+	if (!(ax = ibv_qp_to_qp_ex(a))) die("ibv_qp_to_qp_ex");
 	const char *gid_index = getenv("PEERS_GID_INDEX");
 	if (ibv_query_gid(ctx, 1, gid_index ? atoi(gid_index) : 0, &gid)) die("ibv_query_gid");
 	connect_qp(a, b, &gid, gid_index ? atoi(gid_index) : 0);
@@ -83,6 +97,47 @@ static void setup(void) {
 
 NOINLINE int measured_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n) {
 	return ibv_poll_cq(cq, n, wc);
+}
+
+/* Reads every ready completion of an extended CQ: how many succeeded. Steps by
+ * ibv_end_poll + ibv_start_poll, not ibv_next_poll: rxe's ibv_next_poll (rdma-core 44)
+ * corrupts the CQ when it finds none, and this loop reads until none is left. */
+NOINLINE int measured_poll_ex(struct ibv_cq_ex *cq) {
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	int n = 0, rc;
+	while (!(rc = ibv_start_poll(cq, &attr))) {
+		n += cq->status == IBV_WC_SUCCESS;
+		ibv_end_poll(cq);
+	}
+	return rc == ENOENT ? n : -1;
+}
+
+/* Builds count RDMA writes of sge (the last signaled) with ibv_wr_* and posts them. rxe's
+ * ibv_wr_set_inline_data leaves IBV_SEND_INLINE out of the request: flags name it. */
+NOINLINE int measured_wr_write(struct ibv_sge *sge, int count, int flags) {
+	ibv_wr_start(ax);
+	for (int i = 0; i < count; i++) {
+		ax->wr_id = i;
+		ax->wr_flags = flags | (i == count - 1 ? IBV_SEND_SIGNALED : 0);
+		ibv_wr_rdma_write(ax, dst->rkey, (uintptr_t)dst_buf);
+		if (flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(ax, (void *)(uintptr_t)sge->addr, sge->length);
+		else
+			ibv_wr_set_sge(ax, sge->lkey, sge->addr, sge->length);
+	}
+	return ibv_wr_complete(ax);
+}
+
+/* Builds and posts a receive on b, then a signaled send from a with ibv_wr_*. */
+NOINLINE int measured_wr_send_recv(struct ibv_sge *sge, struct ibv_sge *rsge) {
+	struct ibv_recv_wr rwr = { .wr_id = 0, .sg_list = rsge, .num_sge = 1 }, *rbad;
+	if (ibv_post_recv(b, &rwr, &rbad)) return -1;
+	ibv_wr_start(ax);
+	ax->wr_id = 0;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(ax);
+	ibv_wr_set_sge(ax, sge->lkey, sge->addr, sge->length);
+	return ibv_wr_complete(ax);
 }
 
 static void writes(struct ibv_send_wr *wr, struct ibv_sge *sge, int count, int signal_all, int flags);
@@ -151,28 +206,39 @@ int main(int argc, char **argv) {
 	void *reg_buf = NULL;
 	if (posix_memalign(&reg_buf, 4096, reg_len)) die("posix_memalign");
 	memset(reg_buf, 0, reg_len);
+	int ex = !strncmp(op, "ex_", 3), wr_api = !strncmp(op, "wr_", 3);
+	const char *base = ex || wr_api ? op + 3 : op;
+	if ((ex && strncmp(base, "poll_", 5)) || (wr_api && (!strncmp(base, "poll_", 5) ||
+							    !strncmp(base, "reg_", 4)))) {
+		fprintf(stderr, "unknown operation %s\n", op);
+		return 2;
+	}
 	for (long it = 0; it < n; it++) {
-		if (!strcmp(op, "poll_empty")) {
-			if (measured_poll(a_cq, wc, 1) != 0) die("poll_empty");
-		} else if (!strcmp(op, "poll_16")) {
+		if (!strcmp(base, "poll_empty")) {
+			if ((ex ? measured_poll_ex(a_cqx) : measured_poll(a_cq, wc, 1)) != 0)
+				die("poll_empty");
+		} else if (!strcmp(base, "poll_16")) {
 			writes(wr, &sge, 16, 1, 0);
 			if (ibv_post_send(a, wr, &(struct ibv_send_wr *){0})) die("post");
 			struct timespec ms = { 0, 2000000 };
 			nanosleep(&ms, NULL);
 			int got = 0;
 			while (got < 16) {
-				int r = measured_poll(a_cq, wc, 16);
+				int r = ex ? measured_poll_ex(a_cqx) : measured_poll(a_cq, wc, 16);
 				if (r < 0) die("poll");
 				if (r < 16) { short_polls++; nanosleep(&ms, NULL); }
 				got += r;
 			}
-		} else if (!strcmp(op, "write") || !strcmp(op, "write_inline") || !strcmp(op, "list_16")) {
-			int count = !strcmp(op, "list_16") ? 16 : 1;
-			if (measured_write(&sge, count, !strcmp(op, "write_inline") ? IBV_SEND_INLINE : 0))
+		} else if (!strcmp(base, "write") || !strcmp(base, "write_inline") ||
+			   !strcmp(base, "list_16")) {
+			int count = !strcmp(base, "list_16") ? 16 : 1;
+			int flags = !strcmp(base, "write_inline") ? IBV_SEND_INLINE : 0;
+			if ((wr_api ? measured_wr_write : measured_write)(&sge, count, flags))
 				die("post");
 			drain(a_cq, 1);
-		} else if (!strcmp(op, "send_recv")) {
-			if (measured_send_recv(&sge, &rsge)) die("send_recv");
+		} else if (!strcmp(base, "send_recv")) {
+			if ((wr_api ? measured_wr_send_recv : measured_send_recv)(&sge, &rsge))
+				die("send_recv");
 			drain(a_cq, 1);
 			drain(b_cq, 1);
 		} else if (!strcmp(op, "reg_4k") || !strcmp(op, "reg_1m")) {
