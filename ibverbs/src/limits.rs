@@ -7,9 +7,9 @@
 //! built ([`send_need`], [`recv_need`]), and a queue caches one word of the bits it does not
 //! grant (`deny`). Each bit stands for a set of requests that all fit a queue exactly when
 //! the queue grants that bit (an operation, inline or not; an entry count under 16; an
-//! inline length of a given bit length), so passing the fast check means fitting, and a
+//! inline total up to a power of two), so passing the fast check means fitting, and a
 //! list passes when the OR of its words does. What has no bit of its own (16 entries or
-//! more, inline data of 2^15 bytes or more, a total over 2^31 bytes, an opcode the
+//! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode the
 //! constructors do not make) sets [`SLOW`], which every queue denies, and a UD QP denies
 //! every send ([`ANY_SEND`]) so that its address handles are looked at: those requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
@@ -35,8 +35,9 @@ pub(crate) const ANY_SEND: u64 = 1 << 62;
 const SEND_OP: u32 = 0;
 /// A send's bits: `1 << (16 + n)` for `n` entries, `n` under 16.
 const SEND_SGE: u32 = 16;
-/// A send's bits with inline data: `1 << (32 + b)` for a total of bit length `b` (the
-/// total is at most `2^b - 1`), `b` under 16.
+/// A send's bits with inline data: `1 << (32 + b)` for a total of at most `2^b` bytes (and
+/// more than `2^(b-1)`, or 0 or 1 for `b` 0), `b` under 16: a power-of-two total, such as
+/// 64 bytes in a `max_inline_data` of 64, takes the fast check.
 const SEND_INLINE: u32 = 32;
 
 /// The requirement word of a send of raw `opcode` over the `n` entries at `sges` (a
@@ -57,11 +58,13 @@ pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
         return SLOW;
     }
     let total = total_len(sges, n);
-    if total >= 1 << 15 {
+    if total > 1 << 15 {
         return SLOW;
     }
     let op = need & 0xff;
-    let bucket = 1 << (SEND_INLINE + (u64::BITS - total.leading_zeros()));
+    // The b with 2^(b-1) < total <= 2^b (b = 0 for 0 and 1).
+    let b = u64::BITS - total.saturating_sub(1).leading_zeros();
+    let bucket = 1 << (SEND_INLINE + b);
     need & !0xff | op << 8 | bucket
 }
 
@@ -171,7 +174,7 @@ impl SendLimits {
             }
         }
         for b in 0..16 {
-            if (1 << b) - 1 > self.max_inline {
+            if 1 << b > self.max_inline {
                 deny |= 1 << (SEND_INLINE + b);
             }
         }
@@ -412,4 +415,41 @@ fn total_len(sges: *const ffi::ibv_sge, n: u32) -> u64 {
 #[inline]
 fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
     sges.iter().map(|s| u64::from(s.length)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast check never lets through an inline request the exact check refuses, and a
+    /// power-of-two total up to `max_inline_data` takes it.
+    #[test]
+    fn inline_buckets_agree_with_the_exact_check() {
+        let write = ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
+        for max_inline in [0, 1, 2, 63, 64, 65, 127, 128, 220, 1 << 15, 1 << 16] {
+            let cap = ffi::ibv_qp_cap {
+                max_send_wr: 1,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: max_inline,
+            };
+            let limits = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
+            for total in (0..=70).chain([127, 128, 129, 220, 221, (1 << 15) - 1, 1 << 15]) {
+                let sge = ffi::ibv_sge {
+                    addr: 0x1000,
+                    length: total,
+                    lkey: 1,
+                };
+                let need = inline_need(send_need(write, &sge, 1), &sge, 1);
+                let fits = u64::from(total) <= u64::from(max_inline);
+                if need & limits.deny == 0 {
+                    assert!(fits, "{total} bytes passed the fast check of {max_inline}");
+                }
+                if fits && total.is_power_of_two() {
+                    assert_eq!(need & limits.deny, 0, "{total} of {max_inline}");
+                }
+            }
+        }
+    }
 }
