@@ -21,6 +21,7 @@ use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
 use crate::port::{LinkLayer, Mtu};
 use crate::post_error::PostError;
+use crate::qp_ex::ExSend;
 use crate::qp_state::QpState;
 use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
@@ -256,11 +257,17 @@ impl<'a> QueuePairBuilder<'a> {
             "ibv_create_qp_ex"
         };
         let raw = check_ptr(verb, raw)?;
+        let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw());
         let qp_ex = if self.send_ops.is_empty() {
             None
         } else {
             // SAFETY: raw is a live QP created with ibv_create_qp_ex.
-            NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(raw.as_ptr()) })
+            NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(raw.as_ptr()) }).map(|qpx| {
+                Box::new(ExSend {
+                    qpx,
+                    limits: send_limits.for_batch(self.send_ops),
+                })
+            })
         };
         let qp = QueuePair {
             raw,
@@ -268,7 +275,7 @@ impl<'a> QueuePairBuilder<'a> {
             send_ops: self.send_ops,
             qp_type: self.qp_type,
             caps: init.cap,
-            send_limits: SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw()),
+            send_limits,
             recv_limits: match self.srq {
                 Some(_) => RecvLimits::srq(),
                 None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
@@ -450,7 +457,9 @@ type McastGroups = Vec<(Gid, u16)>;
 /// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
 pub struct QueuePair {
     raw: NonNull<ffi::ibv_qp>,
-    qp_ex: Option<NonNull<ffi::ibv_qp_ex>>,
+    /// The extended view and its batches' limits, for QPs built with send ops (boxed: a
+    /// QP stays small inside a CM event).
+    qp_ex: Option<Box<ExSend>>,
     send_ops: SendOps,
     qp_type: QpType,
     /// The capabilities `ibv_create_qp` granted (it writes them back into the request).
@@ -493,9 +502,10 @@ impl QueuePair {
         unsafe { self.raw.as_ref() }.qp_num
     }
 
-    /// The extended view, for QPs built with send ops.
-    pub(crate) fn qp_ex(&self) -> Option<*mut ffi::ibv_qp_ex> {
-        self.qp_ex.map(NonNull::as_ptr)
+    /// The extended view and the limits of its batches, for QPs built with send ops.
+    #[inline]
+    pub(crate) fn qp_ex(&self) -> Option<&ExSend> {
+        self.qp_ex.as_deref()
     }
 
     /// The operations the extended send API was enabled for (empty if none).
@@ -540,10 +550,6 @@ impl QueuePair {
     /// Inline data limit as created: the most bytes an inline request may carry.
     pub fn max_inline_data(&self) -> u32 {
         self.caps.max_inline_data
-    }
-
-    pub(crate) fn send_limits(&self) -> &SendLimits {
-        &self.send_limits
     }
 
     /// Whether the port's link layer is Ethernet (RoCE).

@@ -23,10 +23,17 @@ use crate::qp::QueuePair;
 use crate::qp_type::QpType;
 use crate::wr::{check_each, Limits, Linked, SendRequest};
 
+/// The extended view of a QP built with send ops, and the limits its batches check
+/// requests against (worked out once, when the QP is created).
+pub(crate) struct ExSend {
+    pub(crate) qpx: NonNull<ffi::ibv_qp_ex>,
+    pub(crate) limits: SendLimits,
+}
+
 /// A batch of requests on an extended QP, open inside [`QueuePair::batch`].
 pub struct WrBatch<'qp> {
     qpx: NonNull<ffi::ibv_qp_ex>,
-    limits: SendLimits,
+    limits: &'qp SendLimits,
     /// Requests pushed so far.
     pushed: usize,
     /// Whether the batch still has to be completed or aborted.
@@ -50,14 +57,11 @@ impl QueuePair {
     /// })?;
     /// # Ok(()) }
     /// ```
+    #[inline]
     pub fn batch<R>(&mut self, f: impl FnOnce(&mut WrBatch<'_>) -> Result<R>) -> Result<R> {
-        let Some(qpx) = self.qp_ex().and_then(NonNull::new) else {
-            return Err(Error::InvalidArgument {
-                what: "queue pair",
-                reason: "it was built without send_ops, so it has no ibv_wr_* API".into(),
-            });
+        let Some(&ExSend { qpx, ref limits }) = self.qp_ex() else {
+            return Err(no_send_ops());
         };
-        let limits = self.send_limits().for_batch(self.send_ops());
         // SAFETY: qpx is this live QP's extended view; `&mut self` keeps other posts off the
         // QP until the batch below is completed or aborted, which its owner (this frame)
         // does on every path, unwinding included.
@@ -75,6 +79,16 @@ impl QueuePair {
     }
 }
 
+/// The error of [`QueuePair::batch`] on a QP built without send ops.
+#[cold]
+#[inline(never)]
+fn no_send_ops() -> Error {
+    Error::InvalidArgument {
+        what: "queue pair",
+        reason: "it was built without send_ops, so it has no ibv_wr_* API".into(),
+    }
+}
+
 impl WrBatch<'_> {
     /// Adds `wr` to the batch (`ibv_wr_send`, `ibv_wr_rdma_write`, ... then
     /// `ibv_wr_set_ud_addr` for UD and `ibv_wr_set_sge_list` or, for inline requests,
@@ -84,81 +98,56 @@ impl WrBatch<'_> {
     /// operations the QP's extended API was created for; a refused request
     /// ([`Error::Request`], with its index in the batch) is not added, and ending the
     /// closure with the error (`?`) aborts the whole batch.
+    // Inlined into the caller, where the request was usually just built: its opcode and
+    // flags are then known, the match below folds to one call and the request's unused
+    // fields are never written.
+    #[inline(always)]
     pub fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
         use ffi::ibv_wr_opcode as O;
         if wr.need() & self.limits.deny() != 0 {
-            check_each(std::slice::from_ref(wr), self.pushed, &self.limits)?;
+            check_each(std::slice::from_ref(wr), self.pushed, self.limits)?;
         }
         let raw = wr.as_raw();
         let qpx = self.qpx.as_ptr();
-        // Never negative: the request constructors set it from a slice length.
-        let num_sge = raw.num_sge as usize;
         // SAFETY: qpx is live and inside ibv_wr_start; the request passed the check, so its
         // operation exists on the transport and was enabled at creation (its function
-        // pointer is set), a UD send carries a live address handle, the entries fit
-        // max_send_sge and inline data fits max_inline_data. The union members read are the
-        // ones the opcode's constructor wrote. The SGE list is valid for `num_sge` entries
-        // (it borrows the request's slice) and, like inline data, is consumed by the calls.
+        // pointer is set). The union members read are the ones the opcode's constructor
+        // wrote.
         unsafe {
             (*qpx).wr_id = raw.wr_id;
             (*qpx).wr_flags = raw.send_flags;
-            let imm = raw.__bindgen_anon_1.imm_data;
             let rdma = raw.wr.rdma;
-            let atomic = raw.wr.atomic;
             match raw.opcode {
                 O::IBV_WR_SEND => ffi::ibv_wr_send(qpx),
-                O::IBV_WR_SEND_WITH_IMM => ffi::ibv_wr_send_imm(qpx, imm),
                 O::IBV_WR_RDMA_WRITE => ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr),
-                O::IBV_WR_RDMA_WRITE_WITH_IMM => {
-                    ffi::ibv_wr_rdma_write_imm(qpx, rdma.rkey, rdma.remote_addr, imm)
-                }
-                O::IBV_WR_RDMA_READ => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
-                O::IBV_WR_ATOMIC_WRITE => {
-                    // The provider copies the 8 bytes during the call.
-                    let value = atomic.compare_add.to_ne_bytes();
-                    ffi::ibv_wr_atomic_write(
-                        qpx,
-                        atomic.rkey,
-                        atomic.remote_addr,
-                        value.as_ptr().cast(),
-                    )
-                }
-                O::IBV_WR_ATOMIC_CMP_AND_SWP => ffi::ibv_wr_atomic_cmp_swp(
-                    qpx,
-                    atomic.rkey,
-                    atomic.remote_addr,
-                    atomic.compare_add,
-                    atomic.swap,
-                ),
-                _ => ffi::ibv_wr_atomic_fetch_add(
-                    qpx,
-                    atomic.rkey,
-                    atomic.remote_addr,
-                    atomic.compare_add,
-                ),
+                _ => start_other(qpx, raw),
             }
-            if self.limits.qp_type() == QpType::Ud {
+        }
+        if self.limits.qp_type() == QpType::Ud {
+            // SAFETY: as above; the check saw a live address handle of the QP's PD.
+            unsafe {
                 let ud = raw.wr.ud;
                 ffi::ibv_wr_set_ud_addr(qpx, ud.ah, ud.remote_qpn, ud.remote_qkey);
             }
-            if raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0 {
-                let sges = std::slice::from_raw_parts(raw.sg_list, num_sge);
-                if let [one] = sges {
+        }
+        // Never negative: the request constructors set it from a slice length.
+        let num_sge = raw.num_sge as usize;
+        if raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0 {
+            if num_sge == 1 {
+                // SAFETY: as above; the list (of one entry, borrowed by the request) fits
+                // max_inline_data, and the provider copies the data during the call.
+                unsafe {
+                    let one = *raw.sg_list;
                     ffi::ibv_wr_set_inline_data(qpx, one.addr as *mut _, one.length as usize);
-                } else {
-                    let bufs: Vec<ffi::ibv_data_buf> = sges
-                        .iter()
-                        .map(|s| ffi::ibv_data_buf {
-                            addr: s.addr as *mut _,
-                            length: s.length as usize,
-                        })
-                        .collect();
-                    ffi::ibv_wr_set_inline_data_list(qpx, bufs.len(), bufs.as_ptr());
                 }
-            } else if raw.opcode != O::IBV_WR_ATOMIC_WRITE {
-                // An atomic write carries its data in the request, and has no list.
-                ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list);
+            } else {
+                set_inline_list(qpx, raw);
             }
+        } else if raw.opcode != O::IBV_WR_ATOMIC_WRITE {
+            // An atomic write carries its data in the request, and has no list.
+            // SAFETY: as above; the list is valid for `num_sge` entries (it borrows the
+            // request's slice), which fit max_send_sge, and the call consumes it.
+            unsafe { ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list) };
         }
         self.pushed += 1;
         Ok(())
@@ -175,6 +164,7 @@ impl WrBatch<'_> {
     }
 
     /// Posts the batch (`ibv_wr_complete`). On failure none of it was posted.
+    #[inline]
     fn complete(mut self) -> Result<()> {
         self.open = false;
         // SAFETY: qpx is live and inside ibv_wr_start; complete ends it, even on failure.
@@ -182,6 +172,72 @@ impl WrBatch<'_> {
             ffi::ibv_wr_complete(self.qpx.as_ptr())
         })
     }
+}
+
+/// [`WrBatch::push`] for the operations other than sends and RDMA writes: starts the
+/// request (`ibv_wr_send_imm`, `ibv_wr_rdma_read`, ...).
+///
+/// # Safety
+/// `qpx` is live and inside `ibv_wr_start`, and `raw` passed the batch's check.
+#[inline(never)]
+unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
+    use ffi::ibv_wr_opcode as O;
+    // SAFETY: the operation was enabled at creation (the check); the union members read are
+    // the ones the opcode's constructor wrote.
+    unsafe {
+        let imm = raw.__bindgen_anon_1.imm_data;
+        let rdma = raw.wr.rdma;
+        let atomic = raw.wr.atomic;
+        match raw.opcode {
+            O::IBV_WR_SEND_WITH_IMM => ffi::ibv_wr_send_imm(qpx, imm),
+            O::IBV_WR_RDMA_WRITE_WITH_IMM => {
+                ffi::ibv_wr_rdma_write_imm(qpx, rdma.rkey, rdma.remote_addr, imm)
+            }
+            O::IBV_WR_RDMA_READ => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
+            O::IBV_WR_ATOMIC_WRITE => {
+                // The provider copies the 8 bytes during the call.
+                let value = atomic.compare_add.to_ne_bytes();
+                ffi::ibv_wr_atomic_write(
+                    qpx,
+                    atomic.rkey,
+                    atomic.remote_addr,
+                    value.as_ptr().cast(),
+                )
+            }
+            O::IBV_WR_ATOMIC_CMP_AND_SWP => ffi::ibv_wr_atomic_cmp_swp(
+                qpx,
+                atomic.rkey,
+                atomic.remote_addr,
+                atomic.compare_add,
+                atomic.swap,
+            ),
+            _ => ffi::ibv_wr_atomic_fetch_add(
+                qpx,
+                atomic.rkey,
+                atomic.remote_addr,
+                atomic.compare_add,
+            ),
+        }
+    }
+}
+
+/// [`WrBatch::push`] for inline data in other than one entry: `ibv_wr_set_inline_data_list`
+/// (`qpx` inside `ibv_wr_start`, `raw` checked, as for `push`).
+#[inline(never)]
+fn set_inline_list(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
+    // SAFETY: the list is valid for `num_sge` entries (never negative: the request
+    // constructors set it from a slice length), borrowed by the request.
+    let sges = unsafe { std::slice::from_raw_parts(raw.sg_list, raw.num_sge as usize) };
+    let bufs: Vec<ffi::ibv_data_buf> = sges
+        .iter()
+        .map(|s| ffi::ibv_data_buf {
+            addr: s.addr as *mut _,
+            length: s.length as usize,
+        })
+        .collect();
+    // SAFETY: qpx is live and inside ibv_wr_start, the request passed the check (inline
+    // total within max_inline_data); the provider copies the buffers during the call.
+    unsafe { ffi::ibv_wr_set_inline_data_list(qpx, bufs.len(), bufs.as_ptr()) };
 }
 
 impl Drop for WrBatch<'_> {
