@@ -296,20 +296,22 @@ impl CompletionQueue {
     #[inline]
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
         let n = self.poll_count(wc)?;
-        Ok(&mut wc[..n])
+        // SAFETY: poll_count returns at most wc.len().
+        Ok(unsafe { wc.get_unchecked_mut(..n) })
     }
 
-    /// [`poll`](Self::poll), returning how many entries were filled.
+    /// [`poll`](Self::poll), returning how many entries were filled: at most `wc.len()`.
     #[inline]
     fn poll_count(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
-        let len = wc.len();
-        let max = i32::try_from(len).unwrap_or(i32::MAX);
+        let max = i32::try_from(wc.len()).unwrap_or(i32::MAX);
         // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
         // repr(transparent) over ibv_wc.
         let n = unsafe { ffi::ibv_poll_cq(self.as_raw(), max, wc.as_mut_ptr().cast()) };
         match usize::try_from(n) {
-            // The provider returns at most `max`.
-            Ok(n) => Ok(n.min(len)),
+            // At most `max`: the provider wrote that many entries into `wc`, which has room
+            // for `max` only (more would already have overrun it). Not clamped again: that
+            // would keep `wc.len()` in a saved register across the call.
+            Ok(n) => Ok(n),
             Err(_) => Err(poll_error(n)),
         }
     }
