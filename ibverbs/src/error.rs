@@ -281,6 +281,7 @@ fn queue_of(verb: &str) -> &'static str {
 }
 
 /// Maps a verb's return code (0 or an errno) to a result.
+#[inline]
 pub(crate) fn check(verb: &'static str, rc: i32) -> Result<()> {
     match rc {
         0 => Ok(()),

@@ -146,8 +146,17 @@ impl WrBatch<'_> {
         } else if raw.opcode != O::IBV_WR_ATOMIC_WRITE {
             // An atomic write carries its data in the request, and has no list.
             // SAFETY: as above; the list is valid for `num_sge` entries (it borrows the
-            // request's slice), which fit max_send_sge, and the call consumes it.
-            unsafe { ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list) };
+            // request's slice), which fit max_send_sge, and the calls consume it.
+            unsafe {
+                if num_sge == 1 {
+                    // One entry: its fields, not a list the provider copies (rxe: 25
+                    // instructions less).
+                    let one = *raw.sg_list;
+                    ffi::ibv_wr_set_sge(qpx, one.lkey, one.addr, one.length);
+                } else {
+                    ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list);
+                }
+            }
         }
         self.pushed += 1;
         Ok(())
@@ -241,6 +250,7 @@ fn set_inline_list(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
 }
 
 impl Drop for WrBatch<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.open {
             // SAFETY: qpx is live and inside ibv_wr_start.
