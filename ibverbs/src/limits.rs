@@ -75,10 +75,13 @@ const RECV_SLOW: u64 = 1 << (RECV_CLASSES - 1);
 
 /// The requirement word of a receive over the `n` entries at `sges`: `1 << n` for `n`
 /// under 15 and a total of at most 2^31 bytes, else [`RECV_SLOW`]. Always one bit below
-/// [`RECV_CLASSES`]: the QP's post path indexes a table with it.
+/// [`RECV_CLASSES`]: the QP's post path indexes a table with it. The total is summed
+/// whatever `n` (it cannot overflow, see the module docs): skipping it for long lists made
+/// the compiler load [`RECV_SLOW`] twice on the path of one entry.
 #[inline]
 pub(crate) fn recv_need(sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if n >= RECV_SLOW.trailing_zeros() || total_len(sges, n) > MAX_MESSAGE {
+    let total = total_len(sges, n);
+    if n >= RECV_SLOW.trailing_zeros() || total > MAX_MESSAGE {
         RECV_SLOW
     } else {
         1 << n
