@@ -14,6 +14,8 @@
 //! every send ([`ANY_SEND`]) so that its address handles are looked at: those requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
 //! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
+//! A receive's word is one bit, its class (an entry count under 15, or [`RECV_SLOW`], the
+//! exact check, for the rest), so that a QP posts one receive through a table indexed by it.
 //! Working out which limit a refused request broke is left to a cold function.
 
 use crate::error::WrError;
@@ -68,12 +70,22 @@ pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
     need & !0xff | op << 8 | bucket
 }
 
+/// The classes of receives: a receive's word is one bit below this.
+pub(crate) const RECV_CLASSES: usize = 16;
+/// A receive's word when only the exact check can tell whether it fits (its last class);
+/// denied by every receive queue.
+const RECV_SLOW: u64 = 1 << (RECV_CLASSES - 1);
+
 /// The requirement word of a receive over the `n` entries at `sges`: `1 << n` for `n`
-/// under 63 and a total of at most 2^31 bytes.
+/// under 15 and a total of at most 2^31 bytes, else [`RECV_SLOW`]. Always one bit below
+/// [`RECV_CLASSES`]: the QP's post path indexes a table with it. The total is summed
+/// whatever `n` (it cannot overflow, see the module docs): skipping it for long lists made
+/// the compiler load [`RECV_SLOW`] twice on the path of one entry.
 #[inline]
 pub(crate) fn recv_need(sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if n >= 63 || total_len(sges, n) > MAX_MESSAGE {
-        SLOW
+    let total = total_len(sges, n);
+    if n >= RECV_SLOW.trailing_zeros() || total > MAX_MESSAGE {
+        RECV_SLOW
     } else {
         1 << n
     }
@@ -325,7 +337,7 @@ impl Limits<SendRequest<'_>> for SendLimits {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvLimits {
     /// The requirement bits the queue does not grant: `1 << n` for `n` over `max_sge`,
-    /// [`SLOW`]; all of them for a QP whose receives come from an SRQ.
+    /// [`RECV_SLOW`]; all of them for a QP whose receives come from an SRQ.
     deny: u64,
     /// `max_sge + 1`, or 0 for a QP whose receives come from an SRQ (nothing fits).
     sge_bound: u32,
@@ -338,7 +350,7 @@ impl RecvLimits {
     /// The limits of a queue granted `max_wr` requests of `max_sge` entries.
     pub(crate) fn new(max_wr: u32, max_sge: u32) -> Self {
         RecvLimits {
-            deny: SLOW | u64::MAX.checked_shl(max_sge.saturating_add(1)).unwrap_or(0),
+            deny: RECV_SLOW | u64::MAX.checked_shl(max_sge.saturating_add(1)).unwrap_or(0),
             sge_bound: max_sge.saturating_add(1),
             max_sge,
             depth: max_wr,

@@ -27,9 +27,11 @@ use crate::qp_type::QpType;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
 use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
+use recv::RecvQueue;
 
 #[cfg(feature = "cm")]
 pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+mod recv; // posting receives: QueuePair::post_recv
 
 /// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
 /// (the peer's [`Endpoint`] carries only its address); the defaults are perftest's.
@@ -276,10 +278,13 @@ impl<'a> QueuePairBuilder<'a> {
             qp_type: self.qp_type,
             caps: init.cap,
             send_limits,
-            recv_limits: match self.srq {
-                Some(_) => RecvLimits::srq(),
-                None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
-            },
+            recv: RecvQueue::new(
+                raw.as_ptr(),
+                match self.srq {
+                    Some(_) => RecvLimits::srq(),
+                    None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
+                },
+            ),
             port: self.port,
             gid_index,
             gid,
@@ -465,7 +470,7 @@ pub struct QueuePair {
     /// The capabilities `ibv_create_qp` granted (it writes them back into the request).
     caps: ffi::ibv_qp_cap,
     send_limits: SendLimits,
-    recv_limits: RecvLimits,
+    recv: RecvQueue,
     port: u8,
     gid_index: u8,
     gid: Gid,
@@ -673,17 +678,6 @@ impl QueuePair {
             // list is linked and every SGE it references borrows a live registered region
             // (or was vouched for by Sge::from_raw).
             unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
-        })
-    }
-
-    /// Posts a list of receive requests (`ibv_post_recv`), checked as
-    /// [`post_send`](Self::post_send) checks sends.
-    #[inline]
-    pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        let queue = || ("ibv_post_recv", self.recv_limits.depth());
-        post_list(wrs, &self.recv_limits, queue, |head, bad| {
-            // SAFETY: as for post_send.
-            unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
         })
     }
 

@@ -520,7 +520,7 @@ pub(crate) fn post_list<W: Linked, L: Limits<W>>(
 /// not pass: links the list while ORing the requirement words, tests the OR once and, if
 /// it has a denied bit, checks each request exactly.
 #[inline(never)]
-fn post_many<W: Linked, L: Limits<W>>(
+pub(crate) fn post_many<W: Linked, L: Limits<W>>(
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
     wrs: &mut [W],
     limits: &L,
@@ -586,15 +586,16 @@ fn post_linked<W: Linked>(
 /// `K` is stored once before the call and loaded on failure, instead of living in
 /// callee-saved registers (each saved, moved and restored on every post).
 #[repr(C)]
-struct Frame<R, K> {
+pub(crate) struct Frame<R, K> {
     /// Written by the provider on failure: the request it stopped at.
-    bad: MaybeUninit<*mut R>,
-    keep: K,
+    pub(crate) bad: MaybeUninit<*mut R>,
+    /// What the error path needs.
+    pub(crate) keep: K,
 }
 
 impl<R, K> Frame<R, K> {
     #[inline(always)]
-    fn new(keep: K) -> Self {
+    pub(crate) fn new(keep: K) -> Self {
         Frame {
             bad: MaybeUninit::uninit(),
             keep,
@@ -603,7 +604,7 @@ impl<R, K> Frame<R, K> {
 
     /// The `bad` argument of the provider call.
     #[inline(always)]
-    fn bad(&mut self) -> *mut *mut R {
+    pub(crate) fn bad(&mut self) -> *mut *mut R {
         ptr::addr_of_mut!(*self).cast()
     }
 }
@@ -647,7 +648,7 @@ fn post_error<W: Linked>(
 /// [`Error::Post`].
 #[cold]
 #[inline(never)]
-fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
+pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
     let source = if rc < 0 {
         std::io::Error::last_os_error()
     } else {

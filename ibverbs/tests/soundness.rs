@@ -336,6 +336,45 @@ fn inline_totals_sge_counts_and_long_messages_are_refused() {
     assert_clean_drops();
 }
 
+/// Case 2, receives of every entry count on queues of several `max_recv_sge`: alone (a QP
+/// posts one receive through its post function for the count's class) and second in a
+/// list, each is posted exactly when it fits, else refused with its count.
+#[test]
+fn receives_of_every_entry_count_are_posted_or_refused() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let buf = pd.alloc_mr(64, ALL).unwrap();
+    let sges = vec![buf.sge(..).unwrap(); 18];
+    for max_sge in [1, 3, 16] {
+        let qp = pd
+            .create_qp(QpType::Ud, &cq, &cq)
+            .max_recv_sge(max_sge)
+            .max_recv_wr(64)
+            .build()
+            .unwrap()
+            .ready()
+            .unwrap();
+        let max = qp.max_recv_sge();
+        assert!(max >= max_sge);
+        for n in 0..sges.len() as u32 {
+            let list = &sges[..n as usize];
+            let mut one = [RecvRequest::new(n.into(), list)];
+            let mut two = [RecvRequest::new(0, &sges[..1]), RecvRequest::new(1, list)];
+            if n <= max {
+                qp.post_recv(&mut one).unwrap();
+                qp.post_recv(&mut two).unwrap();
+            } else {
+                let reason = WrError::TooManySge { requested: n, max };
+                assert_refused(qp.post_recv(&mut one), 0, reason);
+                assert_refused(qp.post_recv(&mut two), 1, reason);
+            }
+        }
+    }
+    drop((cq, buf, pd, ctx));
+    assert_clean_drops();
+}
+
 /// Case 3: `std::mem::forget(qp.batch()?)` left rxe's send queue lock held. The batch now
 /// lives in a closure (the forget no longer compiles, see the crate docs); every way out of
 /// the closure ends it, so the QP posts normally afterwards.

@@ -30,7 +30,8 @@ use crate::qp_type::QpType;
 pub struct CmId {
     raw: NonNull<cm::rdma_cm_id>,
     ps: PortSpace,
-    qp: Option<QueuePair>,
+    /// Boxed: a QP carries its receive post table, and an id stays small inside a CM event.
+    qp: Option<Box<QueuePair>>,
     // Dropped after the id is destroyed (fields drop after Drop::drop).
     _channel: Arc<ChannelInner>,
 }
@@ -286,7 +287,7 @@ impl CmId {
         // not destroy it (rdma_destroy_qp is never called), and Drop clears the id's pointer
         // to it before the QP goes.
         match unsafe { QueuePair::adopt(raw, what) } {
-            Ok(qp) => Ok(self.qp.insert(qp)),
+            Ok(qp) => Ok(self.qp.insert(Box::new(qp))),
             Err(err) => {
                 // SAFETY: the id is live with the QP just made, which nothing else owns.
                 unsafe { cm::rdma_destroy_qp(self.as_raw()) };
@@ -298,7 +299,7 @@ impl CmId {
     /// The id's QP, if [`create_qp`](Self::create_qp) made one. It sends once the
     /// connection is established (before, posting sends fails in the provider).
     pub fn qp(&self) -> Option<&QueuePair> {
-        self.qp.as_ref()
+        self.qp.as_deref()
     }
 
     /// Takes the id's QP out of it, to be owned on its own (for example by a
@@ -311,7 +312,7 @@ impl CmId {
         let qp = self.qp.take()?;
         // SAFETY: the id is live; librdmacm must not reach the QP once it is not the id's.
         unsafe { (*self.as_raw()).qp = ptr::null_mut() };
-        Some(qp)
+        Some(*qp)
     }
 }
 

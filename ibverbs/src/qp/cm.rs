@@ -4,7 +4,7 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{random_psn, QueuePair};
+use super::{random_psn, QueuePair, RecvQueue};
 use crate::cq::CompletionQueue;
 use crate::error::Result;
 use crate::ffi;
@@ -49,7 +49,10 @@ impl QueuePair {
             qp_type: what.qp_type,
             caps: what.caps,
             send_limits: SendLimits::new(what.qp_type, &what.caps, what.pd.as_raw()),
-            recv_limits: RecvLimits::new(what.caps.max_recv_wr, what.caps.max_recv_sge),
+            recv: RecvQueue::new(
+                raw.as_ptr(),
+                RecvLimits::new(what.caps.max_recv_wr, what.caps.max_recv_sge),
+            ),
             port: what.port,
             gid_index: entry.index,
             gid: entry.gid,

@@ -334,6 +334,10 @@ fn posting_more_than_the_queue_depth() {
     let depth = p.b.max_recv_wr();
     let index = queue_full_at(err, "ibv_post_recv", "receive queue", depth);
     assert!(index >= depth as usize && (index as u64) < n, "{index}");
+    // One more, alone (a QP's path for a single receive), finds it full too.
+    let err = p.b.post_recv(&mut [RecvRequest::new(n, &sge)]).unwrap_err();
+    let index = queue_full_at(err.into_inner(), "ibv_post_recv", "receive queue", depth);
+    assert_eq!(index, 0);
     drop(p);
     assert_clean_drops();
 }
