@@ -10,7 +10,8 @@
 //! `qps` creates N RC QPs on one context (one PD, one shared CQ; the builder's default
 //! queues: 128 sends and 128 receives of one SGE, no inline data), connects each to itself
 //! over the port's loopback (INIT → RTR → RTS, `ConnectOptions::default()`), then destroys
-//! them. Every figure is per QP: the time of each phase over N, the growth of this process's
+//! them. The create phase is `build` (`ibv_create_qp` and the move to INIT), connect is
+//! RTR and RTS. Every figure is per QP: the time of each phase over N, the growth of this process's
 //! resident set (`VmRSS`), and of the kernel's `Slab` + `VmallocUsed` (`/proc/meminfo`,
 //! the whole machine's: rxe's queues are vmalloc'd and mapped into the process, so they
 //! count in both). `mr` registers and deregisters one SIZE-byte buffer ITERS times

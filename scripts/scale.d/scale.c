@@ -1,6 +1,7 @@
 /* The C twin of examples/verbs_scale.rs for scripts/scale: the same measurements through
  * plain libibverbs, printing the same lines.
- *   scale qps N          N create_us connect_us destroy_us rss_kib kernel_kib  (per QP)
+ *   scale qps N          N create_us connect_us destroy_us rss_kib kernel_kib  (per QP;
+ *                        create = ibv_create_qp + to INIT, connect = to RTR and RTS)
  *   scale mr SIZE ITERS  SIZE reg_dereg_us
  * QPs: RC, 128 sends and 128 receives of one SGE, one shared CQ, each connected to itself
  * with the crate's ConnectOptions::default() (the port's active MTU, timeout 14, retries 7,
@@ -54,14 +55,18 @@ static void open_device(void) {
 
 static unsigned clamp16(int max) { return max < 16 ? max : 16; }
 
-static void connect_self(struct ibv_qp *qp, struct ibv_port_attr *port,
-			 struct ibv_device_attr *dev, union ibv_gid *gid, int index) {
+/* To INIT, as the crate's QueuePairBuilder::build does (its create phase includes it). */
+static void init(struct ibv_qp *qp) {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  IBV_QP_ACCESS_FLAGS)) die("INIT");
-	memset(&attr, 0, sizeof attr);
-	attr.qp_state = IBV_QPS_RTR;
+}
+
+/* INIT -> RTR -> RTS, to itself. */
+static void connect_self(struct ibv_qp *qp, struct ibv_port_attr *port,
+			 struct ibv_device_attr *dev, union ibv_gid *gid, int index) {
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
 	attr.path_mtu = port->active_mtu;
 	attr.dest_qp_num = qp->qp_num;
 	attr.max_dest_rd_atomic = clamp16(dev->max_qp_rd_atom);
@@ -99,12 +104,13 @@ static void qps(long n) {
 	memory(&rss0, &kernel0);
 	double t0 = now_us();
 	for (long i = 0; i < n; i++) {
-		struct ibv_qp_init_attr init = {
+		struct ibv_qp_init_attr attr = {
 			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 			.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
 				 .max_recv_sge = 1 },
 		};
-		if (!(qp[i] = ibv_create_qp(pd, &init))) die("ibv_create_qp");
+		if (!(qp[i] = ibv_create_qp(pd, &attr))) die("ibv_create_qp");
+		init(qp[i]);
 	}
 	double t1 = now_us();
 	for (long i = 0; i < n; i++) connect_self(qp[i], &port, &dev, &gid, index);
