@@ -1,5 +1,5 @@
-//! The cost of async, measured: ping-pong latency between two RC QPs of one device in one
-//! thread, the same exchange done four ways, side by side:
+//! The cost of async, measured: ping-pong latency and message rate between two RC QPs of
+//! one device in one thread, the same exchanges done four ways, side by side:
 //!
 //! - `blocking`: `CompletionQueue::poll_until` spinning (the blocking poll loop);
 //! - `async busy`: `tokio::AsyncCq::poll` with an unbounded spin budget;
@@ -7,13 +7,21 @@
 //! - `async ops`: `tokio::AsyncQp` send and receive futures that own their regions
 //!   (busy-polling).
 //!
+//! Latency is `ib_send_lat`'s: one message each way per round trip, half the round trip
+//! reported. Rate is `ib_send_bw`'s: one side keeps [`WINDOW`] signaled sends in flight,
+//! waiting (the way measured) for send completions and posting a send for each; the
+//! receiver's CQ is drained without waiting after each wait and its receives re-posted
+//! (the same in every way); messages per second over `16 * ITERS` messages.
+//!
 //! ```text
-//! async_lat [DEVICE [ITERS]]     (defaults: rxe0, 1000; sizes 2 and 4096 bytes)
-//! scripts/with-rdma cargo run -p ibverbs --features tokio --example async_lat -- rxe0 1000
+//! async_lat [DEVICE [ITERS [WAY]]]   (defaults: rxe0, 1000, all four; sizes 2 and 4096 B)
+//! scripts/with-rdma cargo run -p ibverbs --release --features tokio --example async_lat -- rxe0 1000
 //! ```
-//! Prints, per size and way, the half round trip in microseconds, the message rate, and
-//! the ratio to the blocking loop.
+//! Prints, per size and way, the half round trip in microseconds and the message rate,
+//! each with its ratio to the blocking loop (time ratios: above 1 is slower). WAY (one of
+//! the names printed, e.g. "async busy") runs that way alone, for profiling.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use ibverbs::tokio::{AsyncCq, AsyncQp};
@@ -71,15 +79,28 @@ fn post(side: &Side, size: usize, recv: bool, send: bool) -> ibverbs::Result<()>
     Ok(())
 }
 
+/// Sends in flight in the rate runs (`ib_send_bw`'s default `--tx-depth` is 128; 32 is a
+/// window most services keep).
+const WINDOW: usize = 32;
+
+/// Waits for completions on `side`'s CQ (the blocking loop, or awaiting); how many.
+async fn completions(
+    side: &mut Side,
+    wc: &mut [WorkCompletion],
+    blocking: bool,
+) -> ibverbs::Result<usize> {
+    if blocking {
+        Ok(side.cq.cq().poll_until(wc, 1, None)?.len())
+    } else {
+        side.cq.poll(wc).await
+    }
+}
+
 /// Polls `side`'s CQ (the blocking loop, or awaiting) until a receive completed.
 async fn until_recv(side: &mut Side, blocking: bool) -> ibverbs::Result<()> {
     let mut wc = [WorkCompletion::default(); 4];
     loop {
-        let n = if blocking {
-            side.cq.cq().poll_until(&mut wc, 1, None)?.len()
-        } else {
-            side.cq.poll(&mut wc).await?
-        };
+        let n = completions(side, &mut wc, blocking).await?;
         for done in &wc[..n] {
             if done.ok()?.opcode() == WcOpcode::Recv {
                 return Ok(());
@@ -110,6 +131,79 @@ async fn cq_rounds(
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// `msgs` sends from `a` to `b`, [`WINDOW`] in flight, on the CQs; seconds taken.
+async fn cq_stream(
+    ctx: &Context,
+    spin: u32,
+    blocking: bool,
+    size: usize,
+    msgs: usize,
+) -> ibverbs::Result<f64> {
+    let (mut a, b) = pair(ctx, spin, size)?;
+    // More receives than can be consumed between two drains (2 windows): no RNR.
+    for _ in 0..3 * WINDOW {
+        post(&b, size, true, false)?;
+    }
+    let mut wc = [WorkCompletion::default(); WINDOW];
+    let start = Instant::now();
+    let mut sent = WINDOW.min(msgs);
+    for _ in 0..sent {
+        post(&a, size, false, true)?;
+    }
+    let mut done = 0;
+    while done < msgs {
+        let n = completions(&mut a, &mut wc, blocking).await?;
+        for wc in &wc[..n] {
+            wc.ok()?;
+        }
+        done += n;
+        let more = n.min(msgs - sent);
+        for _ in 0..more {
+            post(&a, size, false, true)?;
+        }
+        sent += more;
+        for wc in b.cq.cq().poll(&mut wc)? {
+            wc.ok()?;
+            post(&b, size, true, false)?;
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// `msgs` sends from `a` to `b` with `AsyncQp` ops, [`WINDOW`] in flight, each region
+/// coming back with its completion; seconds taken.
+async fn op_stream(ctx: &Context, size: usize, msgs: usize) -> ibverbs::Result<f64> {
+    let (a, b) = pair(ctx, u32::MAX, size)?;
+    let pd = a.send.pd().clone();
+    let a = AsyncQp::new(a.qp, a.cq)?;
+    let b = AsyncQp::new(b.qp, b.cq)?;
+    let access = AccessFlags::LOCAL_WRITE;
+    let mut recvs = VecDeque::new();
+    for _ in 0..3 * WINDOW {
+        recvs.push_back(b.recv(pd.alloc_mr(size, access)?, ..)?);
+    }
+    let mut sends = VecDeque::new();
+    let start = Instant::now();
+    let mut sent = WINDOW.min(msgs);
+    for _ in 0..sent {
+        sends.push_back(a.send(pd.alloc_mr(size, access)?, ..size)?);
+    }
+    while let Some(send) = sends.pop_front() {
+        let (mr, wc) = send.await?;
+        wc.ok()?;
+        if sent < msgs {
+            sends.push_back(a.send(mr, ..size)?);
+            sent += 1;
+        }
+        // The send's ack came after its message arrived: the oldest receive is done.
+        let recv = recvs.pop_front().expect("3 windows posted");
+        let (mr, wc) = recv.await?;
+        wc.ok()?;
+        recvs.push_back(b.recv(mr, ..)?);
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
 /// `iters` round trips with `AsyncQp` ops; seconds taken.
 async fn op_rounds(ctx: &Context, size: usize, iters: u32) -> ibverbs::Result<f64> {
     let (a, b) = pair(ctx, u32::MAX, size)?;
@@ -132,40 +226,99 @@ async fn op_rounds(ctx: &Context, size: usize, iters: u32) -> ibverbs::Result<f6
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// The ways, by the name printed (and given as WAY).
+const WAYS: [&str; 4] = ["blocking", "async busy", "async event", "async ops"];
+
+/// `way`'s seconds for `size`: latency (`iters` round trips) and rate (`msgs` sends).
+fn run(
+    rt: &tokio::runtime::Runtime,
+    ctx: &Context,
+    way: &str,
+    size: usize,
+    iters: u32,
+    msgs: usize,
+) -> ibverbs::Result<(f64, f64)> {
+    let cq = |spin, blocking| -> ibverbs::Result<(f64, f64)> {
+        Ok((
+            rt.block_on(cq_rounds(ctx, spin, blocking, size, iters))?,
+            rt.block_on(cq_stream(ctx, spin, blocking, size, msgs))?,
+        ))
+    };
+    match way {
+        "blocking" => cq(0, true),
+        "async busy" => cq(u32::MAX, false),
+        "async event" => cq(0, false),
+        _ => Ok((
+            rt.block_on(op_rounds(ctx, size, iters))?,
+            rt.block_on(op_stream(ctx, size, msgs))?,
+        )),
+    }
+}
+
+/// How many times each way runs, interleaved (a round runs every way once), so that a
+/// drift of the machine's speed hits all ways alike.
+const ROUNDS: usize = 5;
+
+/// The median of `v` (sorted here) and its range.
+fn median(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
 fn main() -> ibverbs::Result<()> {
     let mut args = std::env::args().skip(1);
     let device = args.next().unwrap_or_else(|| "rxe0".into());
     let iters: u32 = args
         .next()
         .map_or(1000, |n| n.parse().expect("ITERS is a number"));
+    let ways: Vec<&str> = match args.next() {
+        Some(way) => vec![WAYS.into_iter().find(|w| *w == way).expect("WAY is a way")],
+        None => WAYS.to_vec(),
+    };
+    let msgs = 16 * iters as usize;
     let ctx = Context::open(&device)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    println!("{device}, {iters} round trips, one thread (half round trip; rate = messages/s)");
+    println!(
+        "{device}, one thread, {ROUNDS} rounds: latency over {iters} round trips (half round \
+         trip), rate over {msgs} sends with {WINDOW} in flight; medians, and x = time / the \
+         first way's time in the same round: median [min, max]"
+    );
     for size in [2, 4096] {
-        let blocking = rt.block_on(cq_rounds(&ctx, 0, true, size, iters))?;
-        let ways = [
-            ("blocking", blocking),
-            (
-                "async busy",
-                rt.block_on(cq_rounds(&ctx, u32::MAX, false, size, iters))?,
-            ),
-            (
-                "async event",
-                rt.block_on(cq_rounds(&ctx, 0, false, size, iters))?,
-            ),
-            ("async ops", rt.block_on(op_rounds(&ctx, size, iters))?),
-        ];
-        for (way, secs) in ways {
-            let msgs = 2.0 * f64::from(iters);
+        let mut secs = vec![Vec::new(); ways.len()];
+        for _ in 0..ROUNDS {
+            for (way, secs) in ways.iter().zip(&mut secs) {
+                secs.push(run(&rt, &ctx, way, size, iters, msgs)?);
+            }
+        }
+        for (way, of) in ways.iter().zip(&secs) {
+            let ratios = |f: fn(&(f64, f64)) -> f64| {
+                let mut v: Vec<f64> = of
+                    .iter()
+                    .zip(&secs[0])
+                    .map(|(s, s0)| f(s) / f(s0))
+                    .collect();
+                median(&mut v)
+            };
+            let (lat, rate) = (ratios(|s| s.0), ratios(|s| s.1));
+            let mut lat_us: Vec<f64> = of
+                .iter()
+                .map(|s| s.0 / f64::from(2 * iters) * 1e6)
+                .collect();
+            let mut rate_mps: Vec<f64> = of.iter().map(|s| msgs as f64 / s.1).collect();
             println!(
-                "{size:>5} B  {way:<12} {:>8.2} us  {:>9.0} msg/s  x{:.2}",
-                secs / msgs * 1e6,
-                msgs / secs,
-                secs / blocking
+                "{size:>5} B  {way:<12} {:>8.2} us x{:.2} [{:.2}, {:.2}]  {:>7.0} msg/s x{:.2} [{:.2}, {:.2}]",
+                median(&mut lat_us).0,
+                lat.0,
+                lat.1,
+                lat.2,
+                median(&mut rate_mps).0,
+                rate.0,
+                rate.1,
+                rate.2,
             );
         }
     }

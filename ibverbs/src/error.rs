@@ -150,6 +150,23 @@ pub enum Error {
         /// What is missing, and where to get it.
         reason: String,
     },
+    /// The peer (or its CM, when nobody listens) refused an rdma_cm connect or accept
+    /// (`RDMA_CM_EVENT_REJECTED`; feature `cm`). Its [`raw_os_error`](Error::raw_os_error)
+    /// is `ECONNREFUSED`.
+    #[cfg(feature = "cm")]
+    #[error("{verb} rejected: {reason_text} (reason {reason})")]
+    Rejected {
+        /// The call the connection was waiting on, such as `rdma_connect`.
+        verb: &'static str,
+        /// The reject reason (the IB CM's REJ reason on IB and RoCE; 28: the peer's
+        /// `rdma_reject`).
+        reason: i32,
+        /// What the reason means ([`reject_reason_text`](crate::cm::reject_reason_text)).
+        reason_text: &'static str,
+        /// What the peer sent with its reject, zero-padded to the REJ message's field on
+        /// IB and RoCE.
+        private_data: Vec<u8>,
+    },
     /// `ibv_rereg_mr` failed; `region` says what became of the memory region.
     #[error("ibv_rereg_mr failed with {code} ({region}): {source}")]
     Rereg {
@@ -266,6 +283,8 @@ impl Error {
             | Error::Transition { source, .. }
             | Error::Rereg { source, .. } => source.raw_os_error(),
             Error::QueueFull { .. } => Some(libc::ENOMEM),
+            #[cfg(feature = "cm")]
+            Error::Rejected { .. } => Some(libc::ECONNREFUSED),
             _ => None,
         }
     }

@@ -216,16 +216,22 @@ fn reject_with_private_data() {
         panic!("expected a connect request, got {ev:?}");
     };
     sid.reject(b"not today").expect("rdma_reject");
-    let ev = next_event(&cchan);
-    let CmEventKind::Rejected {
+    let err = next_event(&cchan)
+        .expect_kind("rdma_connect", |k| {
+            matches!(k, CmEventKind::Established { .. })
+        })
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ECONNREFUSED), "{err}");
+    let Error::Rejected {
+        verb,
         reason,
         private_data,
         ..
-    } = ev.kind
+    } = err
     else {
-        panic!("expected a reject, got {ev:?}");
+        panic!("expected a reject, got {err:?}");
     };
-    assert_eq!(reason, 28, "consumer defined");
+    assert_eq!((verb, reason), ("rdma_connect", 28), "consumer defined");
     let reject_limit = private_data_limit(Message::Reject, PortSpace::Tcp);
     assert_eq!(private_data, padded(b"not today", reject_limit));
 }

@@ -5,7 +5,7 @@ use rdmacm_sys as cm;
 use super::channel::EventChannel;
 use super::id::{CmId, IdHandle};
 use super::ud::UdPeer;
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 
 /// One event of an [`EventChannel`], already acknowledged: what it said, copied.
 #[derive(Debug)]
@@ -188,6 +188,50 @@ impl CmEvent {
     /// Whether the event is for `id` (a connect request: for the listening `id`).
     pub fn is_for(&self, id: &CmId) -> bool {
         self.id == id.handle()
+    }
+
+    /// The event if `want` says it is the one `verb` waits for, else the error it is: a
+    /// reject is [`Error::Rejected`] (reason and the peer's private data), `Unreachable`
+    /// an [`Error::Verb`] of kind `TimedOut`, any other event one of kind `Other`.
+    ///
+    /// ```no_run
+    /// # use ibverbs::cm::{CmEventKind, ConnParam, EventChannel};
+    /// # fn f(channel: &EventChannel, id: &ibverbs::cm::CmId) -> ibverbs::Result<()> {
+    /// id.connect(&ConnParam::default())?;
+    /// let ev = channel.get_event()?.expect_kind("rdma_connect", |k| {
+    ///     matches!(k, CmEventKind::Established { .. })
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn expect_kind(
+        self,
+        verb: &'static str,
+        want: impl FnOnce(&CmEventKind) -> bool,
+    ) -> Result<CmEvent> {
+        if want(&self.kind) {
+            return Ok(self);
+        }
+        let kind = match self.kind {
+            CmEventKind::Rejected {
+                reason,
+                reason_text,
+                private_data,
+            } => {
+                return Err(Error::Rejected {
+                    verb,
+                    reason,
+                    reason_text,
+                    private_data,
+                })
+            }
+            CmEventKind::Unreachable => std::io::ErrorKind::TimedOut,
+            _ => std::io::ErrorKind::Other,
+        };
+        let text = format!("{} (status {})", self.kind.c_name(), self.status);
+        Err(Error::Verb {
+            verb,
+            source: std::io::Error::new(kind, text),
+        })
     }
 }
 

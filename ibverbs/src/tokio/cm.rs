@@ -254,8 +254,9 @@ impl AsyncCmId {
 
     /// Connects (`rdma_connect`) the resolved id, whose QP exists, and waits for the
     /// connection: resolves to the connected id and the peer's private data. A reject
-    /// (or nobody listening) is an [`Error::Verb`] whose kind is `ConnectionRefused`,
-    /// `Unreachable` one whose kind is `TimedOut`, and `ConnectError` one of kind `Other`.
+    /// (or nobody listening) is an [`Error::Rejected`] with the peer's private data,
+    /// `Unreachable` an [`Error::Verb`] whose kind is `TimedOut`, and `ConnectError` one of
+    /// kind `Other`.
     /// Dropping the future destroys the id.
     pub async fn connect(self, param: &ConnParam<'_>) -> Result<Connected> {
         self.id().connect(param)?;
@@ -286,31 +287,14 @@ impl AsyncCmId {
         }
     }
 
-    /// The id's next event if `want` says it is the one the call waits for; any other is an
-    /// error naming `verb`.
+    /// The id's next event if `want` says it is the one `verb` waits for, else its error
+    /// ([`CmEvent::expect_kind`]).
     async fn expect(
         &self,
         verb: &'static str,
-        want: impl Fn(&CmEventKind) -> bool,
+        want: impl FnOnce(&CmEventKind) -> bool,
     ) -> Result<CmEvent> {
-        let event = self.next_event().await?;
-        if want(&event.kind) {
-            return Ok(event);
-        }
-        let kind = match event.kind {
-            CmEventKind::Rejected { .. } => std::io::ErrorKind::ConnectionRefused,
-            CmEventKind::Unreachable => std::io::ErrorKind::TimedOut,
-            _ => std::io::ErrorKind::Other,
-        };
-        let detail = match &event.kind {
-            CmEventKind::Rejected { reason_text, .. } => format!(": {reason_text}"),
-            _ => String::new(),
-        };
-        let text = format!("{} (status {}){detail}", event.kind.c_name(), event.status);
-        Err(Error::Verb {
-            verb,
-            source: std::io::Error::new(kind, text),
-        })
+        self.next_event().await?.expect_kind(verb, want)
     }
 }
 

@@ -28,8 +28,8 @@
 //!
 //! # Waiting for completions
 //! [`AsyncCq::poll`] polls the CQ; while it is empty it polls again up to the spin budget,
-//! yielding to the runtime after each empty poll (busy-polling: the latency of the blocking
-//! loop, one core busy), then arms the CQ, polls once more and awaits the channel's fd.
+//! yielding to the runtime after every 32 empty polls (busy-polling: the latency of the
+//! blocking loop, one core busy), then arms the CQ, polls once more and awaits the channel's fd.
 //! Arm, poll, wait, read and acknowledge are all done inside, in the order that misses
 //! nothing: a completion that arrives before the arm is found by the poll after it, one
 //! after the arm raises an event.

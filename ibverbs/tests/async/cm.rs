@@ -1,6 +1,7 @@
 //! rdma_cm as futures (`ibverbs::tokio::cm`) on the CM device: connect and accept through
 //! a listener stream with private data both ways, then disconnect; a connect nobody
-//! listens for is refused; a connect future dropped mid-handshake and a dropped request
+//! listens for is refused, one the server rejects fails with its private data; a connect
+//! future dropped mid-handshake and a dropped request
 //! leave the listener serving the next client; a connected id's QP taken into an `AsyncQp`.
 
 use std::net::SocketAddr;
@@ -123,15 +124,51 @@ async fn a_connect_nobody_listens_for_is_refused() {
         .await
         .expect("an answer in time")
         .unwrap_err();
-    let ibverbs::Error::Verb { source, .. } = &refused else {
-        panic!("not a refusal: {refused:?}");
-    };
-    assert_eq!(
-        source.kind(),
-        std::io::ErrorKind::ConnectionRefused,
-        "{refused}"
+    assert!(
+        matches!(
+            &refused,
+            ibverbs::Error::Rejected {
+                verb: "rdma_connect",
+                reason: 8,
+                ..
+            }
+        ),
+        "not a refusal: {refused:?}"
     );
+    assert_eq!(refused.raw_os_error(), Some(libc::ECONNREFUSED));
     drop((pd, channel));
+    assert_clean_drops();
+}
+
+/// A request the server rejects with private data fails the connect with
+/// `Error::Rejected` carrying those bytes.
+#[tokio::test]
+async fn a_rejected_connect_carries_the_peers_private_data() {
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut listener = channel.listen(SocketAddr::new(cm_addr(), 0), 4).unwrap();
+    let dst = listener.local_addr().unwrap();
+    let (id, pd) = client(&channel, dst).await;
+    let reject = async {
+        let request = next_request(&mut listener).await;
+        request.reject(b"come back later").unwrap();
+    };
+    let param = ConnParam::default();
+    let ((), refused) = timeout(LIMIT, async { tokio::join!(reject, id.connect(&param)) })
+        .await
+        .expect("an answer in time");
+    match refused.unwrap_err() {
+        ibverbs::Error::Rejected {
+            verb,
+            reason,
+            private_data,
+            ..
+        } => {
+            assert_eq!((verb, reason), ("rdma_connect", 28), "consumer defined");
+            assert_eq!(private_data, padded(b"come back later", 148));
+        }
+        other => panic!("not a reject: {other:?}"),
+    }
+    drop((pd, listener, channel));
     assert_clean_drops();
 }
 

@@ -65,6 +65,35 @@ async fn busy_polling_finds_a_completion_without_waiting() {
     assert_clean_drops();
 }
 
+/// An empty CQ busy-polled without end still yields to the runtime (every 32 empty polls):
+/// a spawned task runs and a timeout fires; the CQ then finds a completion, never armed.
+#[tokio::test]
+async fn busy_polling_an_empty_cq_lets_other_tasks_run() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let mut p = Pair::new(&ctx, &channel, u32::MAX);
+    let other = tokio::spawn(async {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    });
+    let mut wc = [WorkCompletion::default()];
+    let spun = timeout(Duration::from_millis(100), p.a_cq.poll(&mut wc)).await;
+    assert!(spun.is_err(), "nothing was posted: {spun:?}");
+    assert!(
+        other.is_finished(),
+        "the spawned task ran while the CQ spun"
+    );
+    let mr = p.mr(64);
+    let sge = [mr.sge(..).unwrap()];
+    p.a.post_send(&mut [SendRequest::write(9, &sge, mr.remote()).signaled()])
+        .unwrap();
+    assert_eq!(next(&mut p.a_cq).await.wr_id(), 9);
+    assert!(!p.a_cq.cq().wait_timeout(Duration::ZERO).unwrap());
+    drop((mr, p, channel, ctx));
+    assert_clean_drops();
+}
+
 /// Sends and receives one side of a ping-pong has seen complete.
 #[derive(Default)]
 struct Seen {
