@@ -1,17 +1,17 @@
 //! Hot-path and throughput benches on a real device (run through `scripts/with-rdma`).
 //!
-//! Every hot-path operation is measured twice: through the safe `ibverbs` API (`safe`) and
+//! Every hot-path operation is measured twice: through the safe `rdma-verbs` API (`safe`) and
 //! through the same verbs called straight from `ibverbs-sys` on the same objects (`raw`), the
 //! baseline any C program pays. The raw path is also the crate's unsafe fast path: `as_raw()`
-//! handles passed to `ibverbs::ffi`.
+//! handles passed to `rdma_verbs::ffi`.
 
 use std::hint::black_box;
 use std::ptr;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use ibverbs::ffi;
-use ibverbs::{
+use rdma_verbs::ffi;
+use rdma_verbs::{
     AccessFlags, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpType,
     QueuePair, RecvRequest, SendRequest, WorkCompletion,
 };
@@ -335,7 +335,11 @@ fn qp_setup(c: &mut Criterion) {
 }
 
 /// ibv_create_qp and INIT → RTR → RTS with the attributes `connect` uses, then destroy.
-fn raw_qp_create_connect(pd: &ProtectionDomain, cq: &CompletionQueue, remote: &ibverbs::Endpoint) {
+fn raw_qp_create_connect(
+    pd: &ProtectionDomain,
+    cq: &CompletionQueue,
+    remote: &rdma_verbs::Endpoint,
+) {
     use ffi::ibv_qp_attr_mask as M;
     let mut init = ffi::ibv_qp_init_attr {
         send_cq: cq.as_raw(),

@@ -1,5 +1,5 @@
-//! `ib_read_bw`: perftest's read bandwidth test (see `ibverbs_tools::perftest`).
+//! `ib_read_bw`: perftest's read bandwidth test (see `rdma_verbs_tools::perftest`).
 
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::ib_read_bw(std::env::args_os().collect())
+    rdma_verbs_tools::ib_read_bw(std::env::args_os().collect())
 }

@@ -1,4 +1,4 @@
 //! `ibnetdiscover`: discovers the InfiniBand subnet and prints its topology (infiniband-diags 44).
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::ibnetdiscover(std::env::args_os().collect())
+    rdma_verbs_tools::ibnetdiscover(std::env::args_os().collect())
 }

@@ -1,4 +1,4 @@
 //! `ibportstate <dest> <port> [<op>]`: shows or changes the state of a port of the subnet (infiniband-diags 44).
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::ibportstate(std::env::args_os().collect())
+    rdma_verbs_tools::ibportstate(std::env::args_os().collect())
 }

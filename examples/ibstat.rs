@@ -1,4 +1,4 @@
 //! `ibstat [-l|-s|-p] [CA [PORT]]`: device and port status, as infiniband-diags' tool.
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::ibstat(std::env::args_os().collect())
+    rdma_verbs_tools::ibstat(std::env::args_os().collect())
 }

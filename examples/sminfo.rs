@@ -1,4 +1,4 @@
 //! `sminfo`: the subnet manager's SMInfo, as infiniband-diags prints it.
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::sminfo(std::env::args_os().collect())
+    rdma_verbs_tools::sminfo(std::env::args_os().collect())
 }

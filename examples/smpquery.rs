@@ -1,4 +1,4 @@
 //! `smpquery`: one SMP attribute of a node or port, as infiniband-diags prints it.
 fn main() -> std::process::ExitCode {
-    ibverbs_tools::smpquery(std::env::args_os().collect())
+    rdma_verbs_tools::smpquery(std::env::args_os().collect())
 }

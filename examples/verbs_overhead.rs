@@ -27,8 +27,8 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::ptr;
 
-use ibverbs::ffi;
-use ibverbs::{
+use rdma_verbs::ffi;
+use rdma_verbs::{
     AccessFlags, CompletionQueue, ConnectOptions, Context, ExtendedCq, MemoryRegion, QpType,
     QueuePair, RecvRequest, RemoteMemory, SendRequest, Sge, WcFields, WcOpcode, WcStatus,
     WorkCompletion,
@@ -43,7 +43,7 @@ struct Setup {
     dst: MemoryRegion,
 }
 
-fn setup() -> ibverbs::Result<Setup> {
+fn setup() -> rdma_verbs::Result<Setup> {
     let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
     let ctx = Context::open(&name)?;
     let pd = ctx.alloc_pd()?;
@@ -297,7 +297,7 @@ struct ExSetup {
     dst: MemoryRegion,
 }
 
-fn ex_setup() -> ibverbs::Result<ExSetup> {
+fn ex_setup() -> rdma_verbs::Result<ExSetup> {
     let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
     let ctx = Context::open(&name)?;
     let pd = ctx.alloc_pd()?;

@@ -21,10 +21,10 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ibverbs::{AccessFlags, ConnectOptions, Context, QpType};
+use rdma_verbs::{AccessFlags, ConnectOptions, Context, QpType};
 
 /// The device: `IBVERBS_TEST_DEVICE`, else rxe0.
-fn open() -> ibverbs::Result<Context> {
+fn open() -> rdma_verbs::Result<Context> {
     let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
     Context::open(&name)
 }
@@ -59,7 +59,7 @@ fn info() -> Result<(), String> {
 }
 
 fn qps(n: usize) -> Result<(), String> {
-    let err = |e: ibverbs::Error| e.to_string();
+    let err = |e: rdma_verbs::Error| e.to_string();
     let ctx = open().map_err(err)?;
     let pd = ctx.alloc_pd().map_err(err)?;
     let cq = ctx.create_cq(1, None).map_err(err)?;
@@ -102,7 +102,7 @@ fn qps(n: usize) -> Result<(), String> {
 }
 
 fn mr(size: usize, iters: u32) -> Result<(), String> {
-    let err = |e: ibverbs::Error| e.to_string();
+    let err = |e: rdma_verbs::Error| e.to_string();
     let ctx = open().map_err(err)?;
     let pd = ctx.alloc_pd().map_err(err)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;

@@ -34,7 +34,7 @@ fn main() {
 
     // The verbs headers may live elsewhere than librdmacm's (ibverbs-sys exports its path).
     let mut include_paths = lib.include_paths.clone();
-    if let Some(dir) = env::var_os("DEP_IBVERBS_INCLUDE") {
+    if let Some(dir) = env::var_os("DEP_RDMA_VERBS_IBVERBS_INCLUDE") {
         include_paths.push(PathBuf::from(dir));
     }
     for dir in &lib.include_paths {
@@ -67,7 +67,7 @@ fn main() {
         .layout_tests(true)
         .generate_comments(true)
         .use_core()
-        .raw_line("#[allow(unused_imports)] use ibverbs_sys::*;")
+        .raw_line("#[allow(unused_imports)] use rdma_verbs_sys::*;")
         .raw_line("#[allow(unused_imports)] use libc::{sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage, socklen_t};")
         .generate()
         .unwrap_or_else(|err| {

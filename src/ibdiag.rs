@@ -31,7 +31,7 @@ pub fn debug(out: &mut Output, function: &str, msg: &str) {
 /// The line `-V` prints to stderr, after which the tool exits with status 0.
 pub fn version_line(prog: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");
-    format!("{prog} BUILD VERSION: ibverbs-tools {version}")
+    format!("{prog} BUILD VERSION: rdma-verbs-tools {version}")
 }
 
 /// `IBEXIT`: `prog: iberror: failed: msg` on stdout (with `-d`, `debug` > 0: `prog:

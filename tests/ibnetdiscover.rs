@@ -1,5 +1,5 @@
 //! `ibnetdiscover` against infiniband-diags 44 on the simulated fabric, on every topology of
-//! `scripts/topologies/` (see `ibverbs_test_kit::fabric`): the topology and its variants
+//! `scripts/topologies/` (see `rdma_verbs_test_kit::fabric`): the topology and its variants
 //! (`-f`, `-g`, `-m`, `-s`), the node lists, the ports report, a node name map, the output
 //! file, the cache file (written byte for byte as the C tool does, read by both, diffed
 //! with the C tool's caches of the shipped topologies in `tests/data/`, bad files), the
@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ibverbs_test_kit::fabric::{compare_masked, on_each_topology, run_c, run_ours, Place};
-use ibverbs_test_kit::fabric_runs::{compare_sequence_on, topologies};
+use rdma_verbs_test_kit::fabric::{compare_masked, on_each_topology, run_c, run_ours, Place};
+use rdma_verbs_test_kit::fabric_runs::{compare_sequence_on, topologies};
 
 /// The topology header's line with the time, `# Topology file: generated on <ctime>`.
 const GENERATED: &str = "# Topology file: generated on ";

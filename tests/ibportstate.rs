@@ -11,8 +11,8 @@
 //!
 //! The tools are the example binaries beside this test (`cargo build --examples` first).
 
-use ibverbs_test_kit::fabric::{compare, compare_at, on_each_topology, Place};
-use ibverbs_test_kit::fabric_runs::{compare_sequence_on, topologies, Step};
+use rdma_verbs_test_kit::fabric::{compare, compare_at, on_each_topology, Place};
+use rdma_verbs_test_kit::fabric_runs::{compare_sequence_on, topologies, Step};
 
 #[test]
 fn queries() {

@@ -4,7 +4,7 @@
 //! server) must finish with a result line on both sides, and bad input must fail with a
 //! message and a nonzero status instead of hanging or panicking.
 //!
-//! The C tools are run by absolute path (`ibverbs_test_kit::c_tool`), never from `PATH`,
+//! The C tools are run by absolute path (`rdma_verbs_test_kit::c_tool`), never from `PATH`,
 //! which may hold ours. The examples are the ones `cargo test` builds beside this
 //! test (`target/<profile>/examples/`); `cargo test --test perftest` alone does not build
 //! them, so run `cargo test` for the package (or `cargo build --examples` first).
@@ -15,7 +15,7 @@
 //! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
 
-use ibverbs_test_kit::{
+use rdma_verbs_test_kit::{
     c_tool, cm_addr, cm_device, cm_listening, device, example, free_port, listening, open_cm,
 };
 use std::io::{ErrorKind, Read, Write};
@@ -635,7 +635,7 @@ fn mismatched_sizes_against_c() {
 #[test]
 fn sizes_beyond_the_device() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let ctx = ibverbs::Context::open(&device()).expect("the test device");
+    let ctx = rdma_verbs::Context::open(&device()).expect("the test device");
     let port_attr = ctx.query_port(1).expect("port 1");
     let max = u64::from(port_attr.max_msg_sz);
     if max < u64::from(u32::MAX / 2) {

@@ -3,12 +3,12 @@
 //! message on stderr exactly when the C tool writes one, and never a panic.
 //!
 //! The C tools (rdma-core's `ibv_devices` and `ibv_devinfo`, infiniband-diags' `ibstat`) are
-//! run by absolute path (`ibverbs_test_kit::c_tool`), never from `PATH`, which may hold ours. The examples are the ones `cargo test` builds beside this test
+//! run by absolute path (`rdma_verbs_test_kit::c_tool`), never from `PATH`, which may hold ours. The examples are the ones `cargo test` builds beside this test
 //! (`target/<profile>/examples/`); `cargo test --test tools` alone does not rebuild them, so
 //! run `cargo test` for the package (or `cargo build --examples` first).
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`).
 
-use ibverbs_test_kit::{c_tool, device, example, open};
+use rdma_verbs_test_kit::{c_tool, device, example, open};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 

@@ -24,8 +24,8 @@
 //! provider. The benches (`benches/`) measure the hot-path verbs against the C tools.
 //!
 //! # Linking
-//! The crate links `libibverbs` (`links = "ibverbs"`) and exposes the header directory to
-//! dependent build scripts as `DEP_IBVERBS_INCLUDE`.
+//! The crate links `libibverbs` (`links = "rdma-verbs-ibverbs"`, a key no other crate uses, so that this crate and rust-ibverbs can share a build) and exposes the header directory to
+//! dependent build scripts as `DEP_RDMA_VERBS_IBVERBS_INCLUDE`.
 #![no_std]
 
 /// What bindgen generated from `<infiniband/verbs.h>`: C's names, layouts and doc comments,

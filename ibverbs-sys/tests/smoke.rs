@@ -9,7 +9,7 @@ use std::mem::MaybeUninit;
 use std::net::Ipv6Addr;
 use std::ptr;
 
-use ibverbs_sys::*;
+use rdma_verbs_sys::*;
 
 /// Opens `name` from the device list, or panics saying which devices there are.
 fn open_device(name: &str) -> *mut ibv_context {
@@ -53,8 +53,8 @@ fn open_device(name: &str) -> *mut ibv_context {
 
 #[test]
 fn device_port_gid_and_pd() {
-    let name = ibverbs_test_kit::device();
-    let want_gid = Ipv6Addr::from(ibverbs_test_kit::gid());
+    let name = rdma_verbs_test_kit::device();
+    let want_gid = Ipv6Addr::from(rdma_verbs_test_kit::gid());
     let ctx = open_device(&name);
 
     let mut dev = MaybeUninit::<ibv_device_attr>::zeroed();
@@ -111,7 +111,7 @@ fn device_port_gid_and_pd() {
 
 #[test]
 fn port_out_of_range_is_einval() {
-    let ctx = open_device(&ibverbs_test_kit::device());
+    let ctx = open_device(&rdma_verbs_test_kit::device());
     let mut port = MaybeUninit::<ibv_port_attr>::zeroed();
     // SAFETY: ctx is open and port is writable.
     let rc = unsafe { ibv_query_port(ctx, 0, port.as_mut_ptr()) };

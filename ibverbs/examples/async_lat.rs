@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! async_lat [DEVICE [ITERS [WAY]]]   (defaults: rxe0, 1000, all four; sizes 2 and 4096 B)
-//! scripts/with-rdma cargo run -p ibverbs --release --features tokio --example async_lat -- rxe0 1000
+//! scripts/with-rdma cargo run -p rdma-verbs --release --features tokio --example async_lat -- rxe0 1000
 //! ```
 //! Prints, per size and way, the half round trip in microseconds and the message rate,
 //! each with its ratio to the blocking loop (time ratios: above 1 is slower). WAY (one of
@@ -24,8 +24,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use ibverbs::tokio::{AsyncCq, AsyncQp};
-use ibverbs::{
+use rdma_verbs::tokio::{AsyncCq, AsyncQp};
+use rdma_verbs::{
     AccessFlags, ConnectOptions, Context, MemoryRegion, QpType, QueuePair, RecvRequest,
     SendRequest, WcOpcode, WorkCompletion,
 };
@@ -39,11 +39,11 @@ struct Side {
 }
 
 /// Two connected RC QPs on `ctx`, CQs on one channel, each spinning `spin` empty polls.
-fn pair(ctx: &Context, spin: u32, size: usize) -> ibverbs::Result<(Side, Side)> {
+fn pair(ctx: &Context, spin: u32, size: usize) -> rdma_verbs::Result<(Side, Side)> {
     let channel = ctx.create_comp_channel()?;
     let pd = ctx.alloc_pd()?;
     let access = AccessFlags::LOCAL_WRITE;
-    let make = || -> ibverbs::Result<_> {
+    let make = || -> rdma_verbs::Result<_> {
         let cq = ctx.create_cq(256, Some(&channel))?;
         let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
         Ok((qp, AsyncCq::new(cq)?.with_spin(spin)))
@@ -51,7 +51,7 @@ fn pair(ctx: &Context, spin: u32, size: usize) -> ibverbs::Result<(Side, Side)> 
     let ((a, a_cq), (b, b_cq)) = (make()?, make()?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
     let opts = ConnectOptions::default();
-    let side = |qp, cq| -> ibverbs::Result<Side> {
+    let side = |qp, cq| -> rdma_verbs::Result<Side> {
         Ok(Side {
             qp,
             cq,
@@ -66,7 +66,7 @@ fn pair(ctx: &Context, spin: u32, size: usize) -> ibverbs::Result<(Side, Side)> 
 }
 
 /// Posts a receive and a signaled send of `size` bytes on `side`.
-fn post(side: &Side, size: usize, recv: bool, send: bool) -> ibverbs::Result<()> {
+fn post(side: &Side, size: usize, recv: bool, send: bool) -> rdma_verbs::Result<()> {
     if recv {
         side.qp
             .post_recv(&mut [RecvRequest::new(0, &[side.recv.sge(..)?])])?;
@@ -88,7 +88,7 @@ async fn completions(
     side: &mut Side,
     wc: &mut [WorkCompletion],
     blocking: bool,
-) -> ibverbs::Result<usize> {
+) -> rdma_verbs::Result<usize> {
     if blocking {
         Ok(side.cq.cq().poll_until(wc, 1, None)?.len())
     } else {
@@ -97,7 +97,7 @@ async fn completions(
 }
 
 /// Polls `side`'s CQ (the blocking loop, or awaiting) until a receive completed.
-async fn until_recv(side: &mut Side, blocking: bool) -> ibverbs::Result<()> {
+async fn until_recv(side: &mut Side, blocking: bool) -> rdma_verbs::Result<()> {
     let mut wc = [WorkCompletion::default(); 4];
     loop {
         let n = completions(side, &mut wc, blocking).await?;
@@ -116,7 +116,7 @@ async fn cq_rounds(
     blocking: bool,
     size: usize,
     iters: u32,
-) -> ibverbs::Result<f64> {
+) -> rdma_verbs::Result<f64> {
     let (mut a, mut b) = pair(ctx, spin, size)?;
     post(&a, size, true, false)?;
     post(&b, size, true, false)?;
@@ -138,7 +138,7 @@ async fn cq_stream(
     blocking: bool,
     size: usize,
     msgs: usize,
-) -> ibverbs::Result<f64> {
+) -> rdma_verbs::Result<f64> {
     let (mut a, b) = pair(ctx, spin, size)?;
     // More receives than can be consumed between two drains (2 windows): no RNR.
     for _ in 0..3 * WINDOW {
@@ -172,7 +172,7 @@ async fn cq_stream(
 
 /// `msgs` sends from `a` to `b` with `AsyncQp` ops, [`WINDOW`] in flight, each region
 /// coming back with its completion; seconds taken.
-async fn op_stream(ctx: &Context, size: usize, msgs: usize) -> ibverbs::Result<f64> {
+async fn op_stream(ctx: &Context, size: usize, msgs: usize) -> rdma_verbs::Result<f64> {
     let (a, b) = pair(ctx, u32::MAX, size)?;
     let pd = a.send.pd().clone();
     let a = AsyncQp::new(a.qp, a.cq)?;
@@ -205,7 +205,7 @@ async fn op_stream(ctx: &Context, size: usize, msgs: usize) -> ibverbs::Result<f
 }
 
 /// `iters` round trips with `AsyncQp` ops; seconds taken.
-async fn op_rounds(ctx: &Context, size: usize, iters: u32) -> ibverbs::Result<f64> {
+async fn op_rounds(ctx: &Context, size: usize, iters: u32) -> rdma_verbs::Result<f64> {
     let (a, b) = pair(ctx, u32::MAX, size)?;
     let (mut a_s, mut a_r, mut b_s, mut b_r) = (a.send, a.recv, b.send, b.recv);
     let a = AsyncQp::new(a.qp, a.cq)?;
@@ -237,8 +237,8 @@ fn run(
     size: usize,
     iters: u32,
     msgs: usize,
-) -> ibverbs::Result<(f64, f64)> {
-    let cq = |spin, blocking| -> ibverbs::Result<(f64, f64)> {
+) -> rdma_verbs::Result<(f64, f64)> {
+    let cq = |spin, blocking| -> rdma_verbs::Result<(f64, f64)> {
         Ok((
             rt.block_on(cq_rounds(ctx, spin, blocking, size, iters))?,
             rt.block_on(cq_stream(ctx, spin, blocking, size, msgs))?,
@@ -265,7 +265,7 @@ fn median(v: &mut [f64]) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-fn main() -> ibverbs::Result<()> {
+fn main() -> rdma_verbs::Result<()> {
     let mut args = std::env::args().skip(1);
     let device = args.next().unwrap_or_else(|| "rxe0".into());
     let iters: u32 = args

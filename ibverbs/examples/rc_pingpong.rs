@@ -53,7 +53,7 @@ use std::net::{Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, ConnectOptions, Context, Endpoint, Gid, LinkLayer, Mtu, QpType, RecvRequest,
     Route, SendRequest, Sge, WorkCompletion,
 };
@@ -278,7 +278,7 @@ impl<T, E: Display> Say<T> for Result<T, E> {
 
 /// Posts up to `n` receives one by one, as C does, and returns how many were posted.
 fn post_recvs(
-    post: impl Fn(&mut [RecvRequest<'_>]) -> ibverbs::Result<()>,
+    post: impl Fn(&mut [RecvRequest<'_>]) -> rdma_verbs::Result<()>,
     sge: &[Sge<'_>],
     n: u32,
 ) -> u32 {
@@ -325,7 +325,7 @@ fn run(o: &Options) -> Result<(), String> {
     mr.write(0, &vec![0x7b; size])
         .or_say("Couldn't fill the buffer")?;
     let client = o.host.is_some();
-    let page = ibverbs::page_size();
+    let page = rdma_verbs::page_size();
     if o.validate && client {
         for offset in (0..size).step_by(page) {
             mr.write(offset, &[0])

@@ -47,8 +47,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ibverbs::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use ibverbs::{
+use rdma_verbs::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::{
     AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, RecvRequest, RemoteMemory,
     SendRequest, WcOpcode, WcStatus, WorkCompletion,
 };
@@ -309,7 +309,7 @@ impl Conn {
         let cq = ctx
             .create_cq(SQ_DEPTH * 2, Some(&comp))
             .or_say("ibv_create_cq failed")?;
-        let caps = ibverbs::ffi::ibv_qp_cap {
+        let caps = rdma_verbs::ffi::ibv_qp_cap {
             max_send_wr: SQ_DEPTH,
             max_recv_wr: RQ_DEPTH,
             max_send_sge: 1,
@@ -338,7 +338,7 @@ impl Conn {
         Ok(conn)
     }
 
-    fn qp(&self) -> &ibverbs::QueuePair {
+    fn qp(&self) -> &rdma_verbs::QueuePair {
         self.id.qp().expect("created in Conn::new")
     }
 

@@ -334,8 +334,8 @@ impl CompletionQueue {
     /// [`poll`](Self::poll) once it is non-empty does not compile (E0499, the borrow of
     /// `wc` is held across iterations), this does:
     /// ```no_run
-    /// # use ibverbs::{CompletionQueue, WorkCompletion};
-    /// # fn f(cq: &CompletionQueue) -> ibverbs::Result<()> {
+    /// # use rdma_verbs::{CompletionQueue, WorkCompletion};
+    /// # fn f(cq: &CompletionQueue) -> rdma_verbs::Result<()> {
     /// let mut wc = [WorkCompletion::default(); 16];
     /// for _round in 0..10 {
     ///     for done in cq.poll_until(&mut wc, 1, None)? {

@@ -290,7 +290,7 @@ impl ExtendedCq {
     /// session is ended (`ibv_end_poll`, only if `ibv_start_poll` found a completion).
     ///
     /// ```no_run
-    /// # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+    /// # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
     /// let bytes = cq.poll_session(|session| {
     ///     let mut bytes = 0;
     ///     while let Some(wc) = session.next_wc()? {

@@ -27,7 +27,7 @@ pub(crate) fn report(verb: &'static str, rc: i32) -> bool {
         Err(err) => {
             FAILED.fetch_add(1, Ordering::Relaxed);
             // Not eprintln!, which panics when stderr cannot be written.
-            let _ = writeln!(std::io::stderr(), "ibverbs: {err} (in drop)");
+            let _ = writeln!(std::io::stderr(), "rdma-verbs: {err} (in drop)");
             false
         }
     }

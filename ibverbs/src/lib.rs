@@ -4,9 +4,9 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use ibverbs::{AccessFlags, ConnectOptions, Context, QpType, SendRequest, WorkCompletion};
+//! use rdma_verbs::{AccessFlags, ConnectOptions, Context, QpType, SendRequest, WorkCompletion};
 //!
-//! # fn main() -> ibverbs::Result<()> {
+//! # fn main() -> rdma_verbs::Result<()> {
 //! let ctx = Context::open_first()?;
 //! let pd = ctx.alloc_pd()?;
 //! let cq = ctx.create_cq(16, None)?;
@@ -258,57 +258,57 @@
 //!
 //! A region cannot be dropped, or written, while a scatter/gather entry of it is alive:
 //! ```compile_fail,E0505
-//! # fn f(pd: ibverbs::ProtectionDomain, qp: ibverbs::QueuePair, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
-//! let mr = pd.alloc_mr(64, ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! # fn f(pd: rdma_verbs::ProtectionDomain, qp: rdma_verbs::QueuePair, peer: rdma_verbs::RemoteMemory) -> rdma_verbs::Result<()> {
+//! let mr = pd.alloc_mr(64, rdma_verbs::AccessFlags::LOCAL_WRITE)?;
 //! let sge = [mr.sge(..)?];
 //! drop(mr);
-//! qp.post_send(&mut [ibverbs::SendRequest::write(1, &sge, peer)])?;
+//! qp.post_send(&mut [rdma_verbs::SendRequest::write(1, &sge, peer)])?;
 //! # Ok(()) }
 //! ```
 //! ```compile_fail,E0502
-//! # fn f(pd: ibverbs::ProtectionDomain, qp: ibverbs::QueuePair, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
-//! let mut mr = pd.alloc_mr(64, ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! # fn f(pd: rdma_verbs::ProtectionDomain, qp: rdma_verbs::QueuePair, peer: rdma_verbs::RemoteMemory) -> rdma_verbs::Result<()> {
+//! let mut mr = pd.alloc_mr(64, rdma_verbs::AccessFlags::LOCAL_WRITE)?;
 //! let sge = [mr.sge(..)?];
 //! mr.write(0, b"changed under the request")?;
-//! qp.post_send(&mut [ibverbs::SendRequest::write(1, &sge, peer)])?;
+//! qp.post_send(&mut [rdma_verbs::SendRequest::write(1, &sge, peer)])?;
 //! # Ok(()) }
 //! ```
 //! A work request cannot outlive its scatter/gather list:
 //! ```compile_fail,E0597
-//! # fn f(mr: ibverbs::MemoryRegion, qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! # fn f(mr: rdma_verbs::MemoryRegion, qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! let mut wr = {
 //!     let sge = [mr.sge(..)?];
-//!     ibverbs::SendRequest::send(1, &sge)
+//!     rdma_verbs::SendRequest::send(1, &sge)
 //! };
 //! qp.post_send(std::slice::from_mut(&mut wr))?;
 //! # Ok(()) }
 //! ```
 //! A UD request cannot outlive its address handle:
 //! ```compile_fail,E0505
-//! # fn f(mr: ibverbs::MemoryRegion, qp: ibverbs::QueuePair, ah: ibverbs::AddressHandle) -> ibverbs::Result<()> {
+//! # fn f(mr: rdma_verbs::MemoryRegion, qp: rdma_verbs::QueuePair, ah: rdma_verbs::AddressHandle) -> rdma_verbs::Result<()> {
 //! let sge = [mr.sge(..)?];
-//! let wr = ibverbs::SendRequest::send(1, &sge).ud(&ah, 0x12, ibverbs::DEFAULT_QKEY);
+//! let wr = rdma_verbs::SendRequest::send(1, &sge).ud(&ah, 0x12, rdma_verbs::DEFAULT_QKEY);
 //! drop(ah);
 //! qp.post_send(&mut [wr])?;
 //! # Ok(()) }
 //! ```
 //! A queue pair that is not connected has no `post_send`:
 //! ```compile_fail,E0599
-//! # fn f(pd: ibverbs::ProtectionDomain, cq: ibverbs::CompletionQueue, mr: ibverbs::MemoryRegion) -> ibverbs::Result<()> {
-//! let qp = pd.create_qp(ibverbs::QpType::Rc, &cq, &cq).build()?;
+//! # fn f(pd: rdma_verbs::ProtectionDomain, cq: rdma_verbs::CompletionQueue, mr: rdma_verbs::MemoryRegion) -> rdma_verbs::Result<()> {
+//! let qp = pd.create_qp(rdma_verbs::QpType::Rc, &cq, &cq).build()?;
 //! let sge = [mr.sge(..)?];
-//! qp.post_send(&mut [ibverbs::SendRequest::send(1, &sge)])?;
+//! qp.post_send(&mut [rdma_verbs::SendRequest::send(1, &sge)])?;
 //! # Ok(()) }
 //! ```
 //! A batch cannot be forgotten: the old `batch()` that returned it is gone,
 //! ```compile_fail,E0061
-//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! # fn f(mut qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! std::mem::forget(qp.batch()?);
 //! # Ok(()) }
 //! ```
 //! the closure's batch cannot be moved out of its reference,
 //! ```compile_fail,E0507
-//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! # fn f(mut qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! qp.batch(|batch| {
 //!     std::mem::forget(*batch);
 //!     Ok(())
@@ -317,7 +317,7 @@
 //! ```
 //! nor kept past the closure, nor swapped with another QP's batch:
 //! ```compile_fail,E0521
-//! # fn f(mut qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! # fn f(mut qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! let mut kept = None;
 //! qp.batch(|batch| {
 //!     kept = Some(batch);
@@ -326,7 +326,7 @@
 //! # }
 //! ```
 //! ```compile_fail,E0521
-//! # fn f(mut x: ibverbs::QueuePair, mut y: ibverbs::QueuePair) -> ibverbs::Result<()> {
+//! # fn f(mut x: rdma_verbs::QueuePair, mut y: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! x.batch(|bx| y.batch(|by| {
 //!     std::mem::swap(bx, by);
 //!     Ok(())
@@ -335,13 +335,13 @@
 //! ```
 //! A poll session cannot be forgotten either: there is no call that returns one,
 //! ```compile_fail,E0061
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
 //! std::mem::forget(cq.poll_session()?);
 //! # Ok(()) }
 //! ```
 //! the closure's session cannot be moved out of its reference,
 //! ```compile_fail,E0507
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
 //! cq.poll_session(|session| {
 //!     std::mem::forget(*session);
 //!     Ok(())
@@ -350,7 +350,7 @@
 //! ```
 //! nor kept past the closure, nor a completion of it:
 //! ```compile_fail,E0521
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
 //! let mut kept = None;
 //! cq.poll_session(|session| {
 //!     kept = Some(session);
@@ -359,7 +359,7 @@
 //! # }
 //! ```
 //! ```compile_fail,E0521
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
 //! let mut kept = None;
 //! cq.poll_session(|session| {
 //!     kept = session.next_wc()?;
@@ -369,7 +369,7 @@
 //! ```
 //! A completion cannot be read after the session moved to the next one:
 //! ```compile_fail,E0499
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
 //! cq.poll_session(|session| {
 //!     let first = session.next_wc()?;
 //!     let second = session.next_wc()?;
@@ -380,8 +380,8 @@
 //! ```
 //! and the CQ cannot be polled another way while a session is open:
 //! ```compile_fail,E0502
-//! # fn f(mut cq: ibverbs::ExtendedCq) -> ibverbs::Result<()> {
-//! let mut wc = [ibverbs::WorkCompletion::default(); 4];
+//! # fn f(mut cq: rdma_verbs::ExtendedCq) -> rdma_verbs::Result<()> {
+//! let mut wc = [rdma_verbs::WorkCompletion::default(); 4];
 //! cq.poll_session(|session| {
 //!     let _ = session.next_wc()?;
 //!     cq.poll(&mut wc)?;
@@ -391,29 +391,29 @@
 //! ```
 //! The type states cannot be bypassed without `unsafe`:
 //! ```compile_fail,E0133
-//! # fn f(qp: ibverbs::QueuePair) -> ibverbs::Result<()> {
-//! let mut attr = ibverbs::ffi::ibv_qp_attr {
-//!     qp_state: ibverbs::ffi::ibv_qp_state::IBV_QPS_RESET,
+//! # fn f(qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
+//! let mut attr = rdma_verbs::ffi::ibv_qp_attr {
+//!     qp_state: rdma_verbs::ffi::ibv_qp_state::IBV_QPS_RESET,
 //!     ..Default::default()
 //! };
-//! qp.modify(&mut attr, ibverbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE)?;
+//! qp.modify(&mut attr, rdma_verbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE)?;
 //! # Ok(()) }
 //! ```
 //! Borrowed memory cannot be registered (a leaked region would outlive the borrow):
 //! ```compile_fail,E0277
-//! # fn f(pd: ibverbs::ProtectionDomain) -> ibverbs::Result<()> {
+//! # fn f(pd: rdma_verbs::ProtectionDomain) -> rdma_verbs::Result<()> {
 //! let mut buf = [0u8; 64];
-//! let mr = pd.register(&mut buf[..], ibverbs::AccessFlags::LOCAL_WRITE)?;
+//! let mr = pd.register(&mut buf[..], rdma_verbs::AccessFlags::LOCAL_WRITE)?;
 //! # Ok(()) }
 //! ```
 //! Registered memory is not reachable as a slice without `unsafe`, nor by indexing:
 //! ```compile_fail,E0133
-//! # fn f(mr: ibverbs::MemoryRegion) {
+//! # fn f(mr: rdma_verbs::MemoryRegion) {
 //! let bytes: &[u8] = mr.as_slice();
 //! # }
 //! ```
 //! ```compile_fail,E0608
-//! # fn f(mr: ibverbs::MemoryRegion) {
+//! # fn f(mr: rdma_verbs::MemoryRegion) {
 //! let byte: u8 = mr[0];
 //! # }
 //! ```
@@ -448,7 +448,7 @@
 //! stay 0.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 
-pub use ibverbs_sys as ffi;
+pub use rdma_verbs_sys as ffi;
 
 mod ah;
 mod async_event;

@@ -49,11 +49,11 @@ impl QueuePair {
     /// the QP was built with [`send_ops`](crate::QueuePairBuilder::send_ops).
     ///
     /// ```no_run
-    /// # fn f(mut qp: ibverbs::QueuePair, mr: ibverbs::MemoryRegion, peer: ibverbs::RemoteMemory) -> ibverbs::Result<()> {
+    /// # fn f(mut qp: rdma_verbs::QueuePair, mr: rdma_verbs::MemoryRegion, peer: rdma_verbs::RemoteMemory) -> rdma_verbs::Result<()> {
     /// let sge = [mr.sge(0..8)?];
     /// qp.batch(|batch| {
-    ///     batch.push(&ibverbs::SendRequest::write(1, &sge, peer))?;
-    ///     batch.push(&ibverbs::SendRequest::send(2, &sge).signaled())
+    ///     batch.push(&rdma_verbs::SendRequest::write(1, &sge, peer))?;
+    ///     batch.push(&rdma_verbs::SendRequest::send(2, &sge).signaled())
     /// })?;
     /// # Ok(()) }
     /// ```

@@ -11,15 +11,15 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ibverbs::cm::{
+use rdma_verbs::cm::{
     getaddrinfo, private_data_limit, AddrHints, CmEvent, CmEventKind, CmId, ConnParam,
     EventChannel, Message, PortSpace, UDP_QKEY,
 };
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionQueue, Endpoint, Error, Gid, GidType, ProtectionDomain,
     QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
-use ibverbs_test_kit::{cm_addr, Running};
+use rdma_verbs_test_kit::{cm_addr, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -58,7 +58,7 @@ fn add_qp(id: &mut CmId) -> Side {
     let ctx = id.context().expect("the id's device context");
     let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
     let cq = ctx.create_cq(16, None).expect("ibv_create_cq");
-    let caps = ibverbs::ffi::ibv_qp_cap {
+    let caps = rdma_verbs::ffi::ibv_qp_cap {
         max_send_wr: 8,
         max_recv_wr: 8,
         max_send_sge: 1,
@@ -492,7 +492,7 @@ fn peer_killed_after_establishment_disconnects_and_flushes() {
 const GRH: usize = 40;
 
 /// Posts a receive of [`GRH`] + 64 bytes of `mr` on `id`'s QP.
-fn post_ud_recv(id: &CmId, mr: &ibverbs::MemoryRegion, wr_id: u64) {
+fn post_ud_recv(id: &CmId, mr: &rdma_verbs::MemoryRegion, wr_id: u64) {
     let sge = [mr.sge(..GRH + 64).unwrap()];
     id.qp()
         .expect("the id's QP")
@@ -513,7 +513,7 @@ fn send_ud(id: &CmId, side: &Side, ah: &AddressHandle, qpn: u32, msg: &[u8]) {
 }
 
 /// Waits for the datagram of receive `wr_id` and checks that it is `msg`; its completion.
-fn recv_ud(side: &Side, mr: &ibverbs::MemoryRegion, wr_id: u64, msg: &[u8]) -> WorkCompletion {
+fn recv_ud(side: &Side, mr: &rdma_verbs::MemoryRegion, wr_id: u64, msg: &[u8]) -> WorkCompletion {
     let wc = one_completion(&side.cq);
     assert_eq!(wc.wr_id(), wr_id);
     assert!(wc.has_grh(), "UD receives on RoCE carry a GRH");

@@ -6,9 +6,9 @@
 //! Each property runs a bounded number of cases (`PROPTEST_CASES` overrides it) with a new
 //! random seed per run; a failure prints its minimal input.
 
-use ibverbs::RemoteMemory;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use rdma_verbs::RemoteMemory;
 
 /// `cases` cases unless `PROPTEST_CASES` says otherwise; no failure files (the tests may
 /// run in a VM whose file system is read-only outside the target directory).
@@ -64,9 +64,9 @@ proptest! {
 mod json {
     use std::net::Ipv6Addr;
 
-    use ibverbs::{Endpoint, Gid, RemoteMemory};
     use proptest::collection::{btree_map, vec};
     use proptest::prelude::*;
+    use rdma_verbs::{Endpoint, Gid, RemoteMemory};
     use serde_json::Value;
 
     use super::{config, remote_memory};

@@ -3,7 +3,7 @@
 //! `scripts/with-rdma`; rxe0 on `lo` in CI).
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`), with GID index 1 on port 1 (RoCE);
-//! a missing device is a failure, not a skip. The example is the one `cargo build -p ibverbs
+//! a missing device is a failure, not a skip. The example is the one `cargo build -p rdma-verbs
 //! --examples` put beside this test (`target/<profile>/examples/`); `cargo test --test
 //! pingpong` alone does not build it. Each test uses its own TCP port, so they run in
 //! parallel; each program gets [`TIMEOUT`], then is killed and the test fails.
@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{c_tool, device, example, listening, open, Outcome, Running};
+use rdma_verbs_test_kit::{c_tool, device, example, listening, open, Outcome, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const ITERS: u32 = 100;

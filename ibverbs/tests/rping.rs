@@ -4,7 +4,7 @@
 //!
 //! Every run has `-v` on both sides and `-V` on the client: each side's ping lines are
 //! checked against the data rping's client sends (so both read and wrote every byte), and
-//! their number against `-C`. The example is the one `cargo build -p ibverbs --examples
+//! their number against `-C`. The example is the one `cargo build -p rdma-verbs --examples
 //! --features cm` put beside this test. Each test uses its own port, so they run in
 //! parallel; each program gets [`TIMEOUT`], then is killed and the test fails.
 
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -11,19 +11,19 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use ibverbs::{
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionQueue, ConnectOptions, Error, MemoryRegion,
     ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, RemoteMemory, Route, SendOps,
     SendRequest, Sge, WorkCompletion, WrError, WrOpcode, DEFAULT_QKEY,
 };
-use proptest::prelude::*;
-use proptest::test_runner::Config;
 
-use ibverbs_test_kit::{assert_clean_drops, open, poll_one, ALL};
+use rdma_verbs_test_kit::{assert_clean_drops, open, poll_one, ALL};
 
 /// Asserts that `cq` stays empty for a moment.
 fn assert_empty(cq: &CompletionQueue) {
-    ibverbs_test_kit::assert_empty(cq, "after the refused requests");
+    rdma_verbs_test_kit::assert_empty(cq, "after the refused requests");
 }
 
 /// Asserts that `result` is the refusal of request `index` for `reason`.

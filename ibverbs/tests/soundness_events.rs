@@ -6,13 +6,13 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, CompletionChannel, CompletionQueue, ConnectOptions, Context, Error, MemoryRegion,
     MwType, ProtectionDomain, QpType, QueuePair, RecvRequest, SendRequest, WcOpcode,
     WorkCompletion,
 };
 
-use ibverbs_test_kit::{assert_clean_drops, open, ALL};
+use rdma_verbs_test_kit::{assert_clean_drops, open, ALL};
 
 const LONG: Duration = Duration::from_secs(10);
 
@@ -167,7 +167,7 @@ fn bound_window_keeps_its_region_registered() {
     // A region cannot be deregistered (given back) while a type 2 window holds it.
     let other = p.pd.alloc_mr(64, ALL | AccessFlags::MW_BIND).unwrap();
     let mw2 = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = ibverbs::ffi::ibv_inc_rkey(mw2.rkey());
+    let rkey = rdma_verbs::ffi::ibv_inc_rkey(mw2.rkey());
     let bind = SendRequest::bind_mw(2, &mw2, &other, .., AccessFlags::REMOTE_WRITE, rkey);
     p.y.post_send(&mut [bind.unwrap().signaled()]).unwrap();
     let bound = p.scq.poll_wait(&mut wc, Some(LONG)).unwrap();
@@ -223,7 +223,7 @@ fn closed_stderr_child() {
     let buf = Box::leak(vec![0u8; 64].into_boxed_slice());
     // SAFETY: the PD is live and `buf` is leaked, so it outlives the region, which is never
     // deregistered (the process exits).
-    let raw = unsafe { ibverbs::ffi::ibv_reg_mr(pd.as_raw(), buf.as_mut_ptr().cast(), 64, 1) };
+    let raw = unsafe { rdma_verbs::ffi::ibv_reg_mr(pd.as_raw(), buf.as_mut_ptr().cast(), 64, 1) };
     assert!(!raw.is_null(), "ibv_reg_mr failed");
     let unwound = std::panic::catch_unwind(move || {
         let _pd = pd;
@@ -231,7 +231,7 @@ fn closed_stderr_child() {
     });
     assert!(unwound.is_err());
     assert_eq!(
-        ibverbs::drop_error::count(),
+        rdma_verbs::drop_error::count(),
         1,
         "the failed dealloc is counted"
     );

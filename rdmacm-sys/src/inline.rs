@@ -5,12 +5,12 @@
 use core::ffi::{c_int, c_void};
 use core::ptr;
 
-use ibverbs_sys::{
+use libc::sockaddr;
+use rdma_verbs_sys::{
     ibv_access_flags, ibv_ack_cq_events, ibv_ah, ibv_cq, ibv_dereg_mr, ibv_get_cq_event, ibv_mr,
     ibv_poll_cq, ibv_post_recv, ibv_post_send, ibv_post_srq_recv, ibv_recv_wr, ibv_reg_mr,
     ibv_req_notify_cq, ibv_send_wr, ibv_sge, ibv_wc, ibv_wr_opcode,
 };
-use libc::sockaddr;
 
 use crate::{rdma_cm_id, RDMA_UDP_QKEY};
 
@@ -362,7 +362,7 @@ pub unsafe fn rdma_post_ud_send(
 /// CQs of the caller's); `wc` valid for one write.
 unsafe fn get_comp(
     cq: *mut ibv_cq,
-    channel: *mut ibverbs_sys::ibv_comp_channel,
+    channel: *mut rdma_verbs_sys::ibv_comp_channel,
     wc: *mut ibv_wc,
 ) -> c_int {
     loop {

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use std::net::Ipv4Addr;
 use std::ptr;
 
-use ibverbs_sys::ibv_get_device_name;
+use rdma_verbs_sys::ibv_get_device_name;
 use rdmacm_sys::*;
 
 /// `addr`:`port` as a `sockaddr_in`.
@@ -43,8 +43,8 @@ fn expect_event(channel: *mut rdma_event_channel, id: *mut rdma_cm_id, want: rdm
 
 #[test]
 fn bind_and_resolve_own_address() {
-    let device = ibverbs_test_kit::cm_device();
-    let std::net::IpAddr::V4(addr) = ibverbs_test_kit::cm_addr() else {
+    let device = rdma_verbs_test_kit::cm_device();
+    let std::net::IpAddr::V4(addr) = rdma_verbs_test_kit::cm_addr() else {
         panic!("the CM address is not IPv4");
     };
 

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, CompletionQueue, ConnectOptions, Context, ExtendedCq, MemoryRegion,
     ProtectionDomain, QpType, QueuePair, RecvRequest, RemoteMemory, SendOps, SendRequest, Sge,
     WcFields, WorkCompletion,

@@ -81,7 +81,7 @@ pub fn strerror(errno: i32) -> String {
 }
 
 /// The `strerror`-style text of a failed verb, as `perror` prints it.
-pub fn verbs_error_text(err: &ibverbs::Error) -> String {
+pub fn verbs_error_text(err: &rdma_verbs::Error) -> String {
     err.raw_os_error().map_or_else(|| err.to_string(), strerror)
 }
 

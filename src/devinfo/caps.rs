@@ -3,8 +3,8 @@
 
 use std::fmt::{self, Write};
 
-use ibverbs::ffi;
-use ibverbs::{DeviceCapFlags, OdpGeneralCaps, OdpTransportCaps, RawPacketCaps};
+use rdma_verbs::ffi;
+use rdma_verbs::{DeviceCapFlags, OdpGeneralCaps, OdpTransportCaps, RawPacketCaps};
 
 /// The bits of `device_cap_flags`, in the order `ibv_devinfo` lists them.
 const DEVICE_CAP_NAMES: &[(DeviceCapFlags, &str)] = &[

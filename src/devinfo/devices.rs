@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::fmt::{self, Write};
 use std::process::ExitCode;
 
-use ibverbs::DeviceList;
+use rdma_verbs::DeviceList;
 
 use crate::cli::{self, Output};
 

@@ -4,8 +4,8 @@
 
 use std::fmt::{self, Write};
 
-use ibverbs::ffi;
-use ibverbs::{DeviceAttr, Transport};
+use rdma_verbs::ffi;
+use rdma_verbs::{DeviceAttr, Transport};
 
 use super::caps;
 use super::names;

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::fmt::Write;
 use std::process::ExitCode;
 
-use ibverbs::{Context, Device, DeviceList, Transport};
+use rdma_verbs::{Context, Device, DeviceList, Transport};
 
 use crate::cli::{self, Output};
 use crate::sysfs;

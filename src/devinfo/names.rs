@@ -1,7 +1,7 @@
 //! The names `ibv_devinfo` gives values: GUIDs, enumerations and their C numbers.
 
-use ibverbs::ffi;
-use ibverbs::{AtomicCap, LinkLayer, Mtu, PhysState, PortState, Speed, Transport, Width};
+use rdma_verbs::ffi;
+use rdma_verbs::{AtomicCap, LinkLayer, Mtu, PhysState, PortState, Speed, Transport, Width};
 
 /// A GUID as four groups of 16 bits, such as `0200:00ff:fe00:0000`.
 pub fn guid(guid: u64) -> String {

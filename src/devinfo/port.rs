@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use ibverbs::{GidEntry, GidType, LinkLayer, PortAttr, Transport};
+use rdma_verbs::{GidEntry, GidType, LinkLayer, PortAttr, Transport};
 
 use super::inet_ntop;
 use super::names;

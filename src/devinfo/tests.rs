@@ -1,8 +1,8 @@
 //! `ibv_devinfo`'s whole output for rxe0 as rdma-core 44 prints it on Linux 6.1, built from
 //! what the device reports, and the GID lines of other link layers and GID types.
 
-use ibverbs::ffi;
-use ibverbs::{DeviceAttr, GidEntry, LinkLayer, PortAttr, Transport};
+use rdma_verbs::ffi;
+use rdma_verbs::{DeviceAttr, GidEntry, LinkLayer, PortAttr, Transport};
 
 use super::hca::{self, Hca};
 use super::port::{self, gid_line};

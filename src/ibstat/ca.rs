@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write};
 
-use ibverbs::PortAttr;
+use rdma_verbs::PortAttr;
 
 use super::names;
 
@@ -103,7 +103,7 @@ pub fn write_port(out: &mut impl Write, port: &PortInfo, alone: bool) -> fmt::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibverbs::ffi;
+    use rdma_verbs::ffi;
 
     fn port(width: u8, speed: u8) -> PortAttr {
         PortAttr::from_raw(ffi::ibv_port_attr {

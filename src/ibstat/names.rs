@@ -1,6 +1,6 @@
 //! The names `ibstat` gives values, as infiniband-diags and the kernel's sysfs spell them.
 
-use ibverbs::{LinkLayer, NodeType, PhysState, PortState, Speed, Width};
+use rdma_verbs::{LinkLayer, NodeType, PhysState, PortState, Speed, Width};
 
 /// A node type as `ibstat` names it; `None` for the types it does not list (iWARP and
 /// others: libibumad lists node types 1 to 3 only).

@@ -1,7 +1,7 @@
 //! Where `ibstat`'s values come from here: verbs, and three sysfs files read as libibumad
 //! reads them (infiniband-diags reads all of them from sysfs through libibumad).
 
-use ibverbs::{Context, DeviceList};
+use rdma_verbs::{Context, DeviceList};
 
 use super::ca::{CaInfo, PortInfo};
 use super::names;
@@ -11,7 +11,7 @@ use crate::sysfs;
 const ENOSYS: i32 = 38;
 
 /// The devices `ibstat` shows, with their node type names, sorted by name.
-pub fn ca_names() -> ibverbs::Result<Vec<(String, &'static str)>> {
+pub fn ca_names() -> rdma_verbs::Result<Vec<(String, &'static str)>> {
     let list = match DeviceList::new() {
         Ok(list) => list,
         // No RDMA support in the kernel: like a missing /sys/class/infiniband for libibumad.
@@ -27,12 +27,12 @@ pub fn ca_names() -> ibverbs::Result<Vec<(String, &'static str)>> {
 }
 
 /// The port GUIDs of device `name` (`ibstat -p` prints the non-zero ones).
-pub fn port_guids(name: &str) -> ibverbs::Result<Vec<u64>> {
+pub fn port_guids(name: &str) -> rdma_verbs::Result<Vec<u64>> {
     gid0_interface_ids(&Context::open(name)?)
 }
 
 /// The interface ID of GID 0 of each port.
-fn gid0_interface_ids(ctx: &Context) -> ibverbs::Result<Vec<u64>> {
+fn gid0_interface_ids(ctx: &Context) -> rdma_verbs::Result<Vec<u64>> {
     (1..=ctx.port_count()?)
         .map(|port| Ok(ctx.query_gid(port, 0)?.interface_id()))
         .collect()

@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Duration;
 
-use ibverbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use ibverbs::ffi::ibv_qp_cap;
-use ibverbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
+use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::ffi::ibv_qp_cap;
+use rdma_verbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
 
 use super::comm::{self, next_event, unexpected};
 use super::options::Params;
@@ -193,7 +193,7 @@ fn try_connect(
 }
 
 /// Waits for one successful completion on `cq`.
-fn wait_one(cq: &ibverbs::CompletionQueue, what: &str) -> Result<()> {
+fn wait_one(cq: &rdma_verbs::CompletionQueue, what: &str) -> Result<()> {
     let mut wc = [WorkCompletion::default()];
     match cq.poll_until(&mut wc, 1, Some(WAIT)).ctx(what)? {
         [c] if c.is_success() => Ok(()),
@@ -273,7 +273,7 @@ impl CmQps {
             .ids
             .iter()
             .filter_map(CmId::qp)
-            .map(ibverbs::QueuePair::endpoint);
+            .map(rdma_verbs::QueuePair::endpoint);
         Ok(self.base.records(dev, setup, gid, endpoints))
     }
 

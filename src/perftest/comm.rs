@@ -7,9 +7,9 @@ use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use ibverbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use ibverbs::ffi::ibv_qp_cap;
-use ibverbs::{
+use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::ffi::ibv_qp_cap;
+use rdma_verbs::{
     AccessFlags, CompletionChannel, CompletionQueue, MemoryRegion, RecvRequest, SendRequest,
     WorkCompletion,
 };
@@ -99,7 +99,7 @@ pub fn unexpected(kind: &CmEventKind) -> Error {
 pub fn listen(channel: &EventChannel, ps: PortSpace, port: u16, backlog: u32) -> Result<CmId> {
     let id = channel.create_id(ps).ctx("rdma_create_id failed")?;
     let fail =
-        |e: ibverbs::Error| Error::new(format!("Couldn't listen to rdma_cm port {port}: {e}"));
+        |e: rdma_verbs::Error| Error::new(format!("Couldn't listen to rdma_cm port {port}: {e}"));
     id.bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))
         .map_err(fail)?;
     id.listen(i32::try_from(backlog).unwrap_or(i32::MAX))
@@ -187,7 +187,7 @@ impl CmLink {
         Ok(link)
     }
 
-    fn qp(&self) -> Result<&ibverbs::QueuePair> {
+    fn qp(&self) -> Result<&rdma_verbs::QueuePair> {
         self.id
             .qp()
             .ok_or_else(|| Error::new("the rdma_cm id has no QP"))

@@ -1,5 +1,5 @@
 //! perftest's core benchmarks (`ib_send_bw`, `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`,
-//! `ib_send_lat`, `ib_write_lat`, `ib_read_lat`, `ib_atomic_lat`) on the safe `ibverbs`
+//! `ib_send_lat`, `ib_write_lat`, `ib_read_lat`, `ib_atomic_lat`) on the safe `rdma-verbs`
 //! API, interoperable with perftest as Debian packages it (4.5+0.17, which announces
 //! version 6.06): a C client runs against our server and ours against a C server.
 //!

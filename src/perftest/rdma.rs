@@ -1,12 +1,12 @@
 //! The verbs side: the device and port, perftest's device-dependent choices, and the
-//! resources of a test (one memory region, CQs, QPs), on the safe `ibverbs` API.
+//! resources of a test (one memory region, CQs, QPs), on the safe `rdma-verbs` API.
 
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::ops::Deref;
 
-use ibverbs::cm::CmId;
-use ibverbs::{
+use rdma_verbs::cm::CmId;
+use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, ConnectOptions, Context,
     DeviceList, Endpoint, Gid, GidType, LinkLayer, MemoryRegion, Mtu, PortAttr, PortState,
     PreparedQueuePair, ProtectionDomain, QpType, QueuePair, Route, Transport,

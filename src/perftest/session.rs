@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use ibverbs::cm::UDP_QKEY;
-use ibverbs::DEFAULT_QKEY;
+use rdma_verbs::cm::UDP_QKEY;
+use rdma_verbs::DEFAULT_QKEY;
 
 use crate::cli::Output;
 

@@ -13,7 +13,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use ibverbs::{AccessFlags, CompletionQueue, Context, Gid, WorkCompletion};
+use rdma_verbs::{AccessFlags, CompletionQueue, Context, Gid, WorkCompletion};
 
 /// `$name`, or `default` when it is not set.
 fn env_or(name: &str, default: &str) -> String {
@@ -77,9 +77,9 @@ pub fn open_cm() -> Context {
 }
 
 /// Asserts that no destroy call has failed in a destructor of this process so far
-/// ([`ibverbs::drop_error::count`]).
+/// ([`rdma_verbs::drop_error::count`]).
 pub fn assert_clean_drops() {
-    assert_eq!(ibverbs::drop_error::count(), 0, "a destroy call failed");
+    assert_eq!(rdma_verbs::drop_error::count(), 0, "a destroy call failed");
 }
 
 /// Asserts that `cq` stays empty for 100 ms (`ibv_poll_cq`); `what` names the moment in

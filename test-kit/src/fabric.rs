@@ -69,7 +69,7 @@ pub fn topology() -> PathBuf {
     simulated().unwrap_or_else(|| {
         panic!(
             "not on the simulated fabric: run under scripts/with-ibsim \
-             (e.g. scripts/with-ibsim -t fabric cargo test -p ibverbs-tools --test fabric)"
+             (e.g. scripts/with-ibsim -t fabric cargo test -p rdma-verbs-tools --test fabric)"
         )
     })
 }

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-use ibverbs::{Context, DeviceCapFlags, OdpGeneralCaps};
+use rdma_verbs::{Context, DeviceCapFlags, OdpGeneralCaps};
 
 /// A device capability that only some kernels' rxe has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The text line a test process sends another about its QP: its endpoint and the memory
 //! the other may access, as seven fields separated by spaces.
 
-use ibverbs::{Endpoint, Gid, RemoteMemory};
+use rdma_verbs::{Endpoint, Gid, RemoteMemory};
 
 /// The hello line (without a newline) of `ep` and `mem`.
 pub fn hello(ep: &Endpoint, mem: &RemoteMemory) -> String {

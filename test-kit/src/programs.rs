@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// The example binary `tool` (of any package of the workspace), from
 /// `target/<profile>/examples/`, beside the running test (`target/<profile>/deps/`). Panics
-/// if it has not been built: `cargo test -p ibverbs-tools` builds the examples,
+/// if it has not been built: `cargo test -p rdma-verbs-tools` builds the examples,
 /// `cargo test --test NAME` and the other packages' tests do not (`cargo build --examples`).
 pub fn example(tool: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the path of the test executable");

@@ -3,7 +3,7 @@
 //! missing ones), an unknown device, and no CA at all. (On rxe, tests/tools.rs compares the
 //! verbs and sysfs path in the VM.)
 
-use ibverbs_test_kit::fabric::{compare_at, node_ids, on_each_topology, Place};
+use rdma_verbs_test_kit::fabric::{compare_at, node_ids, on_each_topology, Place};
 
 #[test]
 fn at_every_node() {

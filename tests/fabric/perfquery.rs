@@ -5,7 +5,7 @@
 //! The traffic counters (data and packets) count the MADs of the queries themselves, so
 //! they are compared as numbers that only grow: ours between the C tool's before and after.
 
-use ibverbs_test_kit::fabric::{
+use rdma_verbs_test_kit::fabric::{
     compare, compare_at, compare_masked, mask_numbers, nodes, on_each_topology, run_c, run_ours,
     Place,
 };

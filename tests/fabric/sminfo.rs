@@ -2,7 +2,7 @@
 //! and its errors (a LID that answers nothing, a missing port or CA, no CA at all, bad
 //! paths, options and timeouts).
 
-use ibverbs_test_kit::fabric::{
+use rdma_verbs_test_kit::fabric::{
     compare, compare_at, compare_masked, mask_numbers, on_each_topology, Place,
 };
 

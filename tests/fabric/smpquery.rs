@@ -1,7 +1,7 @@
 //! `smpquery`: every op on every node of the topology by LID, ports by number (one past
 //! the last too), directed routes and GUIDs, the common options, and the errors.
 
-use ibverbs_test_kit::fabric::{compare, compare_at, nodes, on_each_topology, Place};
+use rdma_verbs_test_kit::fabric::{compare, compare_at, nodes, on_each_topology, Place};
 
 /// Runs the comparison of `smpquery` with each argument list.
 fn compare_all(lists: &[Vec<String>]) {

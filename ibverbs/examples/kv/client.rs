@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 use std::ops::AddAssign;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use ibverbs::cm::{ConnParam, PortSpace};
-use ibverbs::tokio::cm::AsyncCmChannel;
-use ibverbs::{AccessFlags, MemoryRegion, ProtectionDomain};
+use rdma_verbs::cm::{ConnParam, PortSpace};
+use rdma_verbs::tokio::cm::AsyncCmChannel;
+use rdma_verbs::{AccessFlags, MemoryRegion, ProtectionDomain};
 
 use crate::proto::{Op, Request, Response, Status, INLINE, MSG};
 use crate::{add_qp, async_qp, close, post_recv, received, send, within, Devices, Options, Result};

@@ -31,7 +31,7 @@
 //!   `Shutdown`, answers every request up to the client's `Done`, then disconnects; the
 //!   client checks that it was answered everything and that the server disconnected.
 //!   Both sides then move their QP to error, wait for the flushes, and drop everything;
-//!   each exits with status 1 if a destructor failed (`ibverbs::drop_error::count`).
+//!   each exits with status 1 if a destructor failed (`rdma_verbs::drop_error::count`).
 //!
 //! Each client owns its keys (process id, connection, slot, key); every get is checked,
 //! byte for byte, against the last value put, or must be `NotFound` before the first put.
@@ -53,10 +53,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
-use ibverbs::cm::CmEventKind;
-use ibverbs::tokio::cm::AsyncCmId;
-use ibverbs::tokio::{AsyncCq, AsyncQp};
-use ibverbs::{CompletionChannel, MemoryRegion, ProtectionDomain};
+use rdma_verbs::cm::CmEventKind;
+use rdma_verbs::tokio::cm::AsyncCmId;
+use rdma_verbs::tokio::{AsyncCq, AsyncQp};
+use rdma_verbs::{CompletionChannel, MemoryRegion, ProtectionDomain};
 
 /// The example's errors: messages.
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -164,7 +164,7 @@ fn add_qp(
 ) -> Result<AsyncCq> {
     let ctx = id.id().context()?;
     let cq = AsyncCq::new(ctx.create_cq(sends + recvs, Some(channel))?)?.with_spin(0);
-    let caps = ibverbs::ffi::ibv_qp_cap {
+    let caps = rdma_verbs::ffi::ibv_qp_cap {
         max_send_wr: sends,
         max_recv_wr: recvs,
         max_send_sge: 1,
@@ -182,12 +182,15 @@ fn async_qp(id: &mut AsyncCmId, cq: AsyncCq) -> Result<AsyncQp> {
 }
 
 /// Posts a receive of [`proto::MSG`] bytes into `mr`.
-fn post_recv(qp: &AsyncQp, mr: MemoryRegion) -> Result<ibverbs::tokio::Op> {
+fn post_recv(qp: &AsyncQp, mr: MemoryRegion) -> Result<rdma_verbs::tokio::Op> {
     Ok(qp.recv(mr, ..proto::MSG)?)
 }
 
 /// Awaits the receive `op` (within `limit`): its region and the bytes it got.
-async fn received(op: &mut ibverbs::tokio::Op, limit: Duration) -> Result<(MemoryRegion, Vec<u8>)> {
+async fn received(
+    op: &mut rdma_verbs::tokio::Op,
+    limit: Duration,
+) -> Result<(MemoryRegion, Vec<u8>)> {
     let (mr, wc) = within(limit, "a message", op).await??;
     wc.ok()?;
     let mut bytes = vec![0; wc.byte_len() as usize];
@@ -239,7 +242,7 @@ fn main() -> ExitCode {
         }
     });
     // Everything (the runtime's registrations too) is dropped by now.
-    let failed = ibverbs::drop_error::count();
+    let failed = rdma_verbs::drop_error::count();
     match result {
         Ok(()) if failed == 0 => ExitCode::SUCCESS,
         Ok(()) => {

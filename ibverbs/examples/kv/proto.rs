@@ -2,7 +2,7 @@
 //! little-endian. Values up to [`INLINE`] bytes travel in them; larger ones by RDMA in
 //! the client's value region, which every request names.
 
-use ibverbs::RemoteMemory;
+use rdma_verbs::RemoteMemory;
 
 /// The size of every receive buffer, so the largest message.
 pub const MSG: usize = 512;

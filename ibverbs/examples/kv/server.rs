@@ -5,10 +5,10 @@ use std::collections::{HashMap, VecDeque};
 use std::pin::pin;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use ibverbs::cm::ConnParam;
-use ibverbs::tokio::cm::{AsyncCmChannel, ConnectRequest, Listener};
-use ibverbs::tokio::AsyncQp;
-use ibverbs::{AccessFlags, MemoryRegion};
+use rdma_verbs::cm::ConnParam;
+use rdma_verbs::tokio::cm::{AsyncCmChannel, ConnectRequest, Listener};
+use rdma_verbs::tokio::AsyncQp;
+use rdma_verbs::{AccessFlags, MemoryRegion};
 use tokio::sync::watch;
 
 use crate::proto::{Op, Request, Response, Status, INLINE, MAX_DEPTH, MAX_VALUE, MSG};

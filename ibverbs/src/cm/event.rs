@@ -195,8 +195,8 @@ impl CmEvent {
     /// an [`Error::Verb`] of kind `TimedOut`, any other event one of kind `Other`.
     ///
     /// ```no_run
-    /// # use ibverbs::cm::{CmEventKind, ConnParam, EventChannel};
-    /// # fn f(channel: &EventChannel, id: &ibverbs::cm::CmId) -> ibverbs::Result<()> {
+    /// # use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel};
+    /// # fn f(channel: &EventChannel, id: &rdma_verbs::cm::CmId) -> rdma_verbs::Result<()> {
     /// id.connect(&ConnParam::default())?;
     /// let ev = channel.get_event()?.expect_kind("rdma_connect", |k| {
     ///     matches!(k, CmEventKind::Established { .. })

@@ -4,9 +4,9 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use ibverbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
+//! use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
 //!
-//! # fn main() -> ibverbs::Result<()> {
+//! # fn main() -> rdma_verbs::Result<()> {
 //! let channel = EventChannel::new()?;
 //! let mut id = channel.create_id(PortSpace::Tcp)?;
 //! id.resolve_addr(None, "198.18.1.1:7471".parse().unwrap(), Duration::from_secs(2))?;
@@ -15,7 +15,7 @@
 //! assert!(matches!(channel.get_event()?.kind, CmEventKind::RouteResolved));
 //! let ctx = id.context()?;
 //! let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(16, None)?);
-//! let caps = ibverbs::ffi::ibv_qp_cap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+//! let caps = rdma_verbs::ffi::ibv_qp_cap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
 //! id.create_qp(&pd, &cq, &cq, caps)?;
 //! id.connect(&ConnParam { private_data: b"hello", ..ConnParam::default() })?;
 //! match channel.get_event()?.kind {

@@ -1,11 +1,11 @@
 //! Async completions and device events on tokio (feature `tokio`).
 //!
 //! ```no_run
-//! use ibverbs::tokio::AsyncCq;
-//! use ibverbs::WorkCompletion;
+//! use rdma_verbs::tokio::AsyncCq;
+//! use rdma_verbs::WorkCompletion;
 //!
-//! # async fn f() -> ibverbs::Result<()> {
-//! let ctx = ibverbs::Context::open_first()?;
+//! # async fn f() -> rdma_verbs::Result<()> {
+//! let ctx = rdma_verbs::Context::open_first()?;
 //! let channel = ctx.create_comp_channel()?;
 //! let mut cq = AsyncCq::new(ctx.create_cq(64, Some(&channel))?)?.with_spin(1000);
 //! // ... create QPs on cq.cq() and post ...

@@ -1,4 +1,4 @@
-//! rdma_cm as futures (`ibverbs::tokio::cm`) on the CM device: connect and accept through
+//! rdma_cm as futures (`rdma_verbs::tokio::cm`) on the CM device: connect and accept through
 //! a listener stream with private data both ways, then disconnect; a connect nobody
 //! listens for is refused, one the server rejects fails with its private data; a connect
 //! future dropped mid-handshake and a dropped request
@@ -8,11 +8,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_core::Stream;
-use ibverbs::cm::{CmEventKind, ConnParam, PortSpace};
-use ibverbs::tokio::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
-use ibverbs::tokio::{AsyncCq, AsyncQp};
-use ibverbs::ProtectionDomain;
-use ibverbs_test_kit::{assert_clean_drops, cm_addr};
+use rdma_verbs::cm::{CmEventKind, ConnParam, PortSpace};
+use rdma_verbs::tokio::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
+use rdma_verbs::tokio::{AsyncCq, AsyncQp};
+use rdma_verbs::ProtectionDomain;
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
 use tokio::time::timeout;
 
 use crate::common::LIMIT;
@@ -24,7 +24,7 @@ const RESOLVE: Duration = Duration::from_secs(2);
 fn add_qp(id: &mut AsyncCmId) -> ProtectionDomain {
     let ctx = id.id().context().unwrap();
     let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
-    let caps = ibverbs::ffi::ibv_qp_cap {
+    let caps = rdma_verbs::ffi::ibv_qp_cap {
         max_send_wr: 4,
         max_recv_wr: 4,
         max_send_sge: 1,
@@ -127,7 +127,7 @@ async fn a_connect_nobody_listens_for_is_refused() {
     assert!(
         matches!(
             &refused,
-            ibverbs::Error::Rejected {
+            rdma_verbs::Error::Rejected {
                 verb: "rdma_connect",
                 reason: 8,
                 ..
@@ -157,7 +157,7 @@ async fn a_rejected_connect_carries_the_peers_private_data() {
         .await
         .expect("an answer in time");
     match refused.unwrap_err() {
-        ibverbs::Error::Rejected {
+        rdma_verbs::Error::Rejected {
             verb,
             reason,
             private_data,
@@ -225,7 +225,7 @@ fn add_async_qp(id: &mut AsyncCmId) -> (ProtectionDomain, AsyncCq) {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let cq = AsyncCq::new(ctx.create_cq(8, Some(&channel)).unwrap()).unwrap();
-    let caps = ibverbs::ffi::ibv_qp_cap {
+    let caps = rdma_verbs::ffi::ibv_qp_cap {
         max_send_wr: 4,
         max_recv_wr: 4,
         max_send_sge: 1,
@@ -268,7 +268,7 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
     let client_qp = AsyncQp::new(client_qp, client_cq).unwrap();
     let server_qp = AsyncQp::new(server_qp, server_cq).unwrap();
 
-    let access = ibverbs::AccessFlags::LOCAL_WRITE;
+    let access = rdma_verbs::AccessFlags::LOCAL_WRITE;
     let recv = server_qp
         .recv(server_pd.alloc_mr(16, access).unwrap(), ..)
         .unwrap();
@@ -306,7 +306,7 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
         .await
         .expect("flushed in time")
         .unwrap();
-    assert_eq!(wc.status(), ibverbs::WcStatus::WR_FLUSH_ERR);
+    assert_eq!(wc.status(), rdma_verbs::WcStatus::WR_FLUSH_ERR);
     drop((client_qp, server_qp, client, server, listener, channel));
     drop((client_pd, server_pd));
     assert_clean_drops();

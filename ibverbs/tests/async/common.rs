@@ -1,10 +1,10 @@
 //! Connected RC pairs whose CQs report to completion channels.
 
-use ibverbs::tokio::AsyncCq;
-use ibverbs::{
+use rdma_verbs::tokio::AsyncCq;
+use rdma_verbs::{
     CompletionChannel, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpType, QueuePair,
 };
-use ibverbs_test_kit::ALL;
+use rdma_verbs_test_kit::ALL;
 
 /// How long any await of a test may take before the test fails.
 pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(10);

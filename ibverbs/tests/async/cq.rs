@@ -4,9 +4,9 @@
 use std::task::Poll;
 use std::time::Duration;
 
-use ibverbs::tokio::AsyncCq;
-use ibverbs::{Error, QueuePair, RecvRequest, SendRequest, WcOpcode, WorkCompletion};
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs::tokio::AsyncCq;
+use rdma_verbs::{Error, QueuePair, RecvRequest, SendRequest, WcOpcode, WorkCompletion};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 use tokio::time::timeout;
 
 use crate::common::{Pair, LIMIT};
@@ -307,7 +307,7 @@ fn outside_a_runtime_is_refused() {
         ),
         "{err}"
     );
-    let err = ibverbs::tokio::AsyncEvents::new(&ctx).unwrap_err();
+    let err = rdma_verbs::tokio::AsyncEvents::new(&ctx).unwrap_err();
     assert!(
         matches!(
             err,

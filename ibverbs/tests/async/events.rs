@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use ibverbs::tokio::AsyncEvents;
-use ibverbs::{AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest};
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs::tokio::AsyncEvents;
+use rdma_verbs::{AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 use tokio::time::timeout;
 
 use crate::common::LIMIT;

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{cm_addr, cm_listening, example, free_port, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, example, free_port, open_cm, Outcome, Running};
 
 /// How long the whole run may take (a few seconds under TCG).
 const TIMEOUT: Duration = Duration::from_secs(60);

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use ibverbs::tokio::{AsyncQp, Op};
-use ibverbs::{Error, MemoryRegion, ProtectionDomain, RegistrableMemory, WcOpcode, WcStatus};
-use ibverbs_test_kit::{assert_clean_drops, open, ALL};
+use rdma_verbs::tokio::{AsyncQp, Op};
+use rdma_verbs::{Error, MemoryRegion, ProtectionDomain, RegistrableMemory, WcOpcode, WcStatus};
+use rdma_verbs_test_kit::{assert_clean_drops, open, ALL};
 use tokio::time::timeout;
 
 use crate::common::{Pair, LIMIT};
@@ -56,7 +56,7 @@ fn async_pair<B: RegistrableMemory>(p: Pair) -> (ProtectionDomain, AsyncQp<B>, A
 }
 
 /// An op's region and completion, within [`LIMIT`].
-async fn done<B: RegistrableMemory>(op: Op<B>) -> (MemoryRegion<B>, ibverbs::WorkCompletion) {
+async fn done<B: RegistrableMemory>(op: Op<B>) -> (MemoryRegion<B>, rdma_verbs::WorkCompletion) {
     timeout(LIMIT, op).await.expect("a completion").unwrap()
 }
 
@@ -259,7 +259,7 @@ async fn a_qp_of_another_cq_is_refused() {
     let ctx = open();
     let channel = ctx.create_comp_channel().unwrap();
     let p = Pair::new(&ctx, &channel, 0);
-    let err = AsyncQp::<ibverbs::AlignedBuffer>::new(p.a, p.b_cq).unwrap_err();
+    let err = AsyncQp::<rdma_verbs::AlignedBuffer>::new(p.a, p.b_cq).unwrap_err();
     assert!(
         matches!(
             err,

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, mix, open, pattern};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, mix, open, pattern};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, ConnectOptions, Endpoint, MemoryRegion, Mtu, QpState, QpType, QueuePair,
     RecvRequest, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion,
 };

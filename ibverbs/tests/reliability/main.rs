@@ -20,7 +20,7 @@ mod peer_death;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use ibverbs::AccessFlags;
+use rdma_verbs::AccessFlags;
 
 /// Runs the tests of this binary one at a time.
 pub fn serial() -> MutexGuard<'static, ()> {

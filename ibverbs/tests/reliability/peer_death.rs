@@ -6,11 +6,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{
+use rdma_verbs_test_kit::{
     assert_clean_drops, assert_empty, hello, mix, open, parse_hello, pattern, record, Wire,
 };
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, CompletionQueue, ConnectOptions, MemoryRegion, QpState, QpType, QueuePair,
     RecvRequest, RemoteMemory, SendRequest, Sge, WcStatus, WorkCompletion,
 };

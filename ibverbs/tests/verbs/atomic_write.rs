@@ -1,11 +1,11 @@
 //! Atomic write (`ibv_wr_atomic_write`, rxe from Linux 6.2): 8 bytes written at once through
 //! the extended send API, and the checks every atomic write passes before it reaches the
-//! provider. The tests that post one ask `ibverbs_test_kit::feature` first: skipped by name
+//! provider. The tests that post one ask `rdma_verbs_test_kit::feature` first: skipped by name
 //! on a kernel without it, failed where `WITH_RDMA_EXPECT` says it should be there.
 
-use ibverbs_test_kit::{assert_clean_drops, feature, open, Feature};
+use rdma_verbs_test_kit::{assert_clean_drops, feature, open, Feature};
 
-use ibverbs::{
+use rdma_verbs::{
     DeviceCapFlags, Error, QpType, SendOps, SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
 };
 
@@ -21,7 +21,7 @@ fn atomic_write_pair() -> Pair {
 }
 
 /// The reason of a refused request.
-fn refusal(got: ibverbs::Result<()>) -> WrError {
+fn refusal(got: rdma_verbs::Result<()>) -> WrError {
     match got {
         Err(Error::Request { reason, .. }) => reason,
         other => panic!("expected Error::Request, got {other:?}"),
@@ -86,7 +86,7 @@ fn atomic_write_is_checked_before_the_provider() {
     }
     // Nothing was written or completed by the refused requests.
     assert_eq!(contents(&remote), vec![0; 64]);
-    ibverbs_test_kit::assert_empty(&p.a_cq, "after refused atomic writes");
+    rdma_verbs_test_kit::assert_empty(&p.a_cq, "after refused atomic writes");
     drop(remote);
     drop(p);
     assert_clean_drops();

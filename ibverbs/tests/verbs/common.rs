@@ -1,13 +1,13 @@
 //! What the tests of several areas share: a connected pair of QPs, polling, memory contents.
 
-use ibverbs_test_kit::open;
+use rdma_verbs_test_kit::open;
 
-use ibverbs::{
+use rdma_verbs::{
     CompletionQueue, ConnectOptions, MemoryRegion, PreparedQueuePair, ProtectionDomain, QpType,
     QueuePair,
 };
 
-pub use ibverbs_test_kit::{poll_one, ALL};
+pub use rdma_verbs_test_kit::{poll_one, ALL};
 
 /// Two QPs of one type on one device, connected to each other.
 pub struct Pair {
@@ -28,7 +28,7 @@ impl Pair {
     /// once built, then connected to each other (UD QPs: made ready to send).
     pub fn with(
         qp_type: QpType,
-        config: impl Fn(ibverbs::QueuePairBuilder<'_>) -> ibverbs::QueuePairBuilder<'_>,
+        config: impl Fn(rdma_verbs::QueuePairBuilder<'_>) -> rdma_verbs::QueuePairBuilder<'_>,
         before_connect: impl Fn(&PreparedQueuePair),
     ) -> Pair {
         let ctx = open();
@@ -88,7 +88,7 @@ pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, Qu
 }
 
 /// The bytes of `mr`.
-pub fn contents<B: ibverbs::RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
+pub fn contents<B: rdma_verbs::RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
     let mut out = vec![0; mr.len()];
     mr.read(0, &mut out).unwrap();
     out

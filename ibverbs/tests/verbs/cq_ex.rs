@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
-use ibverbs::{
+use rdma_verbs::{
     Context, Error, ExtendedCq, MemoryRegion, ProtectionDomain, QpType, QueuePair, RecvRequest,
     Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
 };
@@ -168,7 +168,7 @@ fn ud_receive_reads_source_qp_grh_and_the_addressing_fields() {
     let ah = p.pd.create_ah(1, &remote, &route).unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send_with_imm(5, &sge, 77)
-        .ud(&ah, remote.qpn, ibverbs::DEFAULT_QKEY)
+        .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)
         .signaled()])
         .unwrap();
     assert_eq!(take(&mut p.a_cq, 1)[0].status, WcStatus::SUCCESS);
@@ -289,7 +289,7 @@ fn a_session_is_ended_on_return_error_and_panic() {
     // A panic in the closure ends the session too (else the next poll would hang on the
     // provider's lock).
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        p.a_cq.poll_session(|s| -> ibverbs::Result<()> {
+        p.a_cq.poll_session(|s| -> rdma_verbs::Result<()> {
             assert_eq!(s.next_wc()?.map(|wc| wc.wr_id()), Some(3));
             panic!("in a poll session");
         })

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
-use ibverbs::{Error, QpType, SendRequest, WcFields, WorkCompletion};
+use rdma_verbs::{Error, QpType, SendRequest, WcFields, WorkCompletion};
 
 use crate::common::{rc_pair_on, Pair, ALL};
 

@@ -3,9 +3,9 @@
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
+use rdma_verbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
 
-use ibverbs::{
+use rdma_verbs::{
     AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
     LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Transport,
 };
@@ -63,10 +63,10 @@ fn queries_the_device() {
         // Values of the rxe driver (drivers/infiniband/sw/rxe/rxe_param.h).
         assert_eq!(attr.vendor_id, 0xffffff);
         assert_eq!(attr.phys_port_cnt, 1);
-        assert_eq!(attr.atomic_cap, ibverbs::AtomicCap::Hca);
-        assert!(attr
-            .device_cap_flags
-            .contains(ibverbs::DeviceCapFlags::MEM_WINDOW | ibverbs::DeviceCapFlags::SRQ_RESIZE));
+        assert_eq!(attr.atomic_cap, rdma_verbs::AtomicCap::Hca);
+        assert!(attr.device_cap_flags.contains(
+            rdma_verbs::DeviceCapFlags::MEM_WINDOW | rdma_verbs::DeviceCapFlags::SRQ_RESIZE
+        ));
     }
     drop(ctx);
     assert_clean_drops();

@@ -2,9 +2,9 @@
 //! (`ibv_alloc_td`, `ibv_alloc_parent_domain`), which rxe does not have: there they are
 //! typed errors.
 
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
-use ibverbs::{fork_init, fork_status, Error, ForkStatus, QpType};
+use rdma_verbs::{fork_init, fork_status, Error, ForkStatus, QpType};
 
 use crate::common::ALL;
 

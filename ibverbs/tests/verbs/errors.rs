@@ -2,9 +2,9 @@
 //! wrong connect calls, overfull queues, protection and access errors, retries exceeded, CQ
 //! overrun.
 
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendRequest,
     WcStatus, WorkCompletion,
 };
@@ -376,7 +376,7 @@ fn sge_outside_its_region_is_a_local_protection_error() {
     // The safe API refuses the range up front; the raw path shows what the HCA does.
     // SAFETY: the lkey is a live region's; the range overruns it on purpose, which the HCA
     // checks and reports as a completion error without touching memory.
-    let bad = [unsafe { ibverbs::Sge::from_raw(buf.addr(), 4096, buf.lkey()) }];
+    let bad = [unsafe { rdma_verbs::Sge::from_raw(buf.addr(), 4096, buf.lkey()) }];
     p.a.post_send(&mut [SendRequest::write(1, &bad, remote.remote()).signaled()])
         .unwrap();
     let wc = poll_one(&p.a_cq);
@@ -435,22 +435,26 @@ fn posting_in_reset_and_init_fails() {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; the request references a live region.
         unsafe {
-            ibverbs::ffi::ibv_post_send(raw_qp, (&mut wr as *mut SendRequest<'_>).cast(), &mut bad)
+            rdma_verbs::ffi::ibv_post_send(
+                raw_qp,
+                (&mut wr as *mut SendRequest<'_>).cast(),
+                &mut bad,
+            )
         }
     };
     let mut post_raw = post_raw;
     assert_eq!(post_raw(qp.as_raw()), libc::EINVAL, "post_send in INIT");
     // ...and in RESET.
-    let mut attr = ibverbs::ffi::ibv_qp_attr {
-        qp_state: ibverbs::ffi::ibv_qp_state::IBV_QPS_RESET,
+    let mut attr = rdma_verbs::ffi::ibv_qp_attr {
+        qp_state: rdma_verbs::ffi::ibv_qp_state::IBV_QPS_RESET,
         ..Default::default()
     };
     // SAFETY: the QP is live; attr is initialised.
     let rc = unsafe {
-        ibverbs::ffi::ibv_modify_qp(
+        rdma_verbs::ffi::ibv_modify_qp(
             qp.as_raw(),
             &mut attr,
-            ibverbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
+            rdma_verbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
         )
     };
     assert_eq!(rc, 0);
@@ -522,20 +526,20 @@ fn cq_overrun_raises_a_cq_error_event() {
     // SAFETY: pfd is valid for the call.
     let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
     assert_eq!(ready, 1, "no async event within 10 s");
-    let mut event = std::mem::MaybeUninit::<ibverbs::ffi::ibv_async_event>::zeroed();
+    let mut event = std::mem::MaybeUninit::<rdma_verbs::ffi::ibv_async_event>::zeroed();
     // SAFETY: the context is open and event is writable.
-    let rc = unsafe { ibverbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) };
+    let rc = unsafe { rdma_verbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) };
     assert_eq!(rc, 0);
     // SAFETY: ibv_get_async_event filled it.
     let mut event = unsafe { event.assume_init() };
     assert_eq!(
         event.event_type,
-        ibverbs::ffi::ibv_event_type::IBV_EVENT_CQ_ERR
+        rdma_verbs::ffi::ibv_event_type::IBV_EVENT_CQ_ERR
     );
     // SAFETY: for a CQ event the union holds the CQ.
     assert_eq!(unsafe { event.element.cq }, small.as_raw());
     // SAFETY: the event was returned by ibv_get_async_event and is acknowledged once.
-    unsafe { ibverbs::ffi::ibv_ack_async_event(&mut event) };
+    unsafe { rdma_verbs::ffi::ibv_ack_async_event(&mut event) };
 
     let mut wc = vec![WorkCompletion::default(); cap + 8];
     let got = small.poll(&mut wc).unwrap().len();

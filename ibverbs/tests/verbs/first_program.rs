@@ -5,9 +5,9 @@
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{assert_clean_drops, gid, open};
+use rdma_verbs_test_kit::{assert_clean_drops, gid, open};
 
-use ibverbs::{
+use rdma_verbs::{
     ffi, page_size, ConnectOptions, Endpoint, Error, Gid, Mtu, QpType, QueuePair, RecvRequest,
     Route, SendRequest, WcStatus, WorkCompletion,
 };
@@ -130,7 +130,7 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(2, &sge)
-        .ud(&ah, remote.qpn, ibverbs::DEFAULT_QKEY)
+        .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)
         .signaled()])
         .unwrap();
     poll_one(&p.a_cq).ok().unwrap();

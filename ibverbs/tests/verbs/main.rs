@@ -11,7 +11,7 @@
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
-//! netdev `$IBVERBS_TEST_NETDEV` (default `lo`) (see `ibverbs_test_kit::device`). A missing
+//! netdev `$IBVERBS_TEST_NETDEV` (default `lo`) (see `rdma_verbs_test_kit::device`). A missing
 //! device is a failure, not a skip. Every test checks at its end that no destroy call failed
 //! in a destructor.
 

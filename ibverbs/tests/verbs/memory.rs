@@ -10,9 +10,9 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 
-use ibverbs_test_kit::{assert_clean_drops, open, pattern};
+use rdma_verbs_test_kit::{assert_clean_drops, open, pattern};
 
-use ibverbs::{
+use rdma_verbs::{
     huge_page_size, AccessFlags, DmaBuf, Error, Mapping, MappingKind, MemoryRegion, MwType, QpType,
     RecvRequest, RegistrableMemory, Rereg, ReregState, SendRequest, WcOpcode, WcStatus,
 };
@@ -282,7 +282,7 @@ fn bad_file_mappings_are_typed_errors() {
 /// `IBV_REREG_MR_ERR_CMD`): the region is then left invalid, refuses use and drops cleanly.
 fn rereg_then_use(
     p: &Pair,
-    pd: &ibverbs::ProtectionDomain,
+    pd: &rdma_verbs::ProtectionDomain,
     access: AccessFlags,
     change: Rereg,
 ) -> Option<MemoryRegion<Mapping>> {
@@ -349,7 +349,7 @@ fn rereg_bad_inputs_leave_the_region_usable() {
         p.pd.register(Mapping::anonymous(8192).unwrap(), ALL)
             .unwrap();
     let keys = (mr.lkey(), mr.rkey());
-    let invalid = |r: ibverbs::Result<()>, what: &str| match r {
+    let invalid = |r: rdma_verbs::Result<()>, what: &str| match r {
         Err(Error::InvalidArgument { what: w, .. }) => assert_eq!(w, what),
         other => panic!("expected Error::InvalidArgument ({what}), got {other:?}"),
     };

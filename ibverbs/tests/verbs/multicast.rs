@@ -9,9 +9,9 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
 
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, gid, open};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, gid, open};
 
-use ibverbs::{
+use rdma_verbs::{
     CompletionQueue, Endpoint, Error, Gid, QpType, QueuePair, RecvRequest, Route, SendRequest,
     WcOpcode, WcStatus, DEFAULT_QKEY, MULTICAST_QPN,
 };

@@ -1,7 +1,7 @@
 //! On-demand paging: ODP regions under every operation rxe supports on them (RC send/recv,
 //! write, read, atomics; UD send) where the kernel's rxe has ODP, the typed errors where it
 //! has not, prefetch advice and implicit ODP. A test that needs ODP asks
-//! `ibverbs_test_kit::feature` first: skipped by name where the kernel lacks it, failed
+//! `rdma_verbs_test_kit::feature` first: skipped by name where the kernel lacks it, failed
 //! where `WITH_RDMA_EXPECT` says it should be there.
 //!
 //! Every transfer into ODP memory here starts at a page boundary: rxe in Linux 7.3.4 writes
@@ -9,9 +9,9 @@
 //! ODP region (a 9-byte RDMA write at page offset 904 writes nothing; a UD payload at
 //! offset 40, after the GRH, loses its last 40 bytes), a kernel bug these tests found.
 
-use ibverbs_test_kit::{assert_clean_drops, feature, open, Feature};
+use rdma_verbs_test_kit::{assert_clean_drops, feature, open, Feature};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, Advice, Error, MemoryRegion, QpType, RecvRequest, Route, SendRequest, WcOpcode,
     WcStatus,
 };
@@ -37,7 +37,7 @@ fn odp_registration_is_checked_against_the_device_caps() {
     let pd = ctx.alloc_pd().unwrap();
     let caps = ctx.query_device().unwrap().odp_caps;
     let got = pd.alloc_mr(4096, ALL | AccessFlags::ON_DEMAND);
-    if caps.general.contains(ibverbs::OdpGeneralCaps::SUPPORT) {
+    if caps.general.contains(rdma_verbs::OdpGeneralCaps::SUPPORT) {
         // Each remote right needs its RC ODP cap; rxe with ODP has them all.
         assert!(got.is_ok(), "{got:?}");
     } else {
@@ -142,7 +142,7 @@ fn odp_ud_send() {
     let ah = p.pd.create_ah(1, &remote, &route).unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(2, &sge)
-        .ud(&ah, remote.qpn, ibverbs::DEFAULT_QKEY)
+        .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)
         .signaled()])
         .unwrap();
     poll_one(&p.a_cq).ok().unwrap();
@@ -163,7 +163,7 @@ fn advise_prefetch_and_its_bad_inputs() {
     let got = pinned.advise(Advice::Prefetch, .., true);
     assert!(matches!(got, Err(Error::InvalidArgument { .. })), "{got:?}");
     if feature(&ctx, Feature::Odp) {
-        let len = 4 * ibverbs::page_size();
+        let len = 4 * rdma_verbs::page_size();
         let mr = pd
             .alloc_mr(len, AccessFlags::LOCAL_WRITE | AccessFlags::ON_DEMAND)
             .unwrap();
@@ -214,7 +214,7 @@ fn implicit_odp_is_local_and_typed_where_unsupported() {
         .unwrap()
         .odp_caps
         .general
-        .contains(ibverbs::OdpGeneralCaps::SUPPORT_IMPLICIT);
+        .contains(rdma_verbs::OdpGeneralCaps::SUPPORT_IMPLICIT);
     match pd.register_implicit_odp(AccessFlags::LOCAL_WRITE) {
         Ok(mr) => assert!(
             implicit,

@@ -1,8 +1,8 @@
 //! The full `ibv_query_qp`: what a QP reports matches how it was built and connected.
 
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
-use ibverbs::{ConnectOptions, QpState, QpType, DEFAULT_QKEY};
+use rdma_verbs::{ConnectOptions, QpState, QpType, DEFAULT_QKEY};
 
 use crate::common::{Pair, ALL};
 

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use ibverbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
-use ibverbs::{
+use rdma_verbs::{
     AsyncEventKind, CompletionQueue, ConnectOptions, Context, Error, EventSource, ProtectionDomain,
     QpType, QueuePair, RecvRequest, SendRequest, SharedReceiveQueue,
 };
@@ -124,7 +124,7 @@ fn srq_resize_keeps_posted_receives() {
     let srq = pd.create_srq(8, 1).unwrap();
     if !dev
         .device_cap_flags
-        .contains(ibverbs::DeviceCapFlags::SRQ_RESIZE)
+        .contains(rdma_verbs::DeviceCapFlags::SRQ_RESIZE)
     {
         assert!(matches!(srq.resize(64), Err(Error::Unsupported { .. })));
         return;

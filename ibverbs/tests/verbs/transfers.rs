@@ -1,9 +1,9 @@
 //! Moving data: sends, RDMA writes and reads, atomics, on RC, UC and UD QPs, through an SRQ,
 //! memory windows and address handles, completion events, and the extended send API.
 
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, open};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, Route,
     SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
 };
@@ -80,7 +80,7 @@ fn rc_write_read_and_write_with_imm() {
     assert_eq!(&got, b"hello, rdma");
 
     // Write with immediate consumes a receive at the target.
-    let none: [ibverbs::Sge<'_>; 0] = [];
+    let none: [rdma_verbs::Sge<'_>; 0] = [];
     p.b.post_recv(&mut [RecvRequest::new(7, &none)]).unwrap();
     p.a.post_send(&mut [SendRequest::write_with_imm(3, &sge, remote.remote(), 42).signaled()])
         .unwrap();
@@ -215,7 +215,7 @@ fn ud_send_recv_through_an_address_handle() {
     let ah = p.pd.create_ah(1, &remote, &route).unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(1, &sge)
-        .ud(&ah, remote.qpn, ibverbs::DEFAULT_QKEY)
+        .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)
         .signaled()])
         .unwrap();
     poll_one(&p.a_cq).ok().unwrap();
@@ -296,13 +296,13 @@ fn memory_windows_type_1_and_2() {
 
     // Type 2: bound by a work request, with a fresh key.
     let mw2 = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = ibverbs::ffi::ibv_inc_rkey(mw2.rkey());
+    let rkey = rdma_verbs::ffi::ibv_inc_rkey(mw2.rkey());
     let bind = SendRequest::bind_mw(2, &mw2, &target, 0..64, AccessFlags::REMOTE_WRITE, rkey)
         .unwrap()
         .signaled();
     p.b.post_send(&mut [bind]).unwrap();
     assert_eq!(poll_one(&p.b_cq).ok().unwrap().opcode(), WcOpcode::BindMw);
-    let window2 = ibverbs::RemoteMemory {
+    let window2 = rdma_verbs::RemoteMemory {
         addr: target.addr(),
         len: 64,
         rkey,
@@ -315,7 +315,7 @@ fn memory_windows_type_1_and_2() {
 
     // The key the window had before the bind grants nothing. (rxe checks a window's
     // accesses against the whole underlying region, so a range test would not tell.)
-    let stale = ibverbs::RemoteMemory {
+    let stale = rdma_verbs::RemoteMemory {
         addr: target.addr(),
         len: 16,
         rkey: mw2.rkey(),
@@ -373,7 +373,7 @@ fn event_driven_completion() {
 
 #[test]
 fn extended_send_api_batches() {
-    use ibverbs::SendOps;
+    use rdma_verbs::SendOps;
     let ops =
         SendOps::SEND | SendOps::RDMA_WRITE | SendOps::RDMA_READ | SendOps::ATOMIC_FETCH_AND_ADD;
     let mut p = Pair::with(QpType::Rc, |b| b.send_ops(ops).max_inline_data(32), |_| {});

@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
-use ibverbs::{Context, GidType, PortState};
+use rdma_verbs::{Context, GidType, PortState};
 
 use crate::GUARD;
 

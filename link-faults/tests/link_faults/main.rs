@@ -40,8 +40,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibverbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
-use ibverbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, Running};
+use rdma_verbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, Running};
 
 use link::{gid_index, Fault, FaultKind, Link};
 use peer::PeerTurn;

@@ -8,10 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, WcOpcode, WcStatus, WorkCompletion,
 };
-use ibverbs_test_kit::{
+use rdma_verbs_test_kit::{
     assert_clean_drops, c_tool, cm_listening, example, free_port, hello, listening, parse_hello,
     record, Running, Wire,
 };
@@ -235,7 +235,7 @@ pub fn peer_process() {
             },
             "tool" => peer_tool(&state, args, &mut wire),
             "rping" => peer_rping(args, &mut wire),
-            "drops" => format!("ok {}", ibverbs::drop_error::count()),
+            "drops" => format!("ok {}", rdma_verbs::drop_error::count()),
             _ => panic!("peer: unknown command {line:?}"),
         };
         wire.send(&answer);

@@ -4,11 +4,11 @@
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use ibverbs::{
+use rdma_verbs::{
     AccessFlags, CompletionQueue, Context, MemoryRegion, PreparedQueuePair, ProtectionDomain,
     QpType, QueuePair, RemoteMemory, SendRequest, WcStatus, WorkCompletion,
 };
-use ibverbs_test_kit::{mix, pattern, record};
+use rdma_verbs_test_kit::{mix, pattern, record};
 
 use crate::link::{counters, gid_index, Fault, FaultKind, Injector, Link};
 use crate::GUARD;

@@ -2,7 +2,7 @@
 //! a send half that keeps every QP's send window full and counts the send completions, a
 //! receive half that counts receives and posts them again, and the loops made of them.
 
-use ibverbs::WorkCompletion;
+use rdma_verbs::WorkCompletion;
 
 use super::cq::{self, completion_error};
 use super::post::{self, list_sges, Poster, Request, Target};

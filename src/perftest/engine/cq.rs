@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ibverbs::WorkCompletion;
+use rdma_verbs::WorkCompletion;
 
 use super::watchdog::Watchdog;
 use crate::perftest::rdma::Cq;

@@ -1,7 +1,7 @@
 //! The latency loops (perftest's `run_iter_lat_send`, `run_iter_lat_write` and
 //! `run_iter_lat`): one message in flight, a timestamp per post.
 
-use ibverbs::{RecvRequest, WorkCompletion};
+use rdma_verbs::{RecvRequest, WorkCompletion};
 
 use super::cq::{self, completion_error, one_completion};
 use super::post::{self, Request, Target};

@@ -2,7 +2,7 @@
 //! bandwidth loops (single requests whose addresses cycle, or fixed post lists) and the
 //! receives of the send tests.
 
-use ibverbs::{AddressHandle, RecvRequest, RemoteMemory, SendRequest, Sge};
+use rdma_verbs::{AddressHandle, RecvRequest, RemoteMemory, SendRequest, Sge};
 
 use super::Plan;
 use crate::perftest::rdma::{Queues, GRH};
@@ -126,7 +126,7 @@ pub fn send_sge<'m>(
     queues: &'m Queues,
     q: usize,
     offset: usize,
-) -> ibverbs::Result<Sge<'m>> {
+) -> rdma_verbs::Result<Sge<'m>> {
     let local = queues.layout.send_offset(q) + offset;
     queues.mr.sge(local..local + plan.size as usize)
 }
@@ -141,9 +141,9 @@ pub fn list_sges<'m>(plan: &Plan, queues: &'m Queues) -> Result<Vec<Vec<Sge<'m>>
         .map(|q| {
             (0..plan.post_list)
                 .map(|j| send_sge(plan, queues, q, queues.layout.cycle(plan.size, j)))
-                .collect::<ibverbs::Result<Vec<_>>>()
+                .collect::<rdma_verbs::Result<Vec<_>>>()
         })
-        .collect::<ibverbs::Result<_>>()
+        .collect::<rdma_verbs::Result<_>>()
         .ctx("building the post lists")
 }
 
