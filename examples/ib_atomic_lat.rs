@@ -1,5 +1,7 @@
 //! `ib_atomic_lat`: perftest's atomic latency test (see `rdma_verbs_tools::perftest`).
-
+//!
+//! The installed tool is the binary of the same name (`src/bin/`); this example runs the
+//! same function, so `cargo run --example ib_atomic_lat` works as well.
 fn main() -> std::process::ExitCode {
     rdma_verbs_tools::ib_atomic_lat(std::env::args_os().collect())
 }

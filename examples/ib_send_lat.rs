@@ -1,5 +1,7 @@
 //! `ib_send_lat`: perftest's send latency test (see `rdma_verbs_tools::perftest`).
-
+//!
+//! The installed tool is the binary of the same name (`src/bin/`); this example runs the
+//! same function, so `cargo run --example ib_send_lat` works as well.
 fn main() -> std::process::ExitCode {
     rdma_verbs_tools::ib_send_lat(std::env::args_os().collect())
 }

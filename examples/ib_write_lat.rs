@@ -1,5 +1,7 @@
 //! `ib_write_lat`: perftest's write latency test (see `rdma_verbs_tools::perftest`).
-
+//!
+//! The installed tool is the binary of the same name (`src/bin/`); this example runs the
+//! same function, so `cargo run --example ib_write_lat` works as well.
 fn main() -> std::process::ExitCode {
     rdma_verbs_tools::ib_write_lat(std::env::args_os().collect())
 }

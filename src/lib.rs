@@ -1,5 +1,7 @@
-//! Shared code of the command-line tools in `examples/`: each tool is a function named after
-//! its binary, taking the whole `argv` and returning the exit code, re-exported here.
+//! The command-line tools (`src/bin/`, installed by `cargo install --path .`): each tool is a
+//! function named after its binary, taking the whole `argv` and returning the exit code,
+//! re-exported here. The device listing and perftest tools are also examples over the same
+//! functions (`examples/`).
 
 pub mod cli;
 pub mod devinfo;
@@ -9,6 +11,7 @@ mod fuzz;
 pub mod ibdiag;
 pub mod ibstat;
 pub mod perftest;
+pub mod rping;
 pub mod sysfs;
 
 pub use devinfo::{ibv_devices, ibv_devinfo};
@@ -18,3 +21,4 @@ pub use perftest::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,
     ib_write_lat,
 };
+pub use rping::rping;

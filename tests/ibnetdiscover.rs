@@ -7,7 +7,7 @@
 //! options). The line with the time of the run is left out of the comparison and checked
 //! on its own.
 //!
-//! The tools are the example binaries beside this test (`cargo build --examples` first).
+//! Ours are the package's binaries, which `cargo test` builds before this test.
 
 use std::path::{Path, PathBuf};
 

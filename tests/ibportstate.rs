@@ -9,7 +9,7 @@
 //! their own, started for that sequence, and the sequences' results are compared step by
 //! step.
 //!
-//! The tools are the example binaries beside this test (`cargo build --examples` first).
+//! Ours are the package's binaries, which `cargo test` builds before this test.
 
 use rdma_verbs_test_kit::fabric::{compare, compare_at, on_each_topology, Place};
 use rdma_verbs_test_kit::fabric_runs::{compare_sequence_on, topologies, Step};

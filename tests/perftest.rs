@@ -1,13 +1,12 @@
-//! The perftest examples (`ib_send_bw` ... `ib_atomic_lat`) against each other and against
+//! Our perftest tools (`ib_send_bw` ... `ib_atomic_lat`) against each other and against
 //! Debian's perftest, on the device (run through `scripts/with-rdma`; rxe0 on `lo` in CI):
 //! every test in every direction (ours to ours, our client to a C server, a C client to our
 //! server) must finish with a result line on both sides, and bad input must fail with a
 //! message and a nonzero status instead of hanging or panicking.
 //!
 //! The C tools are run by absolute path (`rdma_verbs_test_kit::c_tool`), never from `PATH`,
-//! which may hold ours. The examples are the ones `cargo test` builds beside this
-//! test (`target/<profile>/examples/`); `cargo test --test perftest` alone does not build
-//! them, so run `cargo test` for the package (or `cargo build --examples` first).
+//! which may hold ours. Ours are the package's binaries, which `cargo test` builds before
+//! this test.
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`). Both sides run here and talk over
 //! TCP on 127.0.0.1, each pair on a port of its own.
 //!
@@ -16,7 +15,7 @@
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
 
 use rdma_verbs_test_kit::{
-    c_tool, cm_addr, cm_device, cm_listening, device, example, free_port, listening, open_cm,
+    c_tool, cm_addr, cm_device, cm_listening, device, free_port, listening, open_cm,
 };
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -43,7 +42,7 @@ enum Side {
 fn program(side: Side, tool: &str) -> PathBuf {
     match side {
         Side::C => c_tool(tool),
-        Side::Rust => example(tool),
+        Side::Rust => rdma_verbs_test_kit::tool(tool),
     }
 }
 

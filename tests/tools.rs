@@ -1,14 +1,13 @@
-//! Each example against the C tool it replaces, side by side on the same device (run through
+//! Each of our tools against the C tool it replaces, side by side on the same device (run through
 //! `scripts/with-rdma`; rxe0 on `lo` in CI): same stdout byte for byte, same exit status, a
 //! message on stderr exactly when the C tool writes one, and never a panic.
 //!
 //! The C tools (rdma-core's `ibv_devices` and `ibv_devinfo`, infiniband-diags' `ibstat`) are
-//! run by absolute path (`rdma_verbs_test_kit::c_tool`), never from `PATH`, which may hold ours. The examples are the ones `cargo test` builds beside this test
-//! (`target/<profile>/examples/`); `cargo test --test tools` alone does not rebuild them, so
-//! run `cargo test` for the package (or `cargo build --examples` first).
+//! run by absolute path (`rdma_verbs_test_kit::c_tool`), never from `PATH`, which may hold ours. Ours are the package's binaries, which `cargo test`
+//! builds before this test.
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`).
 
-use rdma_verbs_test_kit::{c_tool, device, example, open};
+use rdma_verbs_test_kit::{c_tool, device, open};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 
@@ -24,17 +23,17 @@ fn require_device() {
     drop(open());
 }
 
-/// Runs the C tool `tool` and our example of the same name with `args` (both with `tool` as
+/// Runs the C tool `tool` and ours of the same name with `args` (both with `tool` as
 /// `argv[0]`, as it appears in usage texts) and compares them, on the test device.
 fn compare(tool: &str, args: &[&str]) {
     require_device();
-    let example = example(tool);
+    let ours_path = rdma_verbs_test_kit::tool(tool);
     let mut c_cmd = Command::new(c_tool(tool));
     c_cmd.arg0(tool).args(args);
     let c = run(c_cmd, &format!("the C tool {tool}"));
-    let mut ours_cmd = Command::new(&example);
+    let mut ours_cmd = Command::new(&ours_path);
     ours_cmd.arg0(tool).args(args);
-    let ours = run(ours_cmd, &example.display().to_string());
+    let ours = run(ours_cmd, &ours_path.display().to_string());
 
     let call = format!("{tool} {}", args.join(" "));
     let ours_err = String::from_utf8_lossy(&ours.stderr);

@@ -1,6 +1,6 @@
 //! Our fabric tools against infiniband-diags on the simulated InfiniBand fabric of
 //! `scripts/with-ibsim` (ibsim and opensm; libibumad redirected by `libumad2sim.so`): each
-//! comparison runs the C tool (by absolute path) and our example with the same arguments,
+//! comparison runs the C tool (by absolute path) and ours with the same arguments,
 //! both with the tool's name as `argv[0]`, and asserts the same stdout byte for byte, the
 //! same exit status, and a message on stderr exactly when the C tool writes one.
 //!
@@ -16,7 +16,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{c_tool, example};
+use crate::c_tool;
 
 /// What a tool did: its stdout, its stderr without the simulator's line, its exit status.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,9 +200,9 @@ pub fn run_c(tool: &str, args: &[&str], place: Place) -> Run {
     run(c_tool(tool), tool, args, place)
 }
 
-/// Runs our example `tool` with `args` at `place`.
+/// Runs our `tool` with `args` at `place`.
 pub fn run_ours(tool: &str, args: &[&str], place: Place) -> Run {
-    run(example(tool), tool, args, place)
+    run(crate::tool(tool), tool, args, place)
 }
 
 /// Compares the C tool `tool` with ours, both run with `args` on the fabric; returns what

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::{c_tool, example};
+use crate::c_tool;
 
 /// What one command did: stdout, whether stderr had a message of the tool's own (other
 /// than `libumad2sim`'s `sim_connect` line), exit status.
@@ -99,7 +99,7 @@ pub fn compare_sequence_on(
     mask: impl Fn(&str) -> String,
 ) -> Vec<Step> {
     let c = run_sequence(&c_tool(tool), tool, topology, sim_host, steps);
-    let ours = run_sequence(&example(tool), tool, topology, sim_host, steps);
+    let ours = run_sequence(&crate::tool(tool), tool, topology, sim_host, steps);
     for ((step, c), ours) in steps.iter().zip(&c).zip(&ours) {
         let call = format!("{tool} {} on {}", step.join(" "), topology.display());
         assert_eq!(

@@ -38,6 +38,6 @@ pub use device::{
 pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
 pub use net::{cm_listening, free_port, listening};
-pub use programs::{c_tool, example};
+pub use programs::{c_tool, example, tool};
 pub use run::{Outcome, Running};
 pub use wire::Wire;

@@ -1,22 +1,40 @@
-//! The programs the tests run: the root package's examples (our tools) and the C tools
-//! they are compared with.
+//! The programs the tests run: our tools (the root package's binaries), the examples, and the
+//! C tools they are compared with.
 
 use std::path::{Path, PathBuf};
 
-/// The example binary `tool` (of any package of the workspace), from
-/// `target/<profile>/examples/`, beside the running test (`target/<profile>/deps/`). Panics
-/// if it has not been built: `cargo test -p rdma-verbs-tools` builds the examples,
-/// `cargo test --test NAME` and the other packages' tests do not (`cargo build --examples`).
-pub fn example(tool: &str) -> PathBuf {
+/// The directory of the running test's profile, `target/<profile>/` (the test itself is in
+/// `target/<profile>/deps/`).
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the path of the test executable");
-    let path = exe
-        .parent()
+    exe.parent()
         .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("examples").join(tool))
-        .expect("the test executable is in target/<profile>/deps");
+        .expect("the test executable is in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Our tool `tool`, the binary of the root package that `cargo install --path .` installs
+/// (`ibv_devinfo`, `ib_write_bw`, `rping`, ...), from `target/<profile>/`. Panics if it has not
+/// been built: `cargo test -p rdma-verbs-tools` builds the binaries, other packages' tests do
+/// not (`cargo build --bins`).
+pub fn tool(tool: &str) -> PathBuf {
+    built(profile_dir().join(tool), "cargo build --bins")
+}
+
+/// The example binary `name` (of any package of the workspace), from
+/// `target/<profile>/examples/`. Panics if it has not been built: `cargo test` builds the
+/// examples of the package it tests only with `--all-targets` (`cargo build --examples`).
+pub fn example(name: &str) -> PathBuf {
+    built(
+        profile_dir().join("examples").join(name),
+        "cargo build --examples",
+    )
+}
+
+fn built(path: PathBuf, how: &str) -> PathBuf {
     assert!(
         path.is_file(),
-        "{} is missing: build the examples first (`cargo build --examples`)",
+        "{} is missing: build it first (`{how}`)",
         path.display()
     );
     path

@@ -4,8 +4,7 @@
 //! `cargo test` runs each test under `scripts/with-ibsim` once per topology;
 //! `scripts/with-ibsim -t T cargo test --test fabric` runs them on T only.
 //!
-//! The tools are the example binaries beside this test (`target/<profile>/examples/`):
-//! `cargo test --test fabric` alone does not build them (`cargo build --examples` first).
+//! Ours are the package's binaries, which `cargo test` builds before this test.
 
 mod ibstat;
 mod perfquery;

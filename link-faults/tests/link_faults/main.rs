@@ -12,7 +12,7 @@
 //!   on the link;
 //! - `WITH_RDMA_PEER_EXEC`: a command prefix (split at whitespace) that runs a command on the
 //!   peer, e.g. `ssh root@peer env WITH_RDMA_LINK_DEVICE=rxe0 WITH_RDMA_LINK_NETDEV=eth1`
-//!   (the peer needs the same two device variables, and this binary and the examples at the
+//!   (the peer needs the same two device variables, and this binary and our tools at the
 //!   same paths).
 //!
 //! Without them every test fails. The peer process is this binary re-executed on the peer
@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
-use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, Running};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, tool, Running};
 
 use link::{gid_index, Fault, FaultKind, Link};
 use peer::PeerTurn;
@@ -272,7 +272,7 @@ fn five_percent_loss_each_way_delivers_every_message_intact() {
     assert_clean_drops();
 }
 
-/// Our `ib_write_bw` and `ib_send_bw` (the examples) complete a run between the hosts with
+/// Our `ib_write_bw` and `ib_send_bw` complete a run between the hosts with
 /// 5% of the packets lost each way: server on the peer, client here.
 #[test]
 fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
@@ -282,9 +282,9 @@ fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
     let run_args = ["-s", "4096", "-n", "400"];
     assert_eq!(peer.ask(&format!("netem {LOSS}")), "ok");
     let fault = Fault::netem(&link.netdev, LOSS);
-    for tool in ["ib_write_bw", "ib_send_bw"] {
-        let client_path = example(tool);
-        let answer = peer.ask(&format!("tool {tool} {}", run_args.join(" ")));
+    for name in ["ib_write_bw", "ib_send_bw"] {
+        let client_path = tool(name);
+        let answer = peer.ask(&format!("tool {name} {}", run_args.join(" ")));
         let port = answer
             .strip_prefix("listening ")
             .unwrap_or_else(|| panic!("peer: {answer}"));
@@ -312,21 +312,21 @@ fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
             if start.elapsed() > GUARD {
                 let _ = client.kill();
                 let _ = client.wait();
-                panic!("{tool}: the client hung");
+                panic!("{name}: the client hung");
             }
             std::thread::sleep(Duration::from_millis(50));
         };
         let stdout = reader.join().unwrap();
         let elapsed = start.elapsed();
-        assert!(status.success(), "{tool} client: {status}\n{stdout}");
+        assert!(status.success(), "{name} client: {status}\n{stdout}");
         let result = stdout
             .lines()
             .find(|l| l.split_whitespace().take(2).eq([run_args[1], run_args[3]]))
-            .unwrap_or_else(|| panic!("{tool}: no result line in\n{stdout}"));
+            .unwrap_or_else(|| panic!("{name}: no result line in\n{stdout}"));
         let end = peer.wire().recv("the end of the server");
-        assert_eq!(end, "exit 0", "{tool} server");
+        assert_eq!(end, "exit 0", "{name} server");
         eprintln!(
-            "{tool} with {LOSS} each way: {} x {} bytes in {elapsed:.2?}; result: {}",
+            "{name} with {LOSS} each way: {} x {} bytes in {elapsed:.2?}; result: {}",
             run_args[3],
             run_args[1],
             result.trim()
@@ -349,7 +349,7 @@ fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
 // ---------------------------------------------------------------- rdma_cm across the link
 
 /// rping between the hosts, connecting by the peer's address on the link, so that rdma_cm
-/// resolves it through a real route and neighbour (not loopback): the example against
+/// resolves it through a real route and neighbour (not loopback): ours against
 /// rdma-core's `rping` each way, server on the peer.
 #[test]
 fn rping_connects_across_the_link_by_address() {
@@ -361,7 +361,7 @@ fn rping_connects_across_the_link_by_address() {
         let path = if client == "c" {
             c_tool("rping")
         } else {
-            example("rping")
+            tool("rping")
         };
         let args = ["-c", "-v", "-V", "-C", &count.to_string()]
             .into_iter()

@@ -12,8 +12,8 @@ use rdma_verbs::{
     AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, WcOpcode, WcStatus, WorkCompletion,
 };
 use rdma_verbs_test_kit::{
-    assert_clean_drops, c_tool, cm_listening, example, free_port, hello, listening, parse_hello,
-    record, Running, Wire,
+    assert_clean_drops, c_tool, cm_listening, free_port, hello, listening, parse_hello, record,
+    Running, Wire,
 };
 
 use crate::link::{env, Fault, Link, DEVICE_VAR, EXEC_VAR, LOCAL_VAR, NETDEV_VAR, PEER_VAR};
@@ -367,12 +367,12 @@ fn peer_bulk(state: &PeerState, args: &str) -> String {
     format!("ok {checked}")
 }
 
-/// `tool NAME ARGS...`: runs the example NAME as a perftest server on a free port with
+/// `tool NAME ARGS...`: runs our tool NAME as a perftest server on a free port with
 /// ARGS, on this side's device and GID; answers `listening PORT` when it listens, then
 /// `exit CODE` when it has finished.
 fn peer_tool(state: &PeerState, args: &str, wire: &mut Wire) -> String {
     let mut words = args.split_whitespace();
-    let tool = example(words.next().expect("tool NAME ARGS"));
+    let tool = rdma_verbs_test_kit::tool(words.next().expect("tool NAME ARGS"));
     let port = free_port();
     let mut server = Command::new(&tool)
         .args(["-d", &env(DEVICE_VAR)])
@@ -409,14 +409,14 @@ fn peer_tool(state: &PeerState, args: &str, wire: &mut Wire) -> String {
     format!("exit {}", status.code().map_or(-1, |c| c))
 }
 
-/// `rping c|rust PORT`: runs rdma-core's `rping` or the example as the server on PORT of
+/// `rping c|rust PORT`: runs rdma-core's `rping` or ours as the server on PORT of
 /// this side's link address, with `-v`; answers `listening` once its CM id listens, then
 /// `exit CODE PINGS` when it has finished (PINGS: its `server ping data:` lines).
 fn peer_rping(args: &str, wire: &mut Wire) -> String {
     let (program, port) = args.split_once(' ').expect("rping c|rust PORT");
     let path = match program {
         "c" => c_tool("rping"),
-        "rust" => example("rping"),
+        "rust" => rdma_verbs_test_kit::tool("rping"),
         _ => panic!("peer: rping {program}?"),
     };
     let local: IpAddr = env(LOCAL_VAR).parse().expect("an address");

@@ -1,18 +1,18 @@
-//! The `rping` example against rdma-core's `rping` (`/usr/bin`, package rdmacm-utils) in
+//! Our `rping` against rdma-core's `rping` (`/usr/bin`, package rdmacm-utils) in
 //! both roles, and against itself, on the rdma_cm device (run through `scripts/with-rdma`,
 //! which names its address in `$WITH_RDMA_CM_ADDR`; a missing one is a failure, not a skip).
 //!
 //! Every run has `-v` on both sides and `-V` on the client: each side's ping lines are
 //! checked against the data rping's client sends (so both read and wrote every byte), and
-//! their number against `-C`. The example is the one `cargo build -p rdma-verbs --examples
-//! --features cm` put beside this test. Each test uses its own port, so they run in
+//! their number against `-C`. Ours is the package's binary, which `cargo test` builds
+//! before this test. Each test uses its own port, so they run in
 //! parallel; each program gets [`TIMEOUT`], then is killed and the test fails.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, open_cm, tool, Outcome, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -25,7 +25,7 @@ enum Program {
 impl Program {
     fn path(self) -> PathBuf {
         match self {
-            Program::Rust => example("rping"),
+            Program::Rust => tool("rping"),
             Program::C => c_tool("rping"),
         }
     }
@@ -144,14 +144,15 @@ fn rust_server_rust_client() {
 }
 
 #[test]
-fn sizes_out_of_range_are_refused_as_c_does() {
+fn sizes_out_of_range_are_refused_as_c_does_with_its_status() {
     open_cm();
     for program in [Program::C, Program::Rust] {
         for size in ["22", "65536"] {
             let args = ["-c", "-a", "127.0.0.1", "-S", size].map(String::from);
             let out =
                 Running::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT);
-            assert!(!out.status.success(), "{program:?} -S {size}");
+            // EINVAL, the C program's status for a bad command line.
+            assert_eq!(out.status.code(), Some(22), "{program:?} -S {size}");
             assert!(
                 out.stderr.contains(&format!("Invalid size {size}")),
                 "{program:?} -S {size}: {}",

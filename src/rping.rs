@@ -1,6 +1,6 @@
 //! RDMA ping over rdma_cm that talks to rdma-core's `rping` (package rdmacm-utils): the same
 //! options, the same connection parameters, the same buffer advertisements and the same
-//! output lines. Needs the `cm` feature.
+//! output lines, over the `cm` feature of `rdma-verbs`.
 //!
 //! ```text
 //! rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]             server
@@ -22,7 +22,7 @@
 //!
 //! ```text
 //! rping -s -a 198.18.1.1 -v &                                               # C server
-//! target/debug/examples/rping -c -a 198.18.1.1 -C 10 -S 100 -v -V           # Rust client
+//! target/debug/rping -c -a 198.18.1.1 -C 10 -S 100 -v -V                    # Rust client
 //! ```
 //!
 //! How one ping goes, as the C program does it. Every message is 16 bytes: a buffer's
@@ -42,6 +42,7 @@
 //! no `unsafe`.
 #![forbid(unsafe_code)]
 
+use std::ffi::OsString;
 use std::fmt::Display;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -553,7 +554,11 @@ fn run_client(o: &Options) -> Result<(), String> {
 }
 
 /// Runs `rping` with the command line `args` (argv[0] first).
-fn rping(args: Vec<String>) -> ExitCode {
+pub fn rping(args: Vec<OsString>) -> ExitCode {
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let o = match parse(args.get(1..).unwrap_or_default()) {
         Ok(o) => o,
         Err(e) => {
@@ -561,7 +566,8 @@ fn rping(args: Vec<String>) -> ExitCode {
             if !e.starts_with("Invalid") {
                 usage();
             }
-            return ExitCode::FAILURE;
+            // The C program's status for a bad command line (EINVAL).
+            return ExitCode::from(22);
         }
     };
     let result = if o.server {
@@ -577,8 +583,4 @@ fn rping(args: Vec<String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn main() -> ExitCode {
-    rping(std::env::args().collect())
 }
