@@ -10,10 +10,12 @@
 //! let ctx = Context::open_first()?;
 //! let pd = ctx.alloc_pd()?;
 //! let cq = ctx.create_cq(16, None)?;
-//! let mut mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//! let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+//! let mut mr = pd.alloc_mr(4096, access)?;
 //! mr.fill(0);
 //! mr.write(0, b"hello")?;
-//! let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+//! // Peers may RDMA-write through the QP only if it grants that too (default: LOCAL_WRITE).
+//! let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(access).build()?;
 //! let local = qp.endpoint(); // LID, QPN, PSN, GID: send it to the peer, receive the peer's
 //! # let remote = local;
 //! let qp = qp.connect(&remote, &ConnectOptions::default())?;
