@@ -1,7 +1,7 @@
 //! Hot-path and throughput benches on a real device (run through `scripts/with-rdma`).
 //!
 //! Every hot-path operation is measured twice: through the safe `rdma-verbs` API (`safe`) and
-//! through the same verbs called straight from `ibverbs-sys` on the same objects (`raw`), the
+//! through the same verbs called straight from `rdma-verbs-sys` on the same objects (`raw`), the
 //! baseline any C program pays. The raw path is also the crate's unsafe fast path: `as_raw()`
 //! handles passed to `rdma_verbs::ffi`.
 

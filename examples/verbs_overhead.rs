@@ -1,5 +1,5 @@
 //! Runs one hot-path operation many times through the safe API or straight through
-//! `ibverbs-sys`, for `scripts/overhead` to count its instructions under callgrind.
+//! `rdma-verbs-sys`, for `scripts/overhead` to count its instructions under callgrind.
 //!
 //! ```text
 //! verbs_overhead OP PATH N      OP: poll_empty | post_write | post_send | post_recv | post_list16

@@ -11,8 +11,9 @@
 //! The safe layer is the `ibumad` crate.
 //!
 //! # Linking
-//! The crate links `libibumad` (`links = "ibumad"`) and exposes the header directory to
-//! dependent build scripts as `DEP_IBUMAD_INCLUDE`.
+//! The crate links `libibumad` (`links = "rdma-verbs-ibumad"`, a key no other crate uses)
+//! and exposes the header directory to dependent build scripts as
+//! `DEP_RDMA_VERBS_IBUMAD_INCLUDE`.
 #![no_std]
 
 /// What bindgen generated from `<infiniband/umad.h>`: C's names, layouts and doc comments,

@@ -10,10 +10,12 @@
 //! let ctx = Context::open_first()?;
 //! let pd = ctx.alloc_pd()?;
 //! let cq = ctx.create_cq(16, None)?;
-//! let mut mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//! let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+//! let mut mr = pd.alloc_mr(4096, access)?;
 //! mr.fill(0);
 //! mr.write(0, b"hello")?;
-//! let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+//! // Peers may RDMA-write through the QP only if it grants that too (default: LOCAL_WRITE).
+//! let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(access).build()?;
 //! let local = qp.endpoint(); // LID, QPN, PSN, GID: send it to the peer, receive the peer's
 //! # let remote = local;
 //! let qp = qp.connect(&remote, &ConnectOptions::default())?;
@@ -120,11 +122,13 @@
 //!    lkey and rkey of the region, and frees the buffer only if that succeeded (a failed
 //!    deregistration leaks it). A memory window bound to the region holds the
 //!    registration, so the region is deregistered only after its last window is
-//!    deallocated. So a work request still in flight when its region is dropped fails
-//!    with a protection error instead of touching freed memory, and memory can be neither
-//!    freed nor reused under the HCA or a peer. An on-demand paging region
-//!    ([`AccessFlags::ON_DEMAND`]) is owned the same way: its pages are not pinned, but the
-//!    device may fault them in until `ibv_dereg_mr` returns. An [`ImplicitOdp`] region owns
+//!    deallocated: dropping the region then drops a handle only, and
+//!    [`MemoryRegion::deregister`], which must deregister at once, fails with
+//!    [`Error::InvalidArgument`] before reaching the provider. So a work request still in
+//!    flight when its region is dropped fails with a protection error instead of touching
+//!    freed memory, and memory can be neither freed nor reused under the HCA or a peer. An
+//!    on-demand paging region ([`AccessFlags::ON_DEMAND`]) is owned the same way: its pages
+//!    are not pinned, but the device may fault them in until `ibv_dereg_mr` returns. An [`ImplicitOdp`] region owns
 //!    no memory and is local only (no rkey); entries under its key are made with the
 //!    `unsafe` [`Sge::from_raw`]. Borrowed memory (`&mut [u8]`) is not
 //!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
@@ -167,7 +171,9 @@
 //!    allocator, or a `Vec` / `Box`) is never reached through a reference; its length is
 //!    read once, at registration. The `unsafe` [`MemoryRegion::as_slice`] /
 //!    [`MemoryRegion::as_mut_slice`] are there for callers who can prove no DMA is running
-//!    and no peer or window has access.
+//!    and no peer or window has access; reaching the memory as a slice without them, or
+//!    by indexing, does not compile (E0133, E0608: [What does not
+//!    compile](#what-does-not-compile)).
 //! 3. **Work requests carry only checked references.** A scatter/gather entry ([`Sge`]) is
 //!    made from a region with its range checked, and borrows the region while the request is
 //!    built and posted; the provider copies requests at post time, so nothing posted points
@@ -194,6 +200,14 @@
 //! write errors ignored ([`drop_error`]), so a destructor running during an unwind cannot
 //! abort the process. Completion events are acknowledged (`ibv_ack_cq_events`) by the
 //! thread that reads them, at once, so `ibv_destroy_cq` never waits forever for one.
+//!
+//! No completion event is lost on a channel that several CQs share: the channel reads its
+//! fd with one reader at a time (under a lock), counts each event for the CQ it belongs to
+//! and acknowledges it exactly once, and a CQ's wait takes its own events only.
+//! [`CompletionQueue::poll_wait`] is the race-free arm / poll / wait loop;
+//! [`CompletionQueue::wait`] blocks until an event of its CQ comes, and
+//! [`CompletionQueue::wait_timeout`] until then or the timeout (true if an event was taken);
+//! the channel's fd is always non-blocking, so neither depends on a blocking mode.
 //!
 //! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a
 //! [`PreparedQueuePair`] in INIT, which can post receives and tell its [`Endpoint`] but has
@@ -226,16 +240,16 @@
 //! queue's buffer; an [`ExtendedCq`] gives `&CompletionQueue` only, so its CQ cannot be
 //! swapped for one without the extended operations.
 //!
-//! How each hole an adversarial review found in the posting path was closed:
+//! What each hazard of the posting path meets:
 //!
-//! | hole | closed by | why that way |
+//! | hazard | guarded by | why that way |
 //! |---|---|---|
 //! | a UD send without an address handle (null `wr.ud.ah`), an RDMA or atomic request on a UD QP (a peer's address read as `wr.ud.ah`) | typed error: [`WrError::MissingAddressHandle`], [`WrError::OpcodeNotSupported`] | the transport is a run-time property of a [`QueuePair`]; one request type serves all transports |
 //! | inline data over `max_inline_data`, more entries than `max_send_sge`, totals that wrap | typed error: [`WrError::InlineTooLarge`], [`WrError::TooManySge`], [`WrError::MessageTooLong`], [`WrError::InlineNotSupported`] | the limits are what the provider granted at run time |
-//! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure, the old call does not compile (E0061), the batch cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
+//! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure; no call returns one (E0061), and it cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
 //! | an atomic write through `ibv_post_send`, whose request has no place for its data | typed error: [`WrError::BatchOnly`]; a misaligned one [`WrError::Misaligned`] | only `ibv_wr_atomic_write` takes the value, and the check is the one every request passes |
 //! | a QP of a parent domain with a thread domain posted from two threads at once (the provider may leave out its locks) | `unsafe`: [`ProtectionDomain::alloc_parent_domain_with_td`], with the one-thread-at-a-time contract | the queue types are `Sync`; the promise is the caller's |
-//! | the safe raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
+//! | a raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
 //!
 //! What this costs on the data path: each request carries a word of requirement bits that
 //! its constructor worked out (operation, inline or not, entry count, inline length, a
@@ -250,7 +264,7 @@
 //! buffers); the `unsafe` slice accessors avoid it.
 //!
 //! The raw path stays open: every type has `as_raw()`, and [`ffi`] is the complete
-//! `ibverbs-sys` binding, including Rust ports of the `static inline` verbs.
+//! `rdma-verbs-sys` binding, including Rust ports of the `static inline` verbs.
 //!
 //! # What does not compile
 //! The borrow rules above are checked by the compiler; these programs are rejected (the
@@ -300,7 +314,7 @@
 //! qp.post_send(&mut [rdma_verbs::SendRequest::send(1, &sge)])?;
 //! # Ok(()) }
 //! ```
-//! A batch cannot be forgotten: the old `batch()` that returned it is gone,
+//! A batch cannot be forgotten: there is no call that returns one,
 //! ```compile_fail,E0061
 //! # fn f(mut qp: rdma_verbs::QueuePair) -> rdma_verbs::Result<()> {
 //! std::mem::forget(qp.batch()?);
@@ -417,24 +431,6 @@
 //! let byte: u8 = mr[0];
 //! # }
 //! ```
-//!
-//! # Issue 12: how each case was closed
-//! - **Case 4**, *completion events lost on a shared channel*: made correct at run time.
-//!   The channel counts each event it reads for the CQ it belongs to (under a lock, one
-//!   reader of the fd at a time) and acknowledges it exactly once, at once; a CQ's wait
-//!   takes its own events only. [`CompletionQueue::poll_wait`] is the race-free
-//!   arm / poll / wait loop, and [`CompletionQueue::wait`] /
-//!   [`CompletionQueue::wait_timeout`] replace the `bool` that depended on the blocking
-//!   mode (the fd is always non-blocking).
-//! - **Case 5**, *a bound window blocks deregistration*: by shared ownership. Binding
-//!   stores the region's registration in the window, so dropping the region while a
-//!   window is bound only drops a handle, and `ibv_dereg_mr` runs after `ibv_dealloc_mw`.
-//!   The one call that needs the deregistration at once, [`MemoryRegion::deregister`],
-//!   returns [`Error::InvalidArgument`] instead, before reaching the provider.
-//! - **Case 6**, *`Drop` can panic*: the report writes with `writeln!` and ignores the
-//!   error ([`drop_error`]); the failure is still counted.
-//! - **Case 8**, *non-atomic copies of registered memory*: rule 2 above; reaching the
-//!   memory as a reference or by indexing does not compile (E0133, E0608 above).
 //!
 //! # Errors
 //! Every fallible call returns [`Error`], which names the verb and carries the errno (a

@@ -1,12 +1,12 @@
-//! The soundness holes of issue 12 that concern posting (cases 1, 2, 3 and 7) as named
-//! regression tests, and a property test that posts random requests to real queue pairs of
+//! The posting path's soundness rules (the crate docs' rule 4, the batch's closure and the
+//! typed QP states), one named test per hazard, and a property test that posts random requests to real queue pairs of
 //! every transport, through `post_send` and through `WrBatch`: every refused request gets
 //! the typed error an independent model of the limits predicts, every accepted one
 //! completes (or fails in the provider with a typed error), and the process neither dies
 //! nor hangs. Runs on a device (rxe in CI) through `scripts/with-rdma`.
 //!
-//! The cases that are rejected by the compiler (a forgotten batch, the safe raw `modify`)
-//! are pinned by the `compile_fail` doc tests of the crate docs.
+//! What the compiler rejects (a forgotten batch, a raw `modify` without `unsafe`) is pinned
+//! by the `compile_fail` doc tests of the crate docs.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -110,8 +110,9 @@ impl Pair {
     }
 }
 
-/// Case 1: a UD send without an address handle made rxe and mlx5 dereference a null
-/// `wr.ud.ah`; an RDMA or atomic request on a UD QP put a peer's address there.
+/// A UD send without an address handle would make rxe and mlx5 dereference a null
+/// `wr.ud.ah`; an RDMA or atomic request on a UD QP would put a peer's address there. Both
+/// are refused before the provider.
 #[test]
 fn ud_requests_without_an_address_handle_are_refused() {
     let ctx = open();
@@ -209,9 +210,10 @@ fn ud_requests_without_an_address_handle_are_refused() {
     assert_clean_drops();
 }
 
-/// Case 2: inline totals, SGE counts and wrapping sums. 32 entries of 2^27 bytes posted
-/// inline wrapped rxe's 32-bit total to 0; a batch of 65,536 inline entries overran rxe's
-/// inline list; a single entry larger than `max_inline_data` passed mlx5's `int` check.
+/// Inline totals, SGE counts and wrapping sums, which the providers do not check: 32
+/// entries of 2^27 bytes posted inline wrap rxe's 32-bit total to 0; a batch of 65,536
+/// inline entries overruns rxe's inline list; a single entry larger than `max_inline_data`
+/// passes mlx5's `int` check. Each is refused before the provider.
 #[test]
 fn inline_totals_sge_counts_and_long_messages_are_refused() {
     let ctx = open();
@@ -336,9 +338,9 @@ fn inline_totals_sge_counts_and_long_messages_are_refused() {
     assert_clean_drops();
 }
 
-/// Case 2, receives of every entry count on queues of several `max_recv_sge`: alone (a QP
-/// posts one receive through its post function for the count's class) and second in a
-/// list, each is posted exactly when it fits, else refused with its count.
+/// Receives of every entry count on queues of several `max_recv_sge`: alone (a QP posts
+/// one receive through its post function for the count's class) and second in a list, each
+/// is posted exactly when it fits, else refused with its count.
 #[test]
 fn receives_of_every_entry_count_are_posted_or_refused() {
     let ctx = open();
@@ -375,9 +377,9 @@ fn receives_of_every_entry_count_are_posted_or_refused() {
     assert_clean_drops();
 }
 
-/// Case 3: `std::mem::forget(qp.batch()?)` left rxe's send queue lock held. The batch now
-/// lives in a closure (the forget no longer compiles, see the crate docs); every way out of
-/// the closure ends it, so the QP posts normally afterwards.
+/// A batch that is never ended would leave rxe's send queue lock held. The batch lives in a
+/// closure (forgetting it does not compile, see the crate docs); every way out of the
+/// closure ends it, so the QP posts normally afterwards.
 #[test]
 fn a_batch_always_ends_even_when_its_closure_fails_or_panics() {
     let ctx = open();
@@ -427,9 +429,9 @@ fn a_batch_always_ends_even_when_its_closure_fails_or_panics() {
     assert_clean_drops();
 }
 
-/// Case 7: the safe raw `modify` moved an RTS-typed QP to RESET. Raw modification is
-/// `unsafe` now (the crate docs pin it); the safe transitions keep the state and the type
-/// in agreement.
+/// A raw `modify` could move an RTS-typed QP to RESET, so raw modification is `unsafe`
+/// (the crate docs pin it); the safe transitions keep the state and the type in
+/// agreement.
 #[test]
 fn the_state_agrees_with_the_type() {
     let ctx = open();

@@ -1,4 +1,4 @@
-//! Regression tests for issue 12 cases 4, 5, 6 and 8 on a real device (run through
+//! The soundness rules outside the posting path, on a real device (run through
 //! `scripts/with-rdma`; rxe in CI): completion events on a shared channel, memory windows
 //! that keep their region registered, destructors with stderr closed, and the atomic copies
 //! to and from registered memory.
@@ -51,7 +51,7 @@ impl Pair {
     }
 }
 
-/// Case 4: with two CQs on one channel, an event for B is not lost to A's wait.
+/// With two CQs on one channel, an event for B is not lost to A's wait.
 #[test]
 fn shared_channel_event_reaches_its_cq() {
     let ctx = open();
@@ -97,7 +97,7 @@ fn shared_channel_event_reaches_its_cq() {
     assert_clean_drops();
 }
 
-/// Case 4: `poll_wait` on two threads sharing a channel; each gets its own completion.
+/// `poll_wait` on two threads sharing a channel; each gets its own completion.
 #[test]
 fn poll_wait_on_a_shared_channel_from_two_threads() {
     let ctx = open();
@@ -135,7 +135,7 @@ fn poll_wait_on_a_shared_channel_from_two_threads() {
     assert_clean_drops();
 }
 
-/// Case 5: a bound window keeps its region registered; dropping the region first fails
+/// A bound window keeps its region registered; dropping the region first fails
 /// nothing, leaks nothing, and the PD is deallocated.
 #[test]
 fn bound_window_keeps_its_region_registered() {
@@ -184,7 +184,7 @@ fn bound_window_keeps_its_region_registered() {
     assert_clean_drops();
 }
 
-/// Case 6: a destroy that fails in a destructor during an unwind, with stderr a closed
+/// A destroy that fails in a destructor during an unwind, with stderr a closed
 /// pipe, neither panics nor aborts; it is still counted.
 #[test]
 fn failed_destroy_with_stderr_closed_does_not_panic() {
@@ -237,7 +237,7 @@ fn closed_stderr_child() {
     );
 }
 
-/// Case 8: the atomic copies write and read exactly the bytes asked for, at every
+/// The atomic copies write and read exactly the bytes asked for, at every
 /// alignment and length around a word.
 #[test]
 fn region_copies_at_every_alignment() {
@@ -267,7 +267,7 @@ fn region_copies_at_every_alignment() {
     assert_clean_drops();
 }
 
-/// Case 8: a loop spinning on `read_u8` sees a peer's RDMA write land (the compiler does
+/// A loop spinning on `read_u8` sees a peer's RDMA write land (the compiler does
 /// not keep the byte), and `read` then sees the whole message.
 #[test]
 fn read_u8_sees_a_peer_write() {

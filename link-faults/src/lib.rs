@@ -4,5 +4,5 @@
 //! tests, which need two hosts, can be run (and left out) on their own.
 //!
 //! Run them with `WITH_RDMA_TOPOLOGY=pair cargo test -p link-faults`: `scripts/with-rdma`
-//! then runs the test binary in the first of two VMs joined by a virtual link (see the
-//! README, "Link faults").
+//! then runs the test binary in the first of two VMs joined by a virtual link (see
+//! docs/testing.md, "Link faults: two hosts").

@@ -1,6 +1,6 @@
-//! What a first program runs into (issue 12's list): GID indexes and address handles, an
-//! endpoint with only what the peer sends, errors that name the transition or the limit,
-//! polling until completions arrive, and the small helpers.
+//! What a first program runs into (the crate docs' "A first program"): GID indexes and
+//! address handles, an endpoint with only what the peer sends, errors that name the
+//! transition or the limit, polling until completions arrive, and the small helpers.
 
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};

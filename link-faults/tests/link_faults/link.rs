@@ -23,7 +23,7 @@ pub fn env(name: &str) -> String {
             "{name} is not set: the link-fault tests need two hosts joined by a link. Run them \
              with WITH_RDMA_TOPOLOGY=pair (two VMs; `scripts/with-rdma --pair-start` boots \
              them), or describe your peer with {DEVICE_VAR}, {NETDEV_VAR}, {LOCAL_VAR}, \
-             {PEER_VAR} and {EXEC_VAR} (see the README)"
+             {PEER_VAR} and {EXEC_VAR} (see docs/testing.md)"
         ),
     }
 }
