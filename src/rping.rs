@@ -553,7 +553,7 @@ fn run_client(o: &Options) -> Result<(), String> {
     conn.id.disconnect().or_say("rdma_disconnect")
 }
 
-/// Runs `rping` with the command line `args` (argv[0] first).
+/// Runs `rping` with the command line `args` (`argv[0]` first).
 pub fn rping(args: Vec<OsString>) -> ExitCode {
     let args: Vec<String> = args
         .into_iter()
