@@ -20,8 +20,8 @@
 //! give. Any other build without the headers stops with a message naming the package to install.
 //!
 //! # Linking
-//! The crate links `libibumad` (`links = "ibumad"`) and exposes the header directory to
-//! dependent build scripts as `DEP_IBUMAD_INCLUDE`.
+//! The crate links `libibumad` (`links = "rdma-verbs-ibumad"`) and exposes the header directory
+//! to dependent build scripts as `DEP_RDMA_VERBS_IBUMAD_INCLUDE`.
 #![no_std]
 
 /// What bindgen generated from `<infiniband/umad.h>`: C's names, layouts and doc comments,

@@ -30,8 +30,8 @@
 //! give. Any other build without the headers stops with a message naming the package to install.
 //!
 //! # Linking
-//! The crate links `librdmacm` (`links = "rdmacm"`) and exposes the header directory to
-//! dependent build scripts as `DEP_RDMACM_INCLUDE`.
+//! The crate links `librdmacm` (`links = "rdma-verbs-rdmacm"`) and exposes the header directory
+//! to dependent build scripts as `DEP_RDMA_VERBS_RDMACM_INCLUDE`.
 #![no_std]
 
 /// What bindgen generated from `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>`: C's names,
