@@ -23,6 +23,15 @@
 //! same code as the C inline functions: one load of the ops table and an indirect call into the
 //! provider. The benches (`benches/`) measure the hot-path verbs against the C tools.
 //!
+//! # Builds without rdma-core's headers (docs.rs)
+//! When the `DOCS_RS` environment variable is set, as docs.rs sets it, the build script uses a
+//! copy of the bindings generated ahead of time and checked in
+//! (`src/generated/x86_64-unknown-linux-gnu.rs`, which names the rdma-core version it was
+//! generated from), runs neither pkg-config nor bindgen, and links nothing: the documentation
+//! builds where the headers are missing. That copy is x86_64-unknown-linux-gnu's, the one target
+//! docs.rs builds. The workspace's `scripts/check-bindings` keeps it equal to what the headers
+//! give. Any other build without the headers stops with a message naming the package to install.
+//!
 //! # Linking
 //! The crate links `libibverbs` (`links = "rdma-verbs-ibverbs"`, a key no other crate uses, so that this crate and rust-ibverbs can share a build) and exposes the header directory to
 //! dependent build scripts as `DEP_RDMA_VERBS_IBVERBS_INCLUDE`.

@@ -154,6 +154,7 @@ pub enum Error {
     /// (`RDMA_CM_EVENT_REJECTED`; feature `cm`). Its [`raw_os_error`](Error::raw_os_error)
     /// is `ECONNREFUSED`.
     #[cfg(feature = "cm")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
     #[error("{verb} rejected: {reason_text} (reason {reason})")]
     Rejected {
         /// The call the connection was waiting on, such as `rdma_connect`.

@@ -92,6 +92,7 @@ impl FromStr for Gid {
 
 /// As the IPv6 address: text in human-readable formats (JSON), bytes otherwise.
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl serde::Serialize for Gid {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         Ipv6Addr::from(*self).serialize(s)
@@ -100,6 +101,7 @@ impl serde::Serialize for Gid {
 
 /// As the IPv6 address: text in human-readable formats (JSON), bytes otherwise.
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> serde::Deserialize<'de> for Gid {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ipv6Addr::deserialize(d).map(Gid::from)

@@ -443,6 +443,8 @@
 //! error is ignored) and counted by [`drop_error::count`], which the test suite asserts to
 //! stay 0.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`): badges naming the feature each gated item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use rdma_verbs_sys as ffi;
 
@@ -451,6 +453,7 @@ mod async_event;
 mod atomic_copy;
 mod channel;
 #[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod cm;
 mod context;
 mod cq;
@@ -483,6 +486,7 @@ mod rereg;
 mod route;
 mod srq;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 mod wc_status;
 mod wr;

@@ -94,7 +94,8 @@ fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
     }
 }
 
-/// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it.
+/// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it
+/// (`serde` serialisable with the `serde` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RemoteMemory {

@@ -20,6 +20,15 @@
 //! no symbol in the library: [`inline`](crate#functions) ports each of them to Rust
 //! (re-exported at the root) over `rdma-verbs-sys`'s verbs.
 //!
+//! # Builds without rdma-core's headers (docs.rs)
+//! When the `DOCS_RS` environment variable is set, as docs.rs sets it, the build script uses a
+//! copy of the bindings generated ahead of time and checked in
+//! (`src/generated/x86_64-unknown-linux-gnu.rs`, which names the rdma-core version it was
+//! generated from), runs neither pkg-config nor bindgen, and links nothing: the documentation
+//! builds where the headers are missing. That copy is x86_64-unknown-linux-gnu's, the one target
+//! docs.rs builds. The workspace's `scripts/check-bindings` keeps it equal to what the headers
+//! give. Any other build without the headers stops with a message naming the package to install.
+//!
 //! # Linking
 //! The crate links `librdmacm` (`links = "rdma-verbs-rdmacm"`, a key no other crate uses)
 //! and exposes the header directory to dependent build scripts as

@@ -82,6 +82,7 @@
 //! instead of panicking); nothing here spawns tasks.
 
 #[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod cm;
 mod cq;
 mod events;
