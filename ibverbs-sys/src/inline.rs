@@ -6,12 +6,21 @@
 //! Signatures and return conventions (errno values returned, or `NULL` with `errno` set) are
 //! the C ones.
 //!
-//! # Calls through `ibv_context::ops`, `ibv_qp_ex` and `ibv_cq_ex`
-//! C calls these pointers without a check. libibverbs fills every slot of `ibv_context_ops`
-//! that a provider leaves empty with a stub that returns `EOPNOTSUPP`, so they are never null;
-//! the pointers of `ibv_qp_ex` and `ibv_cq_ex` are set by the provider for the operations the
-//! object was created with. The ports rely on the same facts (a null pointer would be
-//! undefined behaviour here as it is in C, and is caught by a debug assertion).
+//! # Calls through provider function pointers
+//! C calls these pointers without a check; the ports do not call a null one:
+//! - A port that returns a status (an errno, a count, or a pointer with `errno`) checks the
+//!   pointer and, where it is null, returns what libibverbs's own stubs for a missing
+//!   operation return: `EOPNOTSUPP` (`-EOPNOTSUPP` from [`ibv_poll_cq`], whose errors are
+//!   negative; `NULL` with `errno` set from the constructors). A post that fails so points
+//!   its `bad_wr` at the first request, as a failing provider does. One compare on the hot
+//!   path: libibverbs fills every empty slot of `ibv_context_ops` with such a stub, so the
+//!   pointer is not null there in practice, and a provider's `EOPNOTSUPP` means the same.
+//! - The `ibv_wr_*` calls of `ibv_qp_ex` and `ibv_end_poll` / `ibv_wc_read_*` of
+//!   `ibv_cq_ex` return nothing or a value, with no status to report a missing pointer in:
+//!   they require the pointer set, which is part of their `# Safety` contract. A provider
+//!   sets the operations an object was created with (rxe leaves the others null), and a
+//!   caller that does not know its provider checks the pointer (`(*qp).wr_send.is_some()`)
+//!   once, after creating the object. A null one is caught by a debug assertion.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
@@ -28,12 +37,22 @@ unsafe fn set_errno(err: c_int) {
     unsafe { *libc::__errno_location() = err };
 }
 
-/// Unwraps a provider function pointer that C would call without a check; used inside
-/// `unsafe` blocks whose callers guarantee a valid object, which makes the pointer non-null
-/// (see the module docs).
-macro_rules! op {
+/// The provider function pointer of a call with no status to report its absence in: the
+/// caller's contract makes it non-null (see the module docs).
+macro_rules! required_op {
     ($ptr:expr) => {
         $ptr.unwrap_unchecked()
+    };
+}
+
+/// Calls the provider function pointer `$ptr` with `$args`, or evaluates `$missing` when the
+/// provider left it null.
+macro_rules! call_or {
+    ($ptr:expr, ($($arg:expr),*), $missing:expr) => {
+        match $ptr {
+            Some(f) => f($($arg),*),
+            None => $missing,
+        }
     };
 }
 
@@ -71,21 +90,29 @@ macro_rules! ctx_op {
 // ---------------------------------------------------------------------------------------------
 // Data path: ops table of ibv_context.
 
-/// `ibv_post_send`: posts a list of send work requests.
+/// `ibv_post_send`: posts a list of send work requests; `EOPNOTSUPP`, with `*bad_wr` the
+/// first request, where the provider has no `post_send`.
 ///
 /// # Safety
-/// `qp` must be a live QP; `wr` a valid list whose buffers stay valid as the verbs require.
+/// `qp` must be a live QP; `wr` a valid list whose buffers stay valid as the verbs require;
+/// `bad_wr` valid for a write.
 #[inline]
 pub unsafe fn ibv_post_send(
     qp: *mut ibv_qp,
     wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
-    // SAFETY: qp is live (caller), so is its context.
-    unsafe { op!((*(*qp).context).ops.post_send)(qp, wr, bad_wr) }
+    // SAFETY: qp is live (caller), so is its context; bad_wr is writable (caller).
+    unsafe {
+        call_or!((*(*qp).context).ops.post_send, (qp, wr, bad_wr), {
+            *bad_wr = wr;
+            libc::EOPNOTSUPP
+        })
+    }
 }
 
-/// `ibv_post_recv`: posts a list of receive work requests.
+/// `ibv_post_recv`: posts a list of receive work requests (`EOPNOTSUPP` as
+/// [`ibv_post_send`]).
 ///
 /// # Safety
 /// As [`ibv_post_send`].
@@ -95,42 +122,71 @@ pub unsafe fn ibv_post_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    // SAFETY: qp is live (caller), so is its context.
-    unsafe { op!((*(*qp).context).ops.post_recv)(qp, wr, bad_wr) }
+    // SAFETY: qp is live (caller), so is its context; bad_wr is writable (caller).
+    unsafe {
+        call_or!((*(*qp).context).ops.post_recv, (qp, wr, bad_wr), {
+            *bad_wr = wr;
+            libc::EOPNOTSUPP
+        })
+    }
 }
 
-/// `ibv_post_srq_recv`: posts a list of receive work requests to a shared receive queue.
+/// `ibv_post_srq_recv`: posts a list of receive work requests to a shared receive queue
+/// (`EOPNOTSUPP` as [`ibv_post_send`]).
 ///
 /// # Safety
-/// `srq` must be live; `wr` as for [`ibv_post_recv`].
+/// `srq` must be live; `wr` and `bad_wr` as for [`ibv_post_recv`].
 #[inline]
 pub unsafe fn ibv_post_srq_recv(
     srq: *mut ibv_srq,
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    // SAFETY: srq is live (caller), so is its context.
-    unsafe { op!((*(*srq).context).ops.post_srq_recv)(srq, wr, bad_wr) }
+    // SAFETY: srq is live (caller), so is its context; bad_wr is writable (caller).
+    unsafe {
+        call_or!((*(*srq).context).ops.post_srq_recv, (srq, wr, bad_wr), {
+            *bad_wr = wr;
+            libc::EOPNOTSUPP
+        })
+    }
 }
 
-/// `ibv_poll_cq`: polls up to `num_entries` completions into `wc`.
+/// `ibv_poll_cq`: polls up to `num_entries` completions into `wc`; `-EOPNOTSUPP` where
+/// the provider has no `poll_cq`.
+///
+/// libibverbs's stub for a provider without `poll_cq` returns `EOPNOTSUPP` (positive, as
+/// if it had polled that many): a caller that trusts the count checks it against
+/// `num_entries`.
 ///
 /// # Safety
 /// `cq` must be live and `wc` valid for `num_entries` writes.
 #[inline]
 pub unsafe fn ibv_poll_cq(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int {
     // SAFETY: cq is live (caller), so is its context.
-    unsafe { op!((*(*cq).context).ops.poll_cq)(cq, num_entries, wc) }
+    unsafe {
+        call_or!(
+            (*(*cq).context).ops.poll_cq,
+            (cq, num_entries, wc),
+            -libc::EOPNOTSUPP
+        )
+    }
 }
 
-/// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel.
+/// `ibv_req_notify_cq`: asks for a completion event on the CQ's channel; `EOPNOTSUPP`
+/// where the provider has no `req_notify_cq`.
 ///
 /// # Safety
 /// `cq` must be live.
 #[inline]
 pub unsafe fn ibv_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
     // SAFETY: cq is live (caller), so is its context.
-    unsafe { op!((*(*cq).context).ops.req_notify_cq)(cq, solicited_only) }
+    unsafe {
+        call_or!(
+            (*(*cq).context).ops.req_notify_cq,
+            (cq, solicited_only),
+            libc::EOPNOTSUPP
+        )
+    }
 }
 
 /// `ibv_alloc_mw`: allocates a memory window of `type_`.
@@ -141,24 +197,22 @@ pub unsafe fn ibv_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int
 pub unsafe fn ibv_alloc_mw(pd: *mut ibv_pd, type_: ibv_mw_type) -> *mut ibv_mw {
     // SAFETY: pd is live (caller), so is its context.
     unsafe {
-        match (*(*pd).context).ops.alloc_mw {
-            Some(alloc_mw) => alloc_mw(pd, type_),
-            None => {
-                set_errno(libc::EOPNOTSUPP);
-                ptr::null_mut()
-            }
-        }
+        call_or!((*(*pd).context).ops.alloc_mw, (pd, type_), {
+            set_errno(libc::EOPNOTSUPP);
+            ptr::null_mut()
+        })
     }
 }
 
-/// `ibv_dealloc_mw`: frees a memory window.
+/// `ibv_dealloc_mw`: frees a memory window; `EOPNOTSUPP` where the provider has no
+/// `dealloc_mw`.
 ///
 /// # Safety
 /// `mw` must be live; it is freed on success.
 #[inline]
 pub unsafe fn ibv_dealloc_mw(mw: *mut ibv_mw) -> c_int {
     // SAFETY: mw is live (caller), so is its context.
-    unsafe { op!((*(*mw).context).ops.dealloc_mw)(mw) }
+    unsafe { call_or!((*(*mw).context).ops.dealloc_mw, (mw), libc::EOPNOTSUPP) }
 }
 
 /// `ibv_inc_rkey`: the rkey with its 8 low bits (the key tag) incremented.
@@ -167,7 +221,8 @@ pub fn ibv_inc_rkey(rkey: u32) -> u32 {
     (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff)
 }
 
-/// `ibv_bind_mw`: binds a type 1 memory window with a bind work request on `qp`.
+/// `ibv_bind_mw`: binds a type 1 memory window with a bind work request on `qp`;
+/// `EOPNOTSUPP` where the provider has no `bind_mw`.
 ///
 /// # Safety
 /// `qp`, `mw` and `mw_bind` (and the MR it names, if any) must be valid.
@@ -185,7 +240,11 @@ pub unsafe fn ibv_bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw
         if !info.mr.is_null() && (*mw).pd != (*info.mr).pd {
             return libc::EPERM;
         }
-        op!((*(*mw).context).ops.bind_mw)(qp, mw, mw_bind)
+        call_or!(
+            (*(*mw).context).ops.bind_mw,
+            (qp, mw, mw_bind),
+            libc::EOPNOTSUPP
+        )
     }
 }
 
@@ -508,14 +567,15 @@ pub unsafe fn ibv_open_xrcd(
     unsafe { ctx_create!(context, open_xrcd(context, attr)) }
 }
 
-/// `ibv_close_xrcd`: closes an XRC domain.
+/// `ibv_close_xrcd`: closes an XRC domain; `EOPNOTSUPP` where the provider has no
+/// `close_xrcd`.
 ///
 /// # Safety
-/// `xrcd` must be live (and so come from a provider that has `open_xrcd`).
+/// `xrcd` must be live.
 #[inline]
 pub unsafe fn ibv_close_xrcd(xrcd: *mut ibv_xrcd) -> c_int {
-    // SAFETY: an xrcd exists only where the provider implements the XRC ops.
-    unsafe { op!((*verbs_get_ctx((*xrcd).context)).close_xrcd)(xrcd) }
+    // SAFETY: xrcd is live (caller), so is its context.
+    unsafe { ctx_call!((*xrcd).context, close_xrcd(xrcd)) }
 }
 
 /// `ibv_alloc_td`: allocates a thread domain.
@@ -605,7 +665,8 @@ pub unsafe fn ibv_free_dm(dm: *mut ibv_dm) -> c_int {
     unsafe { ctx_call!((*dm).context, free_dm(dm)) }
 }
 
-/// `ibv_memcpy_to_dm`: copies host memory into device memory.
+/// `ibv_memcpy_to_dm`: copies host memory into device memory; `EOPNOTSUPP` where the
+/// provider left `memcpy_to_dm` unset.
 ///
 /// # Safety
 /// `dm` must be live and `host_addr` valid for `length` reads.
@@ -616,11 +677,18 @@ pub unsafe fn ibv_memcpy_to_dm(
     host_addr: *const c_void,
     length: usize,
 ) -> c_int {
-    // SAFETY: dm live (caller); the provider sets memcpy_to_dm on every DM it allocates.
-    unsafe { op!((*dm).memcpy_to_dm)(dm, dm_offset, host_addr, length) }
+    // SAFETY: dm live, host_addr readable (caller).
+    unsafe {
+        call_or!(
+            (*dm).memcpy_to_dm,
+            (dm, dm_offset, host_addr, length),
+            libc::EOPNOTSUPP
+        )
+    }
 }
 
-/// `ibv_memcpy_from_dm`: copies device memory into host memory.
+/// `ibv_memcpy_from_dm`: copies device memory into host memory; `EOPNOTSUPP` where the
+/// provider left `memcpy_from_dm` unset.
 ///
 /// # Safety
 /// `dm` must be live and `host_addr` valid for `length` writes.
@@ -631,8 +699,14 @@ pub unsafe fn ibv_memcpy_from_dm(
     dm_offset: u64,
     length: usize,
 ) -> c_int {
-    // SAFETY: dm live (caller); the provider sets memcpy_from_dm on every DM it allocates.
-    unsafe { op!((*dm).memcpy_from_dm)(host_addr, dm, dm_offset, length) }
+    // SAFETY: dm live, host_addr writable (caller).
+    unsafe {
+        call_or!(
+            (*dm).memcpy_from_dm,
+            (host_addr, dm, dm_offset, length),
+            libc::EOPNOTSUPP
+        )
+    }
 }
 
 /// `ibv_reg_dm_mr`: registers device memory as an MR.
@@ -749,18 +823,24 @@ pub unsafe fn ibv_destroy_wq(wq: *mut ibv_wq) -> c_int {
     unsafe { ctx_call!((*wq).context, destroy_wq(wq)) }
 }
 
-/// `ibv_post_wq_recv`: posts receive work requests to a work queue.
+/// `ibv_post_wq_recv`: posts receive work requests to a work queue (`EOPNOTSUPP` as
+/// [`ibv_post_send`]).
 ///
 /// # Safety
-/// `wq` must be live and `recv_wr` a valid list.
+/// `wq` must be live, `recv_wr` a valid list and `bad_recv_wr` valid for a write.
 #[inline]
 pub unsafe fn ibv_post_wq_recv(
     wq: *mut ibv_wq,
     recv_wr: *mut ibv_recv_wr,
     bad_recv_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    // SAFETY: wq live (caller); the provider sets post_recv on every WQ it creates.
-    unsafe { op!((*wq).post_recv)(wq, recv_wr, bad_recv_wr) }
+    // SAFETY: wq live, bad_recv_wr writable (caller).
+    unsafe {
+        call_or!((*wq).post_recv, (wq, recv_wr, bad_recv_wr), {
+            *bad_recv_wr = recv_wr;
+            libc::EOPNOTSUPP
+        })
+    }
 }
 
 /// `ibv_create_rwq_ind_table`: creates a receive WQ indirection table.
@@ -853,18 +933,19 @@ pub unsafe fn ibv_read_counters(
 // ibv_wr_complete/abort on a QP created with the matching IBV_QP_EX_WITH_* send ops.
 
 /// Declares `ibv_wr_*` ports that forward to the `ibv_qp_ex` function pointer of the same
-/// name.
+/// name, which returns nothing: the pointer must be set (see the module docs).
 macro_rules! wr_ops {
-    ($( $(#[$doc:meta])* $name:ident => $field:ident ( $($arg:ident : $ty:ty),* ) $(-> $ret:ty)?; )*) => {$(
+    ($( $(#[$doc:meta])* $name:ident => $field:ident ( $($arg:ident : $ty:ty),* ); )*) => {$(
         $(#[$doc])*
         ///
         /// # Safety
         /// `qp` must be a live `ibv_qp_ex` created with this operation enabled, inside
-        /// `ibv_wr_start`; pointer arguments must be valid as the verbs require.
+        #[doc = concat!("`ibv_wr_start`, whose provider set `", stringify!($field), "`;")]
+        /// pointer arguments must be valid as the verbs require.
         #[inline]
-        pub unsafe fn $name(qp: *mut ibv_qp_ex $(, $arg: $ty)*) $(-> $ret)? {
-            // SAFETY: qp is live and has this operation (caller).
-            unsafe { op!((*qp).$field)(qp $(, $arg)*) }
+        pub unsafe fn $name(qp: *mut ibv_qp_ex $(, $arg: $ty)*) {
+            // SAFETY: qp is live and its provider set this operation (caller).
+            unsafe { required_op!((*qp).$field)(qp $(, $arg)*) }
         }
     )*};
 }
@@ -906,38 +987,68 @@ wr_ops! {
     ibv_wr_set_sge_list => wr_set_sge_list(num_sge: usize, sg_list: *const ibv_sge);
     /// `ibv_wr_start`: begins a batch of WRs.
     ibv_wr_start => wr_start();
-    /// `ibv_wr_complete`: posts the batch; returns 0 or an errno.
-    ibv_wr_complete => wr_complete() -> c_int;
     /// `ibv_wr_abort`: drops the batch.
     ibv_wr_abort => wr_abort();
     /// `ibv_wr_atomic_write`: starts an 8-byte atomic write WR.
     ibv_wr_atomic_write => wr_atomic_write(rkey: u32, remote_addr: u64, atomic_wr: *const c_void);
 }
 
+/// `ibv_wr_complete`: posts the batch; returns 0 or an errno, `EOPNOTSUPP` where the
+/// provider has no `wr_complete`.
+///
+/// # Safety
+/// `qp` must be a live `ibv_qp_ex` inside `ibv_wr_start`.
+#[inline]
+pub unsafe fn ibv_wr_complete(qp: *mut ibv_qp_ex) -> c_int {
+    // SAFETY: qp is live (caller).
+    unsafe { call_or!((*qp).wr_complete, (qp), libc::EOPNOTSUPP) }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Extended completion polling (ibv_cq_ex).
 
-/// Declares `ibv_*` ports that forward to the `ibv_cq_ex` function pointer of the same name.
+/// Declares `ibv_*` ports that forward to the `ibv_cq_ex` function pointer of the same name,
+/// which returns no status: the pointer must be set (see the module docs).
 macro_rules! cq_ops {
     ($( $(#[$doc:meta])* $name:ident => $field:ident ( $($arg:ident : $ty:ty),* ) $(-> $ret:ty)?; )*) => {$(
         $(#[$doc])*
         ///
         /// # Safety
-        /// `cq` must be a live `ibv_cq_ex`; the `read_*` calls are valid between a successful
-        /// `ibv_start_poll` and `ibv_end_poll`, for fields the CQ was created with.
+        /// `cq` must be a live `ibv_cq_ex` whose provider set
+        #[doc = concat!("`", stringify!($field), "`;")]
+        /// the `read_*` calls are valid between a successful `ibv_start_poll` and
+        /// `ibv_end_poll`, for fields the CQ was created with.
         #[inline]
         pub unsafe fn $name(cq: *mut ibv_cq_ex $(, $arg: $ty)*) $(-> $ret)? {
-            // SAFETY: cq is live and has this field (caller).
-            unsafe { op!((*cq).$field)(cq $(, $arg)*) }
+            // SAFETY: cq is live and its provider set this reader (caller).
+            unsafe { required_op!((*cq).$field)(cq $(, $arg)*) }
         }
     )*};
 }
 
+/// `ibv_start_poll`: starts polling; 0 with the first completion current, `ENOENT`, or an
+/// errno (`EOPNOTSUPP` where the provider has no `start_poll`).
+///
+/// # Safety
+/// `cq` must be a live `ibv_cq_ex` and `attr` valid.
+#[inline]
+pub unsafe fn ibv_start_poll(cq: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr) -> c_int {
+    // SAFETY: pointers valid (caller).
+    unsafe { call_or!((*cq).start_poll, (cq, attr), libc::EOPNOTSUPP) }
+}
+
+/// `ibv_next_poll`: moves to the next completion; 0, `ENOENT`, or an errno (`EOPNOTSUPP`
+/// where the provider has no `next_poll`).
+///
+/// # Safety
+/// `cq` must be a live `ibv_cq_ex` between a successful `ibv_start_poll` and `ibv_end_poll`.
+#[inline]
+pub unsafe fn ibv_next_poll(cq: *mut ibv_cq_ex) -> c_int {
+    // SAFETY: cq is live (caller).
+    unsafe { call_or!((*cq).next_poll, (cq), libc::EOPNOTSUPP) }
+}
+
 cq_ops! {
-    /// `ibv_start_poll`: starts polling; 0 with the first completion current, or `ENOENT`.
-    ibv_start_poll => start_poll(attr: *mut ibv_poll_cq_attr) -> c_int;
-    /// `ibv_next_poll`: moves to the next completion; 0 or `ENOENT`.
-    ibv_next_poll => next_poll() -> c_int;
     /// `ibv_end_poll`: ends polling.
     ibv_end_poll => end_poll();
     /// `ibv_wc_read_opcode`: opcode of the current completion.
@@ -1003,6 +1114,96 @@ mod tests {
             ibv_flow_label_to_udp_sport(0xFFFFF),
             0xC000 | (0x3FFF ^ 0x3F)
         );
+    }
+
+    /// Where the provider left a function out, the ports that return a status return
+    /// `EOPNOTSUPP` as libibverbs's stubs do, instead of calling a null pointer.
+    #[test]
+    fn missing_provider_functions_are_eopnotsupp() {
+        use core::mem::zeroed;
+        // SAFETY: all-zero is a valid value of these plain C structs: null pointers, no
+        // operations (`None`), zero counts and an unlocked, zeroed mutex.
+        let (mut ctx, mut pd, mut qp, mut cq, mut srq, mut mw) = unsafe {
+            (
+                zeroed::<ibv_context>(),
+                zeroed::<ibv_pd>(),
+                zeroed::<ibv_qp>(),
+                zeroed::<ibv_cq>(),
+                zeroed::<ibv_srq>(),
+                zeroed::<ibv_mw>(),
+            )
+        };
+        // SAFETY: as above.
+        let (mut qpx, mut cqx, mut dm, mut wq, mut xrcd) = unsafe {
+            (
+                zeroed::<ibv_qp_ex>(),
+                zeroed::<ibv_cq_ex>(),
+                zeroed::<ibv_dm>(),
+                zeroed::<ibv_wq>(),
+                zeroed::<ibv_xrcd>(),
+            )
+        };
+        let ctx_ptr: *mut ibv_context = &mut ctx;
+        pd.context = ctx_ptr;
+        qp.context = ctx_ptr;
+        cq.context = ctx_ptr;
+        srq.context = ctx_ptr;
+        mw.context = ctx_ptr;
+        mw.type_ = ibv_mw_type::IBV_MW_TYPE_1;
+        xrcd.context = ctx_ptr;
+        let mut send = ibv_send_wr::default();
+        let mut recv = ibv_recv_wr::default();
+        let mut bad_send = ptr::null_mut();
+        let mut bad_recv = ptr::null_mut();
+        let mut wc = [ibv_wc::default(); 4];
+        let mut bind = ibv_mw_bind::default();
+        let mut byte = 0u8;
+        let mut attr = ibv_poll_cq_attr::default();
+        // SAFETY: every object is valid for the port (a context without operations), and
+        // every out-pointer is writable.
+        unsafe {
+            assert_eq!(
+                ibv_post_send(&mut qp, &mut send, &mut bad_send),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(bad_send, ptr::addr_of_mut!(send));
+            assert_eq!(
+                ibv_post_recv(&mut qp, &mut recv, &mut bad_recv),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(bad_recv, ptr::addr_of_mut!(recv));
+            bad_recv = ptr::null_mut();
+            assert_eq!(
+                ibv_post_srq_recv(&mut srq, &mut recv, &mut bad_recv),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(bad_recv, ptr::addr_of_mut!(recv));
+            bad_recv = ptr::null_mut();
+            assert_eq!(
+                ibv_post_wq_recv(&mut wq, &mut recv, &mut bad_recv),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(bad_recv, ptr::addr_of_mut!(recv));
+            assert_eq!(ibv_poll_cq(&mut cq, 4, wc.as_mut_ptr()), -libc::EOPNOTSUPP);
+            assert_eq!(ibv_req_notify_cq(&mut cq, 0), libc::EOPNOTSUPP);
+            set_errno(0);
+            assert!(ibv_alloc_mw(&mut pd, ibv_mw_type::IBV_MW_TYPE_1).is_null());
+            assert_eq!(*libc::__errno_location(), libc::EOPNOTSUPP);
+            assert_eq!(ibv_bind_mw(&mut qp, &mut mw, &mut bind), libc::EOPNOTSUPP);
+            assert_eq!(ibv_dealloc_mw(&mut mw), libc::EOPNOTSUPP);
+            assert_eq!(ibv_close_xrcd(&mut xrcd), libc::EOPNOTSUPP);
+            assert_eq!(
+                ibv_memcpy_to_dm(&mut dm, 0, ptr::addr_of!(byte).cast(), 1),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(
+                ibv_memcpy_from_dm(ptr::addr_of_mut!(byte).cast(), &mut dm, 0, 1),
+                libc::EOPNOTSUPP
+            );
+            assert_eq!(ibv_wr_complete(&mut qpx), libc::EOPNOTSUPP);
+            assert_eq!(ibv_start_poll(&mut cqx, &mut attr), libc::EOPNOTSUPP);
+            assert_eq!(ibv_next_poll(&mut cqx), libc::EOPNOTSUPP);
+        }
     }
 
     #[test]
