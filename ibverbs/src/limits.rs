@@ -9,9 +9,9 @@
 //! the queue grants that bit (an operation, inline or not; an entry count under 16; an
 //! inline total up to a power of two), so passing the fast check means fitting, and a
 //! list passes when the OR of its words does. What has no bit of its own (16 entries or
-//! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode the
-//! constructors do not make) sets [`SLOW`], which every queue denies, and a UD QP denies
-//! every send ([`ANY_SEND`]) so that its address handles are looked at: those requests
+//! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode of 8 or
+//! more) sets [`SLOW`], which every queue denies, and a UD QP denies every send
+//! ([`ANY_SEND`]) so that its address handles are looked at: those requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
 //! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
 //! A receive's word is one bit, its class (an entry count under 15, or [`RECV_SLOW`], the
@@ -202,6 +202,12 @@ impl SendLimits {
         self.qp_type
     }
 
+    /// Whether requests of raw `opcode` (without inline data) may be posted: the operation
+    /// exists on the transport and, for a batch, was enabled.
+    pub(crate) fn allows(&self, opcode: ffi::ibv_wr_opcode) -> bool {
+        opcode.0 < 32 && self.ops >> opcode.0 & 1 != 0
+    }
+
     /// These limits narrowed to the operations the extended send API was created for.
     pub(crate) fn for_batch(mut self, send_ops: SendOps) -> Self {
         let mut enabled = 0u32;
@@ -252,6 +258,9 @@ impl SendLimits {
         }
         if self.send_ops.is_none() && has(ops::BATCH_ONLY, op) {
             return WrError::BatchOnly { opcode };
+        }
+        if self.send_ops.is_some() && opcode.send_op().is_none() {
+            return WrError::NotInBatch { opcode };
         }
         if self.ops & 1 << op == 0 {
             return WrError::OpcodeNotEnabled { opcode };

@@ -53,8 +53,12 @@ impl ProtectionDomain {
         };
         // SAFETY: the PD is live.
         let raw = unsafe { ffi::ibv_alloc_mw(self.as_raw(), kind) };
+        let raw = check_ptr("ibv_alloc_mw", raw).map_err(|e| {
+            e.or_unsupported("memory windows (ibv_alloc_mw)", "alloc_mw in its provider")
+        })?;
         Ok(MemoryWindow {
-            raw: check_ptr("ibv_alloc_mw", raw)?,
+            raw,
+
             regions: Mutex::default(),
             pd: self.clone(),
         })
@@ -142,7 +146,13 @@ impl QueuePair {
         };
         // SAFETY: the QP, MW and MR are live and share the PD (checked).
         let rc = unsafe { ffi::ibv_bind_mw(self.as_raw(), mw.as_raw(), &mut bind) };
-        check("ibv_bind_mw", rc)?;
+        check("ibv_bind_mw", rc).map_err(|e| {
+            e.or_unsupported(
+                "type 1 memory window binds (ibv_bind_mw)",
+                "bind_mw in its provider",
+            )
+        })?;
+
         Ok(RemoteMemory {
             addr: info.addr,
             len: info.length,
@@ -155,7 +165,9 @@ impl<'a> SendRequest<'a> {
     /// A type 2 window bind (`IBV_WR_BIND_MW`) of `range` of `mr` with remote `access`,
     /// under the new key `rkey` (make it with [`ffi::ibv_inc_rkey`] from the window's
     /// current key). The peer may use the window once the request completes. The window
-    /// keeps `mr` registered until it is dropped.
+    /// keeps `mr` registered until it is dropped. Posted with
+    /// [`QueuePair::post_send`]; a [`WrBatch`](crate::WrBatch) refuses it
+    /// ([`WrError::NotInBatch`](crate::WrError::NotInBatch)).
     pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         wr_id: u64,
         mw: &'a MemoryWindow,
@@ -165,14 +177,13 @@ impl<'a> SendRequest<'a> {
         rkey: u32,
     ) -> Result<Self> {
         let info = bind_info(mw, mr, range, access)?;
-        let mut wr = SendRequest::send(wr_id, &[]);
-        let raw = wr.raw_mut();
-        raw.opcode = ffi::ibv_wr_opcode::IBV_WR_BIND_MW;
-        raw.__bindgen_anon_2.bind_mw = ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
-            mw: mw.as_raw(),
-            rkey,
-            bind_info: info,
-        };
-        Ok(wr)
+        Ok(SendRequest::bind(
+            wr_id,
+            ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+                mw: mw.as_raw(),
+                rkey,
+                bind_info: info,
+            },
+        ))
     }
 }

@@ -299,6 +299,10 @@ impl<'a> QueuePairBuilder<'a> {
             mcast: (self.qp_type == QpType::Ud).then(Box::default),
         };
 
+        if let Some(ex) = qp.qp_ex() {
+            ex.check_provider()?;
+        }
+
         use ffi::ibv_qp_attr_mask as M;
         let mut attr = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
@@ -669,7 +673,9 @@ impl QueuePair {
     /// Every request is first checked against the QP's transport and the capabilities it
     /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
     /// posted. If the provider fails, the requests before its index were posted:
-    /// [`Error::QueueFull`] when the send queue is full, else [`Error::Post`].
+    /// [`Error::QueueFull`] when the send queue is full, [`Error::Unsupported`] when it has
+    /// no `post_send` (or no support for the first request's operation: nothing was
+    /// posted), else [`Error::Post`].
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         let queue = || ("ibv_post_send", self.send_limits.depth());

@@ -2,7 +2,10 @@
 //!
 //! A request is the C struct and the word of requirement bits its constructor works out
 //! ([`limits`](crate::limits)), so posting a list costs one check of the OR of those words
-//! against the queue's, linking the `next` pointers and one call into the provider.
+//! against the queue's, linking the `next` pointers and one call into the provider. The
+//! word is derived from the struct, so only this module writes either: every constructor
+//! and flag method that changes what the word depends on (operation, list, inline) works it
+//! out again, and the rest of the crate reads the struct only.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -153,6 +156,7 @@ pub struct SendRequest<'a> {
 }
 
 impl<'a> SendRequest<'a> {
+    /// The request of `opcode` over `sges`, and its word: the one place both are made.
     #[inline]
     fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
         let mut raw = ffi::ibv_send_wr {
@@ -286,7 +290,7 @@ impl<'a> SendRequest<'a> {
     /// and region need `REMOTE_WRITE`.
     #[inline]
     pub fn atomic_write(wr_id: u64, remote: RemoteMemory, value: [u8; 8]) -> Self {
-        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, &[]);
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, NO_ENTRIES);
         // The value rides in `compare_add`, which WrBatch::push hands to the provider as
         // the 8 bytes to write.
         wr.raw.wr.atomic = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
@@ -295,6 +299,14 @@ impl<'a> SendRequest<'a> {
             swap: 0,
             rkey: remote.rkey,
         };
+        wr
+    }
+
+    /// A type 2 memory window bind (`IBV_WR_BIND_MW`) of `bind`, which names a window and
+    /// a region (checked by [`SendRequest::bind_mw`], its maker). No list.
+    pub(crate) fn bind(wr_id: u64, bind: ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1) -> Self {
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_BIND_MW, NO_ENTRIES);
+        wr.raw.__bindgen_anon_2.bind_mw = bind;
         wr
     }
 
@@ -362,11 +374,10 @@ impl<'a> SendRequest<'a> {
     pub fn as_raw(&self) -> &ffi::ibv_send_wr {
         &self.raw
     }
-
-    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_send_wr {
-        &mut self.raw
-    }
 }
+
+/// The list of a request that has none.
+const NO_ENTRIES: &[Sge<'static>] = &[];
 
 /// A receive queue work request (`struct ibv_recv_wr`).
 #[repr(C)]
@@ -404,10 +415,6 @@ impl<'a> RecvRequest<'a> {
     pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
         &self.raw
     }
-
-    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
-        &mut self.raw
-    }
 }
 
 /// A copy with the same `wr_id` and scatter/gather list (the list is borrowed, not copied),
@@ -444,6 +451,8 @@ pub(crate) trait Linked {
     type Raw;
     /// The request's requirement word.
     fn need(&self) -> u64;
+    /// The raw struct, to link and post: the provider reads it, and posting writes its
+    /// `next` only (through [`set_next`](Self::set_next)).
     fn raw(&mut self) -> *mut Self::Raw;
     fn set_next(&mut self, next: *mut Self::Raw);
 }
@@ -456,7 +465,7 @@ impl Linked for SendRequest<'_> {
     }
     #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_send_wr {
-        self.raw_mut()
+        &mut self.raw
     }
     #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_send_wr) {
@@ -472,7 +481,7 @@ impl Linked for RecvRequest<'_> {
     }
     #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_recv_wr {
-        self.raw_mut()
+        &mut self.raw
     }
     #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_recv_wr) {
@@ -623,7 +632,7 @@ pub(crate) fn check_each<W>(wrs: &[W], first: usize, limits: &impl Limits<W>) ->
 /// The [`Error::Request`] for request `index`, refused for `reason`.
 #[cold]
 #[inline(never)]
-fn refused(index: usize, reason: WrError) -> Error {
+pub(crate) fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
@@ -645,8 +654,9 @@ fn post_error<W: Linked>(
 }
 
 /// The error of a post that failed with `rc` at request `index` of a queue `depth` deep:
-/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full), else
-/// [`Error::Post`].
+/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full),
+/// [`Error::Unsupported`] for `EOPNOTSUPP` at the first request (the provider has no post
+/// function, or not for that operation: nothing was posted), else [`Error::Post`].
 #[cold]
 #[inline(never)]
 pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
@@ -655,14 +665,21 @@ pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32)
     } else {
         std::io::Error::from_raw_os_error(rc)
     };
-    PostError::from(if source.raw_os_error() == Some(libc::ENOMEM) {
-        Error::QueueFull { verb, index, depth }
-    } else {
-        Error::Post {
+    PostError::from(match source.raw_os_error() {
+        Some(libc::ENOMEM) => Error::QueueFull { verb, index, depth },
+        Some(libc::EOPNOTSUPP) if index == 0 => Error::Unsupported {
+            what: verb,
+            missing: match verb {
+                "ibv_post_send" => "post_send in its provider (or the first request's operation)",
+                "ibv_post_recv" => "post_recv in its provider",
+                _ => "post_srq_recv in its provider",
+            },
+        },
+        _ => Error::Post {
             verb,
             index,
             source,
-        }
+        },
     })
 }
 
