@@ -226,6 +226,13 @@ pub enum WrError {
         /// The request's operation.
         opcode: WrOpcode,
     },
+    /// Inline data from entries of device memory ([`DeviceMemory`](crate::DeviceMemory), a
+    /// dma-buf region): the provider would copy it from a device address with the CPU.
+    #[error("{opcode} cannot carry inline data from device memory (a dma-buf region)")]
+    InlineFromDeviceMemory {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
     /// More scatter/gather entries than the queue takes.
     #[error("{requested} scatter/gather entries, more than the queue's {max}")]
     TooManySge {

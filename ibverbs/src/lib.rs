@@ -527,4 +527,4 @@ pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use wc_status::WcStatus;
-pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};
+pub use wr::{DeviceMemory, HostMemory, RecvRequest, RemoteMemory, SendRequest, Sge, SgeMemory};

@@ -10,8 +10,9 @@
 //! inline total up to a power of two), so passing the fast check means fitting, and a
 //! list passes when the OR of its words does. What has no bit of its own (16 entries or
 //! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode of 8 or
-//! more) sets [`SLOW`], which every queue denies, and a UD QP denies every send
-//! ([`ANY_SEND`]) so that its address handles are looked at: those requests
+//! more, inline data from device memory) sets [`SLOW`], which every queue denies, and a UD
+//! QP denies every send ([`ANY_SEND`]) so that its address handles are looked at: those
+//! requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
 //! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
 //! A receive's word is one bit, its class (an entry count under 15, or [`RECV_SLOW`], the
@@ -33,6 +34,10 @@ pub(crate) const SLOW: u64 = 1 << 63;
 /// Set in every send request's word; denied by UD QPs, whose sends' address handles only
 /// the exact check looks at.
 pub(crate) const ANY_SEND: u64 = 1 << 62;
+/// Set in the word of a request with entries of [`DeviceMemory`](crate::DeviceMemory) (by
+/// their type); denied by no queue. Inline data from them is refused: made inline, the
+/// request's word becomes [`SLOW`] (keeping this bit), and the exact check refuses it.
+pub(crate) const DEVICE_MEMORY: u64 = 1 << 61;
 /// A send's bits: `1 << opcode` (opcodes under 8), or `1 << (8 + opcode)` with inline data.
 const SEND_OP: u32 = 0;
 /// A send's bits: `1 << (16 + n)` for `n` entries, `n` under 16.
@@ -53,11 +58,12 @@ pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n
 }
 
 /// The requirement word `need` of a send over the `n` entries at `sges` once it carries
-/// its data inline (called once per request).
+/// its data inline (called once per request). From [`DEVICE_MEMORY`], it is [`SLOW`]: the
+/// exact check refuses it.
 #[inline]
 pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if need & SLOW != 0 {
-        return SLOW;
+    if need & (SLOW | DEVICE_MEMORY) != 0 {
+        return SLOW | need & DEVICE_MEMORY;
     }
     let total = total_len(sges, n);
     if total > 1 << 15 {
@@ -222,7 +228,8 @@ impl SendLimits {
         self.with_deny()
     }
 
-    fn fits_raw(&self, raw: &ffi::ibv_send_wr) -> bool {
+    /// The exact check of `raw`, whose entries are of device memory if `device`.
+    fn fits_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> bool {
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
         // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
         let bit = raw.opcode.0.wrapping_add(inline << 2);
@@ -230,6 +237,7 @@ impl SendLimits {
         // Never negative: the request constructors set it from a slice length.
         let n = raw.num_sge as u32;
         self.ops.wrapping_shr(bit) & 1 != 0
+            && !(device && inline != 0)
             && n <= self.max_sge
             && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
@@ -245,8 +253,8 @@ impl SendLimits {
         !ah.is_null() && unsafe { (*ah).pd } == self.pd
     }
 
-    /// Which limit `raw` broke (it did not fit).
-    fn refusal_raw(&self, raw: &ffi::ibv_send_wr) -> WrError {
+    /// Which limit `raw` (entries of device memory if `device`) broke (it did not fit).
+    fn refusal_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> WrError {
         let opcode = WrOpcode::from_raw(raw.opcode);
         let op = raw.opcode.0;
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
@@ -267,6 +275,9 @@ impl SendLimits {
         }
         if inline && !has(ops::INLINE, op) {
             return WrError::InlineNotSupported { opcode };
+        }
+        if inline && device {
+            return WrError::InlineFromDeviceMemory { opcode };
         }
         let n = raw.num_sge as u32;
         if n > self.max_sge {
@@ -319,8 +330,8 @@ fn aligned(raw: &ffi::ibv_send_wr) -> bool {
 
 /// Checks a send against the limits: its operation exists on the transport (and was
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
-/// 2^31 bytes or, inline, `max_inline_data`, and a UD send has an address handle of the
-/// QP's PD.
+/// 2^31 bytes or, inline, `max_inline_data` (from host memory only), and a UD send has an
+/// address handle of the QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
@@ -332,13 +343,13 @@ impl Limits<SendRequest<'_>> for SendLimits {
     }
 
     fn fits(&self, wr: &SendRequest<'_>) -> bool {
-        self.fits_raw(wr.as_raw())
+        self.fits_raw(wr.as_raw(), wr.device_memory())
     }
 
     #[cold]
     #[inline(never)]
     fn refusal(&self, wr: &SendRequest<'_>) -> WrError {
-        self.refusal_raw(wr.as_raw())
+        self.refusal_raw(wr.as_raw(), wr.device_memory())
     }
 }
 
@@ -441,6 +452,45 @@ fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wr::{DeviceMemory, HostMemory, Linked, Sge};
+
+    /// The rule of entries of device memory, made from their type: a request over them
+    /// passes the fast check as any other without inline data, and with inline data fails
+    /// it and is refused by the exact check, naming the reason, on a QP and in a batch. (A
+    /// real dma-buf region needs a device that registers one; rxe does not.)
+    #[test]
+    fn inline_data_from_device_memory_is_refused() {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: 1,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 64,
+        };
+        let post = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
+        let batch = post.for_batch(SendOps::SEND);
+        let host = [Sge::<HostMemory>::new(0x1000, 16, 1)];
+        let device = [Sge::<DeviceMemory>::new(0x1000, 16, 1)];
+        for limits in [post, batch] {
+            for wr in [
+                SendRequest::send(1, &host),
+                SendRequest::send(1, &host).inline(),
+                SendRequest::send(1, &device),
+            ] {
+                assert_eq!(wr.need() & limits.deny(), 0);
+                assert!(limits.fits(&wr));
+            }
+            let wr = SendRequest::send(1, &device).inline();
+            assert_ne!(wr.need() & limits.deny(), 0);
+            assert!(!limits.fits(&wr));
+            assert_eq!(
+                limits.refusal(&wr),
+                WrError::InlineFromDeviceMemory {
+                    opcode: WrOpcode::Send
+                }
+            );
+        }
+    }
 
     /// The fast check never lets through an inline request the exact check refuses, and a
     /// power-of-two total up to `max_inline_data` takes it.

@@ -15,36 +15,72 @@ use std::ptr;
 use crate::ah::AddressHandle;
 use crate::error::{Error, Result, WrError};
 use crate::ffi;
-use crate::limits::{inline_need, recv_need, send_need};
+use crate::limits::{inline_need, recv_need, send_need, DEVICE_MEMORY};
 use crate::opcode::WrOpcode;
 use crate::post_error::PostError;
 
-/// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
+/// Where the memory of a scatter/gather entry is: [`HostMemory`] or [`DeviceMemory`].
 ///
-/// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge), which checks the range; it
-/// borrows the region for `'a`.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct Sge<'a> {
-    raw: ffi::ibv_sge,
-    _mr: PhantomData<&'a ()>,
+/// Sealed: the two are all there is. Requests take entries of either; what tells them apart
+/// is whether the CPU can read the entry's addresses, which inline data needs.
+pub trait SgeMemory: sealed::Memory + Copy + Send + Sync + 'static {}
+
+mod sealed {
+    /// What a request's requirement word carries for the memory of its entries.
+    pub trait Memory {
+        /// 0, or [`DEVICE_MEMORY`](crate::limits::DEVICE_MEMORY).
+        const NEED: u64;
+    }
 }
 
-impl Sge<'_> {
+/// Memory the CPU reaches at the entry's addresses: a [`MemoryRegion`](crate::MemoryRegion)
+/// of the process's own memory. The default of [`Sge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HostMemory {}
+
+/// Memory addressed by the device only: a [`DmaBufRegion`](crate::DmaBufRegion), whose
+/// entries hold device addresses (IOVAs) that mean nothing to the CPU. Such entries are
+/// posted as any other, but never inline: the provider would copy the inline data from the
+/// device address with the CPU ([`WrError::InlineFromDeviceMemory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceMemory {}
+
+impl sealed::Memory for HostMemory {
+    const NEED: u64 = 0;
+}
+impl SgeMemory for HostMemory {}
+impl sealed::Memory for DeviceMemory {
+    const NEED: u64 = DEVICE_MEMORY;
+}
+impl SgeMemory for DeviceMemory {}
+
+/// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region, of
+/// host memory (`Sge<'a>`) or device memory (`Sge<'a, DeviceMemory>`, which is never sent
+/// inline).
+///
+/// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge) and
+/// [`DmaBufRegion::sge`](crate::DmaBufRegion::sge), which check the range; it borrows the
+/// region for `'a`. A list of entries is a slice of one kind: an empty one is written
+/// `&[] as &[Sge]` (a host list) where nothing else tells the kind.
+#[repr(transparent)]
+pub struct Sge<'a, M: SgeMemory = HostMemory> {
+    raw: ffi::ibv_sge,
+    _mr: PhantomData<(&'a (), M)>,
+}
+
+impl<M: SgeMemory> Clone for Sge<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: SgeMemory> Copy for Sge<'_, M> {}
+
+impl<M: SgeMemory> Sge<'_, M> {
     pub(crate) fn new(addr: u64, length: u32, lkey: u32) -> Self {
         Sge {
             raw: ffi::ibv_sge { addr, length, lkey },
             _mr: PhantomData,
         }
-    }
-
-    /// An entry from raw values, not tied to a region.
-    ///
-    /// # Safety
-    /// `lkey` must be the local key of a region that stays registered while any request
-    /// using the entry may run, and `addr..addr + length` must lie inside it.
-    pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
-        Sge::new(addr, length, lkey)
     }
 
     /// Start address.
@@ -68,13 +104,42 @@ impl Sge<'_> {
     }
 }
 
-impl fmt::Debug for Sge<'_> {
+impl Sge<'_> {
+    /// An entry of host memory from raw values, not tied to a region.
+    ///
+    /// # Safety
+    /// `lkey` must be the local key of a region of this process's memory that stays
+    /// registered while any request using the entry may run, and `addr..addr + length`
+    /// must lie inside it: addresses the CPU can read, which an inline send copies from.
+    /// (An entry of a dma-buf region is made with [`Sge::device_from_raw`].)
+    pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
+        Sge::new(addr, length, lkey)
+    }
+
+    /// An entry of device memory from raw values, not tied to a region: of a dma-buf
+    /// region registered outside the crate (`ibv_reg_dmabuf_mr` through [`ffi`]), whose
+    /// addresses are device addresses. Posted as any entry, never inline.
+    ///
+    /// # Safety
+    /// `lkey` must be the local key of a region that stays registered while any request
+    /// using the entry may run, and `addr..addr + length` must lie inside it (in the
+    /// region's device address space).
+    pub unsafe fn device_from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static, DeviceMemory> {
+        Sge::new(addr, length, lkey)
+    }
+}
+
+impl<M: SgeMemory> fmt::Debug for Sge<'_, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sge")
-            .field("addr", &format_args!("{:#x}", self.raw.addr))
-            .field("len", &self.raw.length)
-            .field("lkey", &format_args!("{:#x}", self.raw.lkey))
-            .finish()
+        f.debug_struct(if M::NEED == 0 {
+            "Sge"
+        } else {
+            "Sge<DeviceMemory>"
+        })
+        .field("addr", &format_args!("{:#x}", self.raw.addr))
+        .field("len", &self.raw.length)
+        .field("lkey", &format_args!("{:#x}", self.raw.lkey))
+        .finish()
     }
 }
 
@@ -89,7 +154,7 @@ static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
 /// length can be read without looking at the count (an empty list points at [`NO_SGE`],
 /// of length 0). Providers only read the list.
 #[inline]
-fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
+fn sg_list<M: SgeMemory>(sges: &[Sge<'_, M>]) -> *mut ffi::ibv_sge {
     if sges.is_empty() {
         ptr::addr_of!(NO_SGE).cast_mut()
     } else {
@@ -158,7 +223,7 @@ pub struct SendRequest<'a> {
 impl<'a> SendRequest<'a> {
     /// The request of `opcode` over `sges`, and its word: the one place both are made.
     #[inline]
-    fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
+    fn new<M: SgeMemory>(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a, M>]) -> Self {
         let mut raw = ffi::ibv_send_wr {
             wr_id,
             opcode,
@@ -169,7 +234,7 @@ impl<'a> SendRequest<'a> {
         // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
-            need: send_need(opcode, raw.sg_list, raw.num_sge as u32),
+            need: send_need(opcode, raw.sg_list, raw.num_sge as u32) | M::NEED,
             raw,
             _borrows: PhantomData,
         }
@@ -177,23 +242,23 @@ impl<'a> SendRequest<'a> {
 
     /// A send (`IBV_WR_SEND`): the data lands in the peer's next receive.
     #[inline]
-    pub fn send(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+    pub fn send<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>]) -> Self {
         Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
     }
 
     /// A send with 32-bit immediate data (`IBV_WR_SEND_WITH_IMM`), given in host order.
     #[inline]
-    pub fn send_with_imm(wr_id: u64, sges: &'a [Sge<'a>], imm: u32) -> Self {
+    pub fn send_with_imm<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], imm: u32) -> Self {
         let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
         wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
         wr
     }
 
     #[inline]
-    fn rdma(
+    fn rdma<M: SgeMemory>(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        sges: &'a [Sge<'a>],
+        sges: &'a [Sge<'a, M>],
         remote: RemoteMemory,
     ) -> Self {
         let mut wr = Self::new(wr_id, opcode, sges);
@@ -206,14 +271,19 @@ impl<'a> SendRequest<'a> {
 
     /// An RDMA write (`IBV_WR_RDMA_WRITE`) of the SGEs to `remote.addr`.
     #[inline]
-    pub fn write(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+    pub fn write<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
     }
 
     /// An RDMA write with immediate data (`IBV_WR_RDMA_WRITE_WITH_IMM`), which also
     /// consumes a receive at the peer.
     #[inline]
-    pub fn write_with_imm(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory, imm: u32) -> Self {
+    pub fn write_with_imm<M: SgeMemory>(
+        wr_id: u64,
+        sges: &'a [Sge<'a, M>],
+        remote: RemoteMemory,
+        imm: u32,
+    ) -> Self {
         let mut wr = Self::rdma(
             wr_id,
             ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
@@ -226,15 +296,15 @@ impl<'a> SendRequest<'a> {
 
     /// An RDMA read (`IBV_WR_RDMA_READ`) from `remote.addr` into the SGEs.
     #[inline]
-    pub fn read(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+    pub fn read<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
     }
 
     #[inline]
-    fn atomic(
+    fn atomic<M: SgeMemory>(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        result: &'a Sge<'a>,
+        result: &'a Sge<'a, M>,
         remote: RemoteMemory,
         compare_add: u64,
         swap: u64,
@@ -252,9 +322,9 @@ impl<'a> SendRequest<'a> {
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
     #[inline]
-    pub fn compare_swap(
+    pub fn compare_swap<M: SgeMemory>(
         wr_id: u64,
-        result: &'a Sge<'a>,
+        result: &'a Sge<'a, M>,
         remote: RemoteMemory,
         compare: u64,
         swap: u64,
@@ -272,7 +342,12 @@ impl<'a> SendRequest<'a> {
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
     /// `remote.addr`; the original value lands in `result` (8 bytes).
     #[inline]
-    pub fn fetch_add(wr_id: u64, result: &'a Sge<'a>, remote: RemoteMemory, add: u64) -> Self {
+    pub fn fetch_add<M: SgeMemory>(
+        wr_id: u64,
+        result: &'a Sge<'a, M>,
+        remote: RemoteMemory,
+        add: u64,
+    ) -> Self {
         Self::atomic(
             wr_id,
             ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
@@ -324,7 +399,8 @@ impl<'a> SendRequest<'a> {
     }
 
     /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
-    /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
+    /// writes of at most the QP's `max_inline_data` bytes from host memory (posting checks
+    /// all three; the CPU copies the data, so entries of [`DeviceMemory`] are refused).
     #[inline]
     pub fn inline(mut self) -> Self {
         let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
@@ -374,6 +450,11 @@ impl<'a> SendRequest<'a> {
     pub fn as_raw(&self) -> &ffi::ibv_send_wr {
         &self.raw
     }
+
+    /// Whether an entry of the request is of [`DeviceMemory`].
+    pub(crate) fn device_memory(&self) -> bool {
+        self.need & DEVICE_MEMORY != 0
+    }
 }
 
 /// The list of a request that has none.
@@ -392,7 +473,7 @@ pub struct RecvRequest<'a> {
 impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
     #[inline]
-    pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+    pub fn new<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>]) -> Self {
         let raw = ffi::ibv_recv_wr {
             wr_id,
             next: ptr::null_mut(),

@@ -1,14 +1,15 @@
 //! What reaches a provider function: a batch's dispatch from opcode to `ibv_wr_*` call, a
 //! verb whose provider function is missing (`Error::Unsupported`, never a call through a
-//! null pointer).
+//! null pointer), and inline data, which the provider copies with the CPU and so never
+//! takes from device memory.
 
 use std::ffi::c_int;
 
-use rdma_verbs_test_kit::assert_clean_drops;
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty};
 
 use rdma_verbs::{
-    ffi, AccessFlags, Context, Error, MwType, QpType, RecvRequest, SendOps, SendRequest, WcOpcode,
-    WorkCompletion, WrError, WrOpcode,
+    ffi, AccessFlags, Context, DeviceMemory, DmaBufRegion, Error, MwType, QpType, RecvRequest,
+    SendOps, SendRequest, Sge, WcOpcode, WorkCompletion, WrError, WrOpcode,
 };
 
 use crate::common::{poll_one, refusal, Pair, ALL};
@@ -152,5 +153,61 @@ fn a_missing_provider_function_is_unsupported() {
     assert_eq!(poll_one(&p.b_cq).ok().unwrap().opcode(), WcOpcode::BindMw);
     p.a_cq.req_notify(false).unwrap();
     drop((mw, target, srq, src, p));
+    assert_clean_drops();
+}
+
+/// The entries of a dma-buf region hold device addresses, and a provider copies inline
+/// data with the CPU from the entry's address: from a device address, it would read (and
+/// send to the peer) whatever the process has mapped there. So a request with entries of
+/// [`DeviceMemory`] is refused inline, through `post_send` and in a batch, before the
+/// provider; posted without inline data, it goes through as any request.
+///
+/// rxe cannot register a dma-buf (`ibv_reg_dmabuf_mr` is `EOPNOTSUPP`), so the entries are
+/// made with `Sge::device_from_raw` over a region of host memory: on rxe its device
+/// addresses are the host addresses, which keeps the non-inline send correct. That
+/// [`DmaBufRegion::sge`] gives [`DeviceMemory`] entries is the signature below, checked by
+/// the compiler.
+#[test]
+fn inline_data_from_device_memory_is_refused() {
+    fn _dmabuf_entries_are_device_memory(region: &DmaBufRegion) -> Sge<'_, DeviceMemory> {
+        region.sge(..).unwrap()
+    }
+    let ops = SendOps::SEND | SendOps::RDMA_WRITE;
+    let Pair {
+        pd,
+        mut a,
+        a_cq,
+        b,
+        b_cq,
+    } = Pair::with(QpType::Rc, |q| q.max_inline_data(64).send_ops(ops), |_| {});
+    let mut src = pd.alloc_mr(64, ALL).unwrap();
+    src.fill(0x5a);
+    let dst = pd.alloc_mr(64, ALL).unwrap();
+    // SAFETY: the range is the whole of `src`, which outlives every request below.
+    let device = [unsafe { Sge::device_from_raw(src.addr(), 48, src.lkey()) }];
+    let inline = [
+        (SendRequest::send(1, &device).inline(), WrOpcode::Send),
+        (
+            SendRequest::write(2, &device, dst.remote()).inline(),
+            WrOpcode::RdmaWrite,
+        ),
+    ];
+    for (wr, opcode) in inline {
+        let want = WrError::InlineFromDeviceMemory { opcode };
+        assert_eq!(refusal(a.batch(|batch| batch.push(&wr))), want);
+        assert_eq!(refusal(a.post_send(&mut [wr])), want);
+    }
+    assert_empty(&a_cq, "after the refused requests");
+
+    let rsge = [dst.sge(..).unwrap()];
+    b.post_recv(&mut [RecvRequest::new(3, &rsge)]).unwrap();
+    a.post_send(&mut [SendRequest::send(3, &device).signaled()])
+        .unwrap();
+    poll_one(&a_cq).ok().unwrap();
+    assert_eq!(poll_one(&b_cq).ok().unwrap().byte_len(), 48);
+    let mut got = [0; 48];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got, [0x5a; 48]);
+    drop((a, b, src, dst, pd));
     assert_clean_drops();
 }

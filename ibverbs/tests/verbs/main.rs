@@ -7,8 +7,8 @@
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
 //! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
-//! (what reaches a provider function: a batch's opcodes, missing provider functions);
-//! `common` holds what several share.
+//! (what reaches a provider function: a batch's opcodes, missing provider functions,
+//! inline data from device memory); `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
