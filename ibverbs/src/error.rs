@@ -233,6 +233,16 @@ pub enum WrError {
         /// The request's operation.
         opcode: WrOpcode,
     },
+    /// An atomic's result entry is not the 8 bytes the atomic returns.
+    #[error("{opcode} needs a result entry of exactly {required} bytes, not {len}")]
+    AtomicResultSize {
+        /// The request's operation.
+        opcode: WrOpcode,
+        /// The length of its result entry.
+        len: u64,
+        /// 8.
+        required: u64,
+    },
     /// More scatter/gather entries than the queue takes.
     #[error("{requested} scatter/gather entries, more than the queue's {max}")]
     TooManySge {

@@ -10,9 +10,9 @@
 //! inline total up to a power of two), so passing the fast check means fitting, and a
 //! list passes when the OR of its words does. What has no bit of its own (16 entries or
 //! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode of 8 or
-//! more, inline data from device memory) sets [`SLOW`], which every queue denies, and a UD
-//! QP denies every send ([`ANY_SEND`]) so that its address handles are looked at: those
-//! requests
+//! more, an atomic whose result entry is not 8 bytes, inline data from device memory) sets
+//! [`SLOW`], which every queue denies, and a UD QP denies every send ([`ANY_SEND`]) so that
+//! its address handles are looked at: those requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
 //! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
 //! A receive's word is one bit, its class (an entry count under 15, or [`RECV_SLOW`], the
@@ -27,6 +27,8 @@ use crate::wr::{Limits, RecvRequest, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
+/// The length of an atomic's result entry: the 8 bytes the atomic reads.
+const ATOMIC_RESULT: u64 = 8;
 
 /// Set in a request's word when only the exact check can tell whether it fits; denied by
 /// every queue.
@@ -48,10 +50,16 @@ const SEND_SGE: u32 = 16;
 const SEND_INLINE: u32 = 32;
 
 /// The requirement word of a send of raw `opcode` over the `n` entries at `sges` (a
-/// request's never-dangling list), without inline data.
+/// request's never-dangling list), without inline data. An atomic (one entry) whose result
+/// entry is not 8 bytes takes the exact check, which refuses it.
 #[inline]
 pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if opcode.0 >= 8 || n >= 16 || total_len(sges, n) > MAX_MESSAGE {
+    let total = total_len(sges, n);
+    if opcode.0 >= 8
+        || n >= 16
+        || total > MAX_MESSAGE
+        || (has(ops::ATOMICS, opcode.0) && total != ATOMIC_RESULT)
+    {
         return SLOW;
     }
     ANY_SEND | 1 << (SEND_OP + opcode.0) | 1 << (SEND_SGE + n)
@@ -236,10 +244,12 @@ impl SendLimits {
         debug_assert!(raw.opcode.0 < 32 && inline >> 3 <= 1);
         // Never negative: the request constructors set it from a slice length.
         let n = raw.num_sge as u32;
+        let total = total_len(raw.sg_list, n);
         self.ops.wrapping_shr(bit) & 1 != 0
             && !(device && inline != 0)
             && n <= self.max_sge
-            && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
+            && total <= self.max_total[(inline >> 3) as usize]
+            && (!has(ops::ATOMICS, raw.opcode.0) || total == ATOMIC_RESULT)
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
             && aligned(raw)
     }
@@ -299,6 +309,13 @@ impl SendLimits {
                 max: MAX_MESSAGE,
             };
         }
+        if has(ops::ATOMICS, op) && total != ATOMIC_RESULT {
+            return WrError::AtomicResultSize {
+                opcode,
+                len: total,
+                required: ATOMIC_RESULT,
+            };
+        }
         if !aligned(raw) {
             return WrError::Misaligned {
                 opcode,
@@ -330,8 +347,8 @@ fn aligned(raw: &ffi::ibv_send_wr) -> bool {
 
 /// Checks a send against the limits: its operation exists on the transport (and was
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
-/// 2^31 bytes or, inline, `max_inline_data` (from host memory only), and a UD send has an
-/// address handle of the QP's PD.
+/// 2^31 bytes or, inline, `max_inline_data` (from host memory only), an atomic's result is
+/// 8 bytes, and a UD send has an address handle of the QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {

@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::drop_error;
-use crate::error::{check, check_ptr, Result};
+use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
@@ -58,7 +58,6 @@ impl ProtectionDomain {
         })?;
         Ok(MemoryWindow {
             raw,
-
             regions: Mutex::default(),
             pd: self.clone(),
         })
@@ -76,6 +75,26 @@ impl MemoryWindow {
     pub fn rkey(&self) -> u32 {
         // SAFETY: the MW is live.
         unsafe { self.raw.as_ref() }.rkey
+    }
+
+    /// The window's kind.
+    pub fn kind(&self) -> MwType {
+        // SAFETY: the MW is live.
+        match unsafe { self.raw.as_ref() }.type_ {
+            ffi::ibv_mw_type::IBV_MW_TYPE_1 => MwType::Type1,
+            _ => MwType::Type2,
+        }
+    }
+
+    /// [`Error::InvalidArgument`] unless the window is of `kind`, which `verb` binds.
+    fn check_kind(&self, kind: MwType, verb: &str) -> Result<()> {
+        if self.kind() == kind {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            what: "memory window",
+            reason: format!("a {:?} window is not bound with {verb}", self.kind()),
+        })
     }
 
     /// Keeps `mr` registered until the window is deallocated.
@@ -130,6 +149,9 @@ impl QueuePair {
     /// Binds a type 1 window to `range` of `mr` with remote `access` (`ibv_bind_mw`), and
     /// returns the memory a peer may now reach through it. The bind completes on the send
     /// CQ with `wr_id`. The window keeps `mr` registered until it is dropped.
+    ///
+    /// Checked first: the window is of type 1, and the QP, the window and the region share
+    /// a protection domain ([`Error::Mismatch`] naming the one that does not).
     pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         &self,
         mw: &mut MemoryWindow,
@@ -138,6 +160,8 @@ impl QueuePair {
         access: AccessFlags,
         wr_id: u64,
     ) -> Result<RemoteMemory> {
+        mw.check_kind(MwType::Type1, "QueuePair::bind_mw")?;
+        mw.pd.check_same(self.pd(), "queue pair")?;
         let info = bind_info(mw, mr, range, access)?;
         let mut bind = ffi::ibv_mw_bind {
             wr_id,
@@ -152,7 +176,6 @@ impl QueuePair {
                 "bind_mw in its provider",
             )
         })?;
-
         Ok(RemoteMemory {
             addr: info.addr,
             len: info.length,
@@ -168,6 +191,8 @@ impl<'a> SendRequest<'a> {
     /// keeps `mr` registered until it is dropped. Posted with
     /// [`QueuePair::post_send`]; a [`WrBatch`](crate::WrBatch) refuses it
     /// ([`WrError::NotInBatch`](crate::WrError::NotInBatch)).
+    ///
+    /// Checked first: the window is of type 2 and shares the region's protection domain.
     pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         wr_id: u64,
         mw: &'a MemoryWindow,
@@ -176,6 +201,7 @@ impl<'a> SendRequest<'a> {
         access: AccessFlags,
         rkey: u32,
     ) -> Result<Self> {
+        mw.check_kind(MwType::Type2, "SendRequest::bind_mw")?;
         let info = bind_info(mw, mr, range, access)?;
         Ok(SendRequest::bind(
             wr_id,

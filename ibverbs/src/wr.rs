@@ -320,7 +320,8 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
-    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (posting
+    /// refuses another length: [`WrError::AtomicResultSize`](crate::WrError)).
     #[inline]
     pub fn compare_swap<M: SgeMemory>(
         wr_id: u64,
@@ -340,7 +341,8 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
-    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (as for
+    /// [`compare_swap`](Self::compare_swap)).
     #[inline]
     pub fn fetch_add<M: SgeMemory>(
         wr_id: u64,
