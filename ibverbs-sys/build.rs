@@ -85,7 +85,7 @@ fn generate(include_paths: &[PathBuf]) -> bindgen::Bindings {
         .allowlist_type("_compat_ibv_port_attr")
         .allowlist_var("IBV_.*")
         // `ibv_query_port` is a macro over an inline function in C; the Rust port in
-        // `inline.rs` takes its place and calls the exported symbol where needed.
+        // `src/inline/` takes its place and calls the exported symbol where needed.
         .blocklist_function("ibv_query_port")
         // Use libc's definitions of the types verbs.h borrows from the system headers, so
         // that values pass between the two crates without casts.

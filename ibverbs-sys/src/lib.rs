@@ -21,7 +21,8 @@
 //! The alternative, bindgen's generated C wrappers, adds an out-of-line call per verb that
 //! cannot be inlined into Rust callers without cross-language LTO. The ports compile to the
 //! same code as the C inline functions: one load of the ops table and an indirect call into the
-//! provider. The benches (`benches/`) measure the hot-path verbs against the C tools.
+//! provider, plus, where the call returns a status, a test that the provider set the pointer
+//! (`EOPNOTSUPP` if not, where C would call null: see [`inline`](crate#functions)). The benches (`benches/`) measure the hot-path verbs against the C tools.
 //!
 //! # Builds without rdma-core's headers (docs.rs)
 //! When the `DOCS_RS` environment variable is set, as docs.rs sets it, the build script uses a

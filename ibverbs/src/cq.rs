@@ -205,14 +205,17 @@ impl CqInner {
     }
 }
 
-/// The error of a failed `ibv_poll_cq`, kept off the polling path.
+/// The error of an `ibv_poll_cq` that returned `rc`: a negative errno, or a count over the
+/// entries asked for, which is what libibverbs's stub for a provider without `poll_cq`
+/// returns (`EOPNOTSUPP`, positive). Kept off the polling path.
 #[cold]
 #[inline(never)]
 fn poll_error(rc: i32) -> Error {
     Error::Verb {
         verb: "ibv_poll_cq",
-        source: std::io::Error::from_raw_os_error(rc.saturating_neg()),
+        source: std::io::Error::from_raw_os_error(rc.saturating_abs()),
     }
+    .or_unsupported("ibv_poll_cq", "poll_cq in its provider")
 }
 
 impl Context {
@@ -292,7 +295,8 @@ impl CompletionQueue {
     }
 
     /// Polls up to `wc.len()` completions into `wc` (`ibv_poll_cq`) and returns the filled
-    /// part; empty when there are none. Allocates nothing.
+    /// part; empty when there are none. Allocates nothing. A provider without `poll_cq`
+    /// gives [`Error::Unsupported`].
     #[inline]
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
         let n = self.poll_count(wc)?;
@@ -307,12 +311,13 @@ impl CompletionQueue {
         // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
         // repr(transparent) over ibv_wc.
         let n = unsafe { ffi::ibv_poll_cq(self.as_raw(), max, wc.as_mut_ptr().cast()) };
-        match usize::try_from(n) {
-            // At most `max`: the provider wrote that many entries into `wc`, which has room
-            // for `max` only (more would already have overrun it). Not clamped again: that
-            // would keep `wc.len()` in a saved register across the call.
-            Ok(n) => Ok(n),
-            Err(_) => Err(poll_error(n)),
+        // 0..=max, in one compare (a negative errno is a large u32). Over `max` is no count
+        // of entries written: a provider writes at most `max` into `wc`, and libibverbs's
+        // stub for a missing `poll_cq` returns EOPNOTSUPP (95) having written none.
+        if n as u32 <= max as u32 {
+            Ok(n as usize)
+        } else {
+            Err(poll_error(n))
         }
     }
 
@@ -322,6 +327,7 @@ impl CompletionQueue {
         // SAFETY: the CQ is live.
         let rc = unsafe { ffi::ibv_req_notify_cq(self.as_raw(), i32::from(solicited_only)) };
         check("ibv_req_notify_cq", rc)
+            .map_err(|e| e.or_unsupported("ibv_req_notify_cq", "req_notify_cq in its provider"))
     }
 
     /// Polls until `wc` holds at least `min` completions, spinning on `ibv_poll_cq` (no

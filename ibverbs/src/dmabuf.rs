@@ -5,6 +5,13 @@
 //! a pointer: the crate never reaches its memory. Where it comes from a [`Mapping::memfd`],
 //! the CPU reaches the same pages through that mapping, by the atomic copies of any
 //! registered memory (another region over the mapping, or the mapping's own owner).
+//!
+//! Its scatter/gather entries hold device addresses, which the CPU must never read as
+//! pointers: they are `Sge<'_, DeviceMemory>`, which requests take as any entry but never
+//! with inline data (the provider copies inline data with the CPU, from the entry's
+//! address: from a device address, that reads whatever the process has mapped there).
+//! Posting refuses such a request before the provider sees it
+//! ([`WrError::InlineFromDeviceMemory`](crate::WrError::InlineFromDeviceMemory)).
 
 use std::fmt;
 use std::fs::OpenOptions;
@@ -18,7 +25,7 @@ use crate::ffi;
 use crate::mapping::Mapping;
 use crate::mr::{page_size, AccessFlags};
 use crate::pd::ProtectionDomain;
-use crate::wr::{RemoteMemory, Sge};
+use crate::wr::{DeviceMemory, RemoteMemory, Sge};
 
 /// `struct udmabuf_create` of `<linux/udmabuf.h>`.
 #[repr(C)]
@@ -261,8 +268,9 @@ impl DmaBufRegion {
         }
     }
 
-    /// A scatter/gather entry for `range` of the region (device addresses from the IOVA).
-    pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_>> {
+    /// A scatter/gather entry for `range` of the region: device addresses from the IOVA, of
+    /// [`DeviceMemory`], which is never sent inline.
+    pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_, DeviceMemory>> {
         let start = match range.start_bound() {
             Bound::Included(&s) => s,
             Bound::Excluded(&s) => s.saturating_add(1),

@@ -133,7 +133,9 @@ pub enum Error {
     },
     /// The device does not report a capability the call needs, checked before the call
     /// (`ibv_query_device_ex`), or, where nothing reports it, refused by the provider with
-    /// `EOPNOTSUPP` (`ibv_reg_dmabuf_mr`).
+    /// `EOPNOTSUPP` (`ibv_reg_dmabuf_mr`); or its provider has no function for the verb
+    /// (a null pointer, never called: `missing` names it, such as `bind_mw in its
+    /// provider`).
     #[error("{what} is not supported: the device does not report {missing}")]
     Unsupported {
         /// What was asked for, such as `on-demand paging (AccessFlags::ON_DEMAND)`.
@@ -217,6 +219,30 @@ pub enum WrError {
         /// The request's operation.
         opcode: WrOpcode,
     },
+    /// The operation has no `ibv_wr_*` call that a [`WrBatch`](crate::WrBatch) makes (a
+    /// memory window bind): post it with [`QueuePair::post_send`](crate::QueuePair::post_send).
+    #[error("{opcode} cannot be posted through a WrBatch; post it with post_send")]
+    NotInBatch {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
+    /// Inline data from entries of device memory ([`DeviceMemory`](crate::DeviceMemory), a
+    /// dma-buf region): the provider would copy it from a device address with the CPU.
+    #[error("{opcode} cannot carry inline data from device memory (a dma-buf region)")]
+    InlineFromDeviceMemory {
+        /// The request's operation.
+        opcode: WrOpcode,
+    },
+    /// An atomic's result entry is not the 8 bytes the atomic returns.
+    #[error("{opcode} needs a result entry of exactly {required} bytes, not {len}")]
+    AtomicResultSize {
+        /// The request's operation.
+        opcode: WrOpcode,
+        /// The length of its result entry.
+        len: u64,
+        /// 8.
+        required: u64,
+    },
     /// More scatter/gather entries than the queue takes.
     #[error("{requested} scatter/gather entries, more than the queue's {max}")]
     TooManySge {
@@ -273,6 +299,18 @@ impl Error {
         Error::Verb {
             verb,
             source: io::Error::from_raw_os_error(errno),
+        }
+    }
+
+    /// This error, or [`Error::Unsupported`] of `what` and `missing` if it is `EOPNOTSUPP`:
+    /// what a verb returns where the provider has no function for it (the `rdma-verbs-sys`
+    /// ports and libibverbs's stubs) or refuses the operation.
+    #[cold]
+    pub(crate) fn or_unsupported(self, what: &'static str, missing: &'static str) -> Self {
+        if self.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            Error::Unsupported { what, missing }
+        } else {
+            self
         }
     }
 

@@ -114,7 +114,8 @@
 //! # Soundness
 //! The HCA reads and writes registered memory asynchronously, and a peer with a region's
 //! rkey may write into it at any time. The crate keeps that from reaching Rust's memory
-//! model by three rules:
+//! model by the rules below (the first three; the last two keep what reaches the provider
+//! within what it takes):
 //!
 //! 1. **Registered memory is owned by its region and freed only after deregistration.** A
 //!    [`MemoryRegion`] owns its buffer (an [`AlignedBuffer`], `Vec<u8>`, `Box<[u8]>`, or any
@@ -189,12 +190,25 @@
 //!    (cached in the queue): the operation exists on the transport (UC has no reads or
 //!    atomics, UD only sends) and, in a batch, was enabled; at most `max_send_sge` /
 //!    `max_recv_sge` / the SRQ's `max_sge` entries; inline data only on sends and writes and
-//!    at most `max_inline_data` bytes; at most 2^31 bytes in all, summed in a `u64` that
-//!    cannot overflow; a UD send addressed with an address handle of the QP's PD; an atomic
-//!    write only in a batch (its 8 bytes ride in the request and are copied by the provider
-//!    during `ibv_wr_atomic_write`), to an 8-byte-aligned remote address. A refused
-//!    request is an [`Error::Request`] naming the limit ([`WrError`]); of a list, none is
-//!    posted.
+//!    at most `max_inline_data` bytes, and only from host memory (the provider copies it
+//!    with the CPU, so never from a dma-buf region's device addresses: [`DeviceMemory`]);
+//!    at most 2^31 bytes in all, summed in a `u64` that cannot overflow; an atomic's result
+//!    entry of 8 bytes; a UD send addressed with an address handle of the QP's PD; an
+//!    atomic write only in a batch (its 8 bytes ride in the request and are copied by the
+//!    provider during `ibv_wr_atomic_write`), to an 8-byte-aligned remote address. A
+//!    refused request is an [`Error::Request`] naming the limit ([`WrError`]); of a list,
+//!    none is posted. What is checked is derived from the request when it is built: only
+//!    its constructors and flag methods write a request, each working the derived word out
+//!    again.
+//! 5. **No provider function is called through a null pointer.** C calls the provider's
+//!    function pointers unchecked. The `rdma-verbs-sys` ports that return a status test
+//!    the pointer and answer `EOPNOTSUPP` where it is null, as libibverbs's stubs for a
+//!    missing operation do, and the crate reports [`Error::Unsupported`] naming the verb.
+//!    The `ibv_wr_*` calls return nothing: when a QP is built, the functions a batch of it
+//!    may call (of the operations enabled and on its transport, and the setters) are
+//!    checked to be set, or the build fails with [`Error::Unsupported`]; a pushed request
+//!    reaches the call of its own opcode only, by a dispatch exhaustive over [`WrOpcode`]
+//!    ([`WrError::NotInBatch`] for an opcode without one).
 //!
 //! Destructors never panic: a failed destroy call is counted and reported on stderr with
 //! write errors ignored ([`drop_error`]), so a destructor running during an unwind cannot
@@ -250,6 +264,10 @@
 //! | an atomic write through `ibv_post_send`, whose request has no place for its data | typed error: [`WrError::BatchOnly`]; a misaligned one [`WrError::Misaligned`] | only `ibv_wr_atomic_write` takes the value, and the check is the one every request passes |
 //! | a QP of a parent domain with a thread domain posted from two threads at once (the provider may leave out its locks) | `unsafe`: [`ProtectionDomain::alloc_parent_domain_with_td`], with the one-thread-at-a-time contract | the queue types are `Sync`; the promise is the caller's |
 //! | a raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
+//! | a request whose requirement word went stale (a window bind built as a send, then given the bind's opcode) passing a batch's fast check to its catch-all call (`ibv_wr_atomic_fetch_add`, null on rxe) | privacy: only the constructors write a request, with its word; exhaustive dispatch, typed error [`WrError::NotInBatch`] | the word is what the fast check trusts, so nothing else may write what it is derived from |
+//! | a provider function left null (`ibv_wr_*` of an operation not enabled, an ops-table slot) | checked: [`Error::Unsupported`] from the ports' `EOPNOTSUPP`, or when the QP is built for the `ibv_wr_*` a batch may call | one compare per call where the call returns a status; none on the batch's path |
+//! | inline data from a dma-buf region's entries, device addresses the provider's CPU copy would read as pointers | type: its entries are `Sge<'_, DeviceMemory>`, whose requests carry that in their word; typed error [`WrError::InlineFromDeviceMemory`] | entries of both kinds go in any request; only inline needs host memory, and the type costs nothing on the data path |
+//! | an atomic's result entry of other than 8 bytes | typed error: [`WrError::AtomicResultSize`] | providers refuse it with a bare `EINVAL` |
 //!
 //! What this costs on the data path: each request carries a word of requirement bits that
 //! its constructor worked out (operation, inline or not, entry count, inline length, a
@@ -527,4 +545,4 @@ pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use wc_status::WcStatus;
-pub use wr::{RecvRequest, RemoteMemory, SendRequest, Sge};
+pub use wr::{DeviceMemory, HostMemory, RecvRequest, RemoteMemory, SendRequest, Sge, SgeMemory};

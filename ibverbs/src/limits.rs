@@ -9,9 +9,10 @@
 //! the queue grants that bit (an operation, inline or not; an entry count under 16; an
 //! inline total up to a power of two), so passing the fast check means fitting, and a
 //! list passes when the OR of its words does. What has no bit of its own (16 entries or
-//! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode the
-//! constructors do not make) sets [`SLOW`], which every queue denies, and a UD QP denies
-//! every send ([`ANY_SEND`]) so that its address handles are looked at: those requests
+//! more, inline data of more than 2^15 bytes, a total over 2^31 bytes, an opcode of 8 or
+//! more, an atomic whose result entry is not 8 bytes, inline data from device memory) sets
+//! [`SLOW`], which every queue denies, and a UD QP denies every send ([`ANY_SEND`]) so that
+//! its address handles are looked at: those requests
 //! get the exact check ([`Limits::fits`](crate::wr::Limits::fits)), which sums the lengths
 //! in a `u64` (at most `i32::MAX` entries of at most `u32::MAX` bytes cannot overflow it).
 //! A receive's word is one bit, its class (an entry count under 15, or [`RECV_SLOW`], the
@@ -26,6 +27,8 @@ use crate::wr::{Limits, RecvRequest, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
+/// The length of an atomic's result entry: the 8 bytes the atomic reads.
+const ATOMIC_RESULT: u64 = 8;
 
 /// Set in a request's word when only the exact check can tell whether it fits; denied by
 /// every queue.
@@ -33,6 +36,10 @@ pub(crate) const SLOW: u64 = 1 << 63;
 /// Set in every send request's word; denied by UD QPs, whose sends' address handles only
 /// the exact check looks at.
 pub(crate) const ANY_SEND: u64 = 1 << 62;
+/// Set in the word of a request with entries of [`DeviceMemory`](crate::DeviceMemory) (by
+/// their type); denied by no queue. Inline data from them is refused: made inline, the
+/// request's word becomes [`SLOW`] (keeping this bit), and the exact check refuses it.
+pub(crate) const DEVICE_MEMORY: u64 = 1 << 61;
 /// A send's bits: `1 << opcode` (opcodes under 8), or `1 << (8 + opcode)` with inline data.
 const SEND_OP: u32 = 0;
 /// A send's bits: `1 << (16 + n)` for `n` entries, `n` under 16.
@@ -43,21 +50,28 @@ const SEND_SGE: u32 = 16;
 const SEND_INLINE: u32 = 32;
 
 /// The requirement word of a send of raw `opcode` over the `n` entries at `sges` (a
-/// request's never-dangling list), without inline data.
+/// request's never-dangling list), without inline data. An atomic (one entry) whose result
+/// entry is not 8 bytes takes the exact check, which refuses it.
 #[inline]
 pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if opcode.0 >= 8 || n >= 16 || total_len(sges, n) > MAX_MESSAGE {
+    let total = total_len(sges, n);
+    if opcode.0 >= 8
+        || n >= 16
+        || total > MAX_MESSAGE
+        || (has(ops::ATOMICS, opcode.0) && total != ATOMIC_RESULT)
+    {
         return SLOW;
     }
     ANY_SEND | 1 << (SEND_OP + opcode.0) | 1 << (SEND_SGE + n)
 }
 
 /// The requirement word `need` of a send over the `n` entries at `sges` once it carries
-/// its data inline (called once per request).
+/// its data inline (called once per request). From [`DEVICE_MEMORY`], it is [`SLOW`]: the
+/// exact check refuses it.
 #[inline]
 pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if need & SLOW != 0 {
-        return SLOW;
+    if need & (SLOW | DEVICE_MEMORY) != 0 {
+        return SLOW | need & DEVICE_MEMORY;
     }
     let total = total_len(sges, n);
     if total > 1 << 15 {
@@ -202,6 +216,12 @@ impl SendLimits {
         self.qp_type
     }
 
+    /// Whether requests of raw `opcode` (without inline data) may be posted: the operation
+    /// exists on the transport and, for a batch, was enabled.
+    pub(crate) fn allows(&self, opcode: ffi::ibv_wr_opcode) -> bool {
+        opcode.0 < 32 && self.ops >> opcode.0 & 1 != 0
+    }
+
     /// These limits narrowed to the operations the extended send API was created for.
     pub(crate) fn for_batch(mut self, send_ops: SendOps) -> Self {
         let mut enabled = 0u32;
@@ -216,16 +236,20 @@ impl SendLimits {
         self.with_deny()
     }
 
-    fn fits_raw(&self, raw: &ffi::ibv_send_wr) -> bool {
+    /// The exact check of `raw`, whose entries are of device memory if `device`.
+    fn fits_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> bool {
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
         // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
         let bit = raw.opcode.0.wrapping_add(inline << 2);
         debug_assert!(raw.opcode.0 < 32 && inline >> 3 <= 1);
         // Never negative: the request constructors set it from a slice length.
         let n = raw.num_sge as u32;
+        let total = total_len(raw.sg_list, n);
         self.ops.wrapping_shr(bit) & 1 != 0
+            && !(device && inline != 0)
             && n <= self.max_sge
-            && total_len(raw.sg_list, n) <= self.max_total[(inline >> 3) as usize]
+            && total <= self.max_total[(inline >> 3) as usize]
+            && (!has(ops::ATOMICS, raw.opcode.0) || total == ATOMIC_RESULT)
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
             && aligned(raw)
     }
@@ -239,8 +263,8 @@ impl SendLimits {
         !ah.is_null() && unsafe { (*ah).pd } == self.pd
     }
 
-    /// Which limit `raw` broke (it did not fit).
-    fn refusal_raw(&self, raw: &ffi::ibv_send_wr) -> WrError {
+    /// Which limit `raw` (entries of device memory if `device`) broke (it did not fit).
+    fn refusal_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> WrError {
         let opcode = WrOpcode::from_raw(raw.opcode);
         let op = raw.opcode.0;
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
@@ -253,11 +277,17 @@ impl SendLimits {
         if self.send_ops.is_none() && has(ops::BATCH_ONLY, op) {
             return WrError::BatchOnly { opcode };
         }
+        if self.send_ops.is_some() && opcode.send_op().is_none() {
+            return WrError::NotInBatch { opcode };
+        }
         if self.ops & 1 << op == 0 {
             return WrError::OpcodeNotEnabled { opcode };
         }
         if inline && !has(ops::INLINE, op) {
             return WrError::InlineNotSupported { opcode };
+        }
+        if inline && device {
+            return WrError::InlineFromDeviceMemory { opcode };
         }
         let n = raw.num_sge as u32;
         if n > self.max_sge {
@@ -277,6 +307,13 @@ impl SendLimits {
             return WrError::MessageTooLong {
                 total,
                 max: MAX_MESSAGE,
+            };
+        }
+        if has(ops::ATOMICS, op) && total != ATOMIC_RESULT {
+            return WrError::AtomicResultSize {
+                opcode,
+                len: total,
+                required: ATOMIC_RESULT,
             };
         }
         if !aligned(raw) {
@@ -310,8 +347,8 @@ fn aligned(raw: &ffi::ibv_send_wr) -> bool {
 
 /// Checks a send against the limits: its operation exists on the transport (and was
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
-/// 2^31 bytes or, inline, `max_inline_data`, and a UD send has an address handle of the
-/// QP's PD.
+/// 2^31 bytes or, inline, `max_inline_data` (from host memory only), an atomic's result is
+/// 8 bytes, and a UD send has an address handle of the QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
@@ -323,13 +360,13 @@ impl Limits<SendRequest<'_>> for SendLimits {
     }
 
     fn fits(&self, wr: &SendRequest<'_>) -> bool {
-        self.fits_raw(wr.as_raw())
+        self.fits_raw(wr.as_raw(), wr.device_memory())
     }
 
     #[cold]
     #[inline(never)]
     fn refusal(&self, wr: &SendRequest<'_>) -> WrError {
-        self.refusal_raw(wr.as_raw())
+        self.refusal_raw(wr.as_raw(), wr.device_memory())
     }
 }
 
@@ -432,6 +469,45 @@ fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wr::{DeviceMemory, HostMemory, Linked, Sge};
+
+    /// The rule of entries of device memory, made from their type: a request over them
+    /// passes the fast check as any other without inline data, and with inline data fails
+    /// it and is refused by the exact check, naming the reason, on a QP and in a batch. (A
+    /// real dma-buf region needs a device that registers one; rxe does not.)
+    #[test]
+    fn inline_data_from_device_memory_is_refused() {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: 1,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 64,
+        };
+        let post = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
+        let batch = post.for_batch(SendOps::SEND);
+        let host = [Sge::<HostMemory>::new(0x1000, 16, 1)];
+        let device = [Sge::<DeviceMemory>::new(0x1000, 16, 1)];
+        for limits in [post, batch] {
+            for wr in [
+                SendRequest::send(1, &host),
+                SendRequest::send(1, &host).inline(),
+                SendRequest::send(1, &device),
+            ] {
+                assert_eq!(wr.need() & limits.deny(), 0);
+                assert!(limits.fits(&wr));
+            }
+            let wr = SendRequest::send(1, &device).inline();
+            assert_ne!(wr.need() & limits.deny(), 0);
+            assert!(!limits.fits(&wr));
+            assert_eq!(
+                limits.refusal(&wr),
+                WrError::InlineFromDeviceMemory {
+                    opcode: WrOpcode::Send
+                }
+            );
+        }
+    }
 
     /// The fast check never lets through an inline request the exact check refuses, and a
     /// power-of-two total up to `max_inline_data` takes it.

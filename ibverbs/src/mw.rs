@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::drop_error;
-use crate::error::{check, check_ptr, Result};
+use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
@@ -53,8 +53,11 @@ impl ProtectionDomain {
         };
         // SAFETY: the PD is live.
         let raw = unsafe { ffi::ibv_alloc_mw(self.as_raw(), kind) };
+        let raw = check_ptr("ibv_alloc_mw", raw).map_err(|e| {
+            e.or_unsupported("memory windows (ibv_alloc_mw)", "alloc_mw in its provider")
+        })?;
         Ok(MemoryWindow {
-            raw: check_ptr("ibv_alloc_mw", raw)?,
+            raw,
             regions: Mutex::default(),
             pd: self.clone(),
         })
@@ -72,6 +75,26 @@ impl MemoryWindow {
     pub fn rkey(&self) -> u32 {
         // SAFETY: the MW is live.
         unsafe { self.raw.as_ref() }.rkey
+    }
+
+    /// The window's kind.
+    pub fn kind(&self) -> MwType {
+        // SAFETY: the MW is live.
+        match unsafe { self.raw.as_ref() }.type_ {
+            ffi::ibv_mw_type::IBV_MW_TYPE_1 => MwType::Type1,
+            _ => MwType::Type2,
+        }
+    }
+
+    /// [`Error::InvalidArgument`] unless the window is of `kind`, which `verb` binds.
+    fn check_kind(&self, kind: MwType, verb: &str) -> Result<()> {
+        if self.kind() == kind {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            what: "memory window",
+            reason: format!("a {:?} window is not bound with {verb}", self.kind()),
+        })
     }
 
     /// Keeps `mr` registered until the window is deallocated.
@@ -126,6 +149,9 @@ impl QueuePair {
     /// Binds a type 1 window to `range` of `mr` with remote `access` (`ibv_bind_mw`), and
     /// returns the memory a peer may now reach through it. The bind completes on the send
     /// CQ with `wr_id`. The window keeps `mr` registered until it is dropped.
+    ///
+    /// Checked first: the window is of type 1, and the QP, the window and the region share
+    /// a protection domain ([`Error::Mismatch`] naming the one that does not).
     pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         &self,
         mw: &mut MemoryWindow,
@@ -134,6 +160,8 @@ impl QueuePair {
         access: AccessFlags,
         wr_id: u64,
     ) -> Result<RemoteMemory> {
+        mw.check_kind(MwType::Type1, "QueuePair::bind_mw")?;
+        mw.pd.check_same(self.pd(), "queue pair")?;
         let info = bind_info(mw, mr, range, access)?;
         let mut bind = ffi::ibv_mw_bind {
             wr_id,
@@ -142,7 +170,12 @@ impl QueuePair {
         };
         // SAFETY: the QP, MW and MR are live and share the PD (checked).
         let rc = unsafe { ffi::ibv_bind_mw(self.as_raw(), mw.as_raw(), &mut bind) };
-        check("ibv_bind_mw", rc)?;
+        check("ibv_bind_mw", rc).map_err(|e| {
+            e.or_unsupported(
+                "type 1 memory window binds (ibv_bind_mw)",
+                "bind_mw in its provider",
+            )
+        })?;
         Ok(RemoteMemory {
             addr: info.addr,
             len: info.length,
@@ -155,7 +188,11 @@ impl<'a> SendRequest<'a> {
     /// A type 2 window bind (`IBV_WR_BIND_MW`) of `range` of `mr` with remote `access`,
     /// under the new key `rkey` (make it with [`ffi::ibv_inc_rkey`] from the window's
     /// current key). The peer may use the window once the request completes. The window
-    /// keeps `mr` registered until it is dropped.
+    /// keeps `mr` registered until it is dropped. Posted with
+    /// [`QueuePair::post_send`]; a [`WrBatch`](crate::WrBatch) refuses it
+    /// ([`WrError::NotInBatch`](crate::WrError::NotInBatch)).
+    ///
+    /// Checked first: the window is of type 2 and shares the region's protection domain.
     pub fn bind_mw<B: RegistrableMemory + Send + 'static>(
         wr_id: u64,
         mw: &'a MemoryWindow,
@@ -164,15 +201,15 @@ impl<'a> SendRequest<'a> {
         access: AccessFlags,
         rkey: u32,
     ) -> Result<Self> {
+        mw.check_kind(MwType::Type2, "SendRequest::bind_mw")?;
         let info = bind_info(mw, mr, range, access)?;
-        let mut wr = SendRequest::send(wr_id, &[]);
-        let raw = wr.raw_mut();
-        raw.opcode = ffi::ibv_wr_opcode::IBV_WR_BIND_MW;
-        raw.__bindgen_anon_2.bind_mw = ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
-            mw: mw.as_raw(),
-            rkey,
-            bind_info: info,
-        };
-        Ok(wr)
+        Ok(SendRequest::bind(
+            wr_id,
+            ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+                mw: mw.as_raw(),
+                rkey,
+                bind_info: info,
+            },
+        ))
     }
 }

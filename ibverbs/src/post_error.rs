@@ -10,7 +10,8 @@ use crate::error::Error;
 /// Why [`QueuePair::post_send`](crate::QueuePair::post_send),
 /// [`QueuePair::post_recv`](crate::QueuePair::post_recv) or
 /// [`SharedReceiveQueue::post_recv`](crate::SharedReceiveQueue::post_recv) failed: an
-/// [`Error::Request`] (refused before posting), an [`Error::QueueFull`] or an
+/// [`Error::Request`] (refused before posting), an [`Error::QueueFull`], an
+/// [`Error::Unsupported`] (the provider has no post function: nothing was posted) or an
 /// [`Error::Post`] (the provider failed).
 ///
 /// It is the [`Error`] boxed: it dereferences to it, [`into_inner`](Self::into_inner)

@@ -31,6 +31,7 @@ use recv::RecvQueue;
 
 #[cfg(feature = "cm")]
 pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+mod inline_limit; // the error of a creation asking for too much inline data
 mod recv; // posting receives: QueuePair::post_recv
 
 /// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
@@ -153,7 +154,8 @@ impl<'a> QueuePairBuilder<'a> {
         self
     }
 
-    /// Bytes a send may carry inline (default 0).
+    /// Bytes a send may carry inline (default 0). More than the provider takes fails to
+    /// build with [`Error::DeviceLimit`] naming the most it takes.
     pub fn max_inline_data(mut self, n: u32) -> Self {
         self.caps.max_inline_data = n;
         self
@@ -250,6 +252,7 @@ impl<'a> QueuePairBuilder<'a> {
             init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
             init.send_ops_flags = self.send_ops.bits();
         }
+        let attr_asked = init;
         // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
         // are kept alive by the QueuePair below for as long as the QP exists.
         let raw = unsafe { ffi::ibv_create_qp_ex(ctx.as_raw(), &mut init) };
@@ -258,7 +261,8 @@ impl<'a> QueuePairBuilder<'a> {
         } else {
             "ibv_create_qp_ex"
         };
-        let raw = check_ptr(verb, raw)?;
+        let raw = check_ptr(verb, raw)
+            .map_err(|err| inline_limit::creation_error(ctx.as_raw(), &attr_asked, err))?;
         let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw());
         let qp_ex = if self.send_ops.is_empty() {
             None
@@ -298,6 +302,10 @@ impl<'a> QueuePairBuilder<'a> {
             _srq: self.srq.cloned(),
             mcast: (self.qp_type == QpType::Ud).then(Box::default),
         };
+
+        if let Some(ex) = qp.qp_ex() {
+            ex.check_provider()?;
+        }
 
         use ffi::ibv_qp_attr_mask as M;
         let mut attr = ffi::ibv_qp_attr {
@@ -669,7 +677,9 @@ impl QueuePair {
     /// Every request is first checked against the QP's transport and the capabilities it
     /// was granted; if one is refused ([`Error::Request`], naming the limit), none is
     /// posted. If the provider fails, the requests before its index were posted:
-    /// [`Error::QueueFull`] when the send queue is full, else [`Error::Post`].
+    /// [`Error::QueueFull`] when the send queue is full, [`Error::Unsupported`] when it has
+    /// no `post_send` (or no support for the first request's operation: nothing was
+    /// posted), else [`Error::Post`].
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         let queue = || ("ibv_post_send", self.send_limits.depth());

@@ -12,22 +12,89 @@
 //! which ends it on every way out: completed when the closure returns `Ok`, aborted when it
 //! returns an error or panics. The closure gets `&mut WrBatch`, which cannot be moved out,
 //! forgotten or swapped with another QP's batch.
+//!
+//! The `ibv_wr_*` calls go through function pointers of `ibv_qp_ex` that the provider sets
+//! for the operations the QP was created with (rxe leaves the others null). So each is
+//! called only once two checks agree: when the QP is built, [`ExSend::check_provider`]
+//! finds every function a batch of the QP may call set (else the build fails with
+//! [`Error::Unsupported`] naming it); when a request is pushed, the limits' check finds its
+//! operation among those (enabled at creation, on the transport). The dispatch from a
+//! request's opcode to its call is exhaustive over [`WrOpcode`]: an opcode without a call
+//! of its own is refused ([`WrError::NotInBatch`]), never sent to another operation's.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::error::{check, Error, Result};
+use crate::error::{check, Error, Result, WrError};
 use crate::ffi;
 use crate::limits::SendLimits;
+use crate::opcode::WrOpcode;
 use crate::qp::QueuePair;
 use crate::qp_type::QpType;
-use crate::wr::{check_each, Limits, Linked, SendRequest};
+use crate::wr::{check_each, refused, Limits, Linked, SendRequest};
 
 /// The extended view of a QP built with send ops, and the limits its batches check
 /// requests against (worked out once, when the QP is created).
 pub(crate) struct ExSend {
     pub(crate) qpx: NonNull<ffi::ibv_qp_ex>,
     pub(crate) limits: SendLimits,
+}
+
+impl ExSend {
+    /// Checks that the provider set every function a batch of this QP may call: the ones
+    /// of each operation the limits let a batch post, and the calls every batch makes
+    /// ([`Error::Unsupported`] naming the first missing one). Called once, when the QP is
+    /// built; the batch's calls rely on it.
+    pub(crate) fn check_provider(&self) -> Result<()> {
+        use ffi::ibv_wr_opcode as O;
+        // SAFETY: qpx is the live QP's extended view; its pointers are set at creation.
+        let q = unsafe { self.qpx.as_ref() };
+        // Whether the batch calls `ibv_<field>`, whether the provider set `field`, its names.
+        macro_rules! function {
+            ($called:expr, $field:ident) => {
+                (
+                    $called,
+                    q.$field.is_some(),
+                    concat!("ibv_", stringify!($field)),
+                    concat!(stringify!($field), " in its provider"),
+                )
+            };
+        }
+        let ud = self.limits.qp_type() == QpType::Ud;
+        let functions = [
+            function!(true, wr_start),
+            function!(true, wr_complete),
+            function!(true, wr_abort),
+            function!(true, wr_set_sge),
+            function!(true, wr_set_sge_list),
+            function!(true, wr_set_inline_data),
+            function!(true, wr_set_inline_data_list),
+            function!(ud, wr_set_ud_addr),
+            function!(self.posts(O::IBV_WR_SEND), wr_send),
+            function!(self.posts(O::IBV_WR_SEND_WITH_IMM), wr_send_imm),
+            function!(self.posts(O::IBV_WR_RDMA_WRITE), wr_rdma_write),
+            function!(self.posts(O::IBV_WR_RDMA_WRITE_WITH_IMM), wr_rdma_write_imm),
+            function!(self.posts(O::IBV_WR_RDMA_READ), wr_rdma_read),
+            function!(self.posts(O::IBV_WR_ATOMIC_CMP_AND_SWP), wr_atomic_cmp_swp),
+            function!(
+                self.posts(O::IBV_WR_ATOMIC_FETCH_AND_ADD),
+                wr_atomic_fetch_add
+            ),
+            function!(self.posts(O::IBV_WR_ATOMIC_WRITE), wr_atomic_write),
+        ];
+        match functions
+            .into_iter()
+            .find(|&(called, set, ..)| called && !set)
+        {
+            None => Ok(()),
+            Some((_, _, what, missing)) => Err(Error::Unsupported { what, missing }),
+        }
+    }
+
+    /// Whether a batch posts `opcode` (enabled at creation, and on the transport).
+    fn posts(&self, opcode: ffi::ibv_wr_opcode) -> bool {
+        self.limits.allows(opcode)
+    }
 }
 
 /// A batch of requests on an extended QP, open inside [`QueuePair::batch`].
@@ -95,7 +162,8 @@ impl WrBatch<'_> {
     /// `ibv_wr_set_inline_data` / `ibv_wr_set_inline_data_list`).
     ///
     /// The request is checked as [`QueuePair::post_send`] checks it, and against the
-    /// operations the QP's extended API was created for; a refused request
+    /// operations the QP's extended API was created for (a memory window bind, which has no
+    /// send op, is refused: [`WrError::NotInBatch`]); a refused request
     /// ([`Error::Request`], with its index in the batch) is not added, and ending the
     /// closure with the error (`?`) aborts the whole batch.
     // Inlined into the caller, where the request was usually just built: its opcode and
@@ -109,19 +177,29 @@ impl WrBatch<'_> {
         }
         let raw = wr.as_raw();
         let qpx = self.qpx.as_ptr();
-        // SAFETY: qpx is live and inside ibv_wr_start; the request passed the check, so its
-        // operation exists on the transport and was enabled at creation (its function
-        // pointer is set). The union members read are the ones the opcode's constructor
-        // wrote.
-        unsafe {
+        // SAFETY: qpx is live and inside ibv_wr_start. The request passed the check, so its
+        // operation is one the batch posts (enabled at creation, on the transport), and
+        // ExSend::check_provider found that operation's function set when the QP was built:
+        // the ibv_wr_* call of its opcode has its pointer, as have the setters below. The
+        // union members read are the ones the opcode's constructor wrote.
+        let started = unsafe {
             (*qpx).wr_id = raw.wr_id;
             (*qpx).wr_flags = raw.send_flags;
             let rdma = raw.wr.rdma;
             match raw.opcode {
-                O::IBV_WR_SEND => ffi::ibv_wr_send(qpx),
-                O::IBV_WR_RDMA_WRITE => ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr),
+                O::IBV_WR_SEND => {
+                    ffi::ibv_wr_send(qpx);
+                    Ok(())
+                }
+                O::IBV_WR_RDMA_WRITE => {
+                    ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr);
+                    Ok(())
+                }
                 _ => start_other(qpx, raw),
             }
+        };
+        if let Err(reason) = started {
+            return Err(refused(self.pushed, reason));
         }
         if self.limits.qp_type() == QpType::Ud {
             // SAFETY: as above; the check saw a live address handle of the QP's PD.
@@ -180,30 +258,36 @@ impl WrBatch<'_> {
         check("ibv_wr_complete", unsafe {
             ffi::ibv_wr_complete(self.qpx.as_ptr())
         })
+        .map_err(|e| e.or_unsupported("ibv_wr_complete", "wr_complete in its provider"))
     }
 }
 
 /// [`WrBatch::push`] for the operations other than sends and RDMA writes: starts the
-/// request (`ibv_wr_send_imm`, `ibv_wr_rdma_read`, ...).
+/// request (`ibv_wr_send_imm`, `ibv_wr_rdma_read`, ...). Exhaustive over the operations:
+/// one without an `ibv_wr_*` call here starts nothing and is [`WrError::NotInBatch`] (the
+/// check refused it already; this keeps an opcode from reaching another's call).
 ///
 /// # Safety
 /// `qpx` is live and inside `ibv_wr_start`, and `raw` passed the batch's check.
 #[inline(never)]
-unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
-    use ffi::ibv_wr_opcode as O;
-    // SAFETY: the operation was enabled at creation (the check); the union members read are
-    // the ones the opcode's constructor wrote.
+unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) -> Result<(), WrError> {
+    let opcode = WrOpcode::from_raw(raw.opcode);
+    // SAFETY: the operation is one the batch posts, whose function ExSend::check_provider
+    // found set (the check; see WrBatch::push); the union members read are the ones the
+    // opcode's constructor wrote.
     unsafe {
         let imm = raw.__bindgen_anon_1.imm_data;
         let rdma = raw.wr.rdma;
         let atomic = raw.wr.atomic;
-        match raw.opcode {
-            O::IBV_WR_SEND_WITH_IMM => ffi::ibv_wr_send_imm(qpx, imm),
-            O::IBV_WR_RDMA_WRITE_WITH_IMM => {
+        match opcode {
+            WrOpcode::Send => ffi::ibv_wr_send(qpx),
+            WrOpcode::RdmaWrite => ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr),
+            WrOpcode::SendWithImm => ffi::ibv_wr_send_imm(qpx, imm),
+            WrOpcode::RdmaWriteWithImm => {
                 ffi::ibv_wr_rdma_write_imm(qpx, rdma.rkey, rdma.remote_addr, imm)
             }
-            O::IBV_WR_RDMA_READ => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
-            O::IBV_WR_ATOMIC_WRITE => {
+            WrOpcode::RdmaRead => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
+            WrOpcode::AtomicWrite => {
                 // The provider copies the 8 bytes during the call.
                 let value = atomic.compare_add.to_ne_bytes();
                 ffi::ibv_wr_atomic_write(
@@ -213,21 +297,23 @@ unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
                     value.as_ptr().cast(),
                 )
             }
-            O::IBV_WR_ATOMIC_CMP_AND_SWP => ffi::ibv_wr_atomic_cmp_swp(
+            WrOpcode::CompareSwap => ffi::ibv_wr_atomic_cmp_swp(
                 qpx,
                 atomic.rkey,
                 atomic.remote_addr,
                 atomic.compare_add,
                 atomic.swap,
             ),
-            _ => ffi::ibv_wr_atomic_fetch_add(
+            WrOpcode::FetchAdd => ffi::ibv_wr_atomic_fetch_add(
                 qpx,
                 atomic.rkey,
                 atomic.remote_addr,
                 atomic.compare_add,
             ),
+            WrOpcode::BindMw | WrOpcode::Other(_) => return Err(WrError::NotInBatch { opcode }),
         }
     }
+    Ok(())
 }
 
 /// [`WrBatch::push`] for inline data in other than one entry: `ibv_wr_set_inline_data_list`
@@ -256,5 +342,66 @@ impl Drop for WrBatch<'_> {
             // SAFETY: qpx is live and inside ibv_wr_start.
             unsafe { ffi::ibv_wr_abort(self.qpx.as_ptr()) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opcode::SendOps;
+
+    unsafe extern "C" fn never() {}
+
+    /// A provider function that is set but never called: the check reads `is_some` only.
+    fn set<F: Copy>() -> Option<F> {
+        assert_eq!(
+            std::mem::size_of::<F>(),
+            std::mem::size_of::<unsafe extern "C" fn()>()
+        );
+        // SAFETY: F is a function pointer type of the same size (checked); the value is
+        // never called.
+        Some(unsafe { std::mem::transmute_copy(&(never as unsafe extern "C" fn())) })
+    }
+
+    /// Of the provider's `ibv_qp_ex` functions, a QP needs those a batch of it may call:
+    /// one missing fails the build, naming it; one of an operation the batch never posts
+    /// (rxe leaves those null) does not matter.
+    #[test]
+    fn the_functions_a_batch_calls_are_checked_at_creation() {
+        // SAFETY: all-zero is a valid ibv_qp_ex: null pointers, no functions.
+        let mut q: Box<ffi::ibv_qp_ex> = Box::new(unsafe { std::mem::zeroed() });
+        q.wr_start = set();
+        q.wr_complete = set();
+        q.wr_abort = set();
+        q.wr_set_sge = set();
+        q.wr_set_sge_list = set();
+        q.wr_set_inline_data = set();
+        q.wr_set_inline_data_list = set();
+        q.wr_send = set();
+        let qpx = NonNull::new(Box::into_raw(q)).unwrap();
+        let cap = ffi::ibv_qp_cap::default();
+        let ex = |qp_type, ops| ExSend {
+            qpx,
+            limits: SendLimits::new(qp_type, &cap, std::ptr::null_mut()).for_batch(ops),
+        };
+        let missing = |ex: ExSend| match ex.check_provider() {
+            Ok(()) => None,
+            Err(Error::Unsupported { what, .. }) => Some(what),
+            Err(other) => panic!("{other}"),
+        };
+        let fetch_add = SendOps::SEND | SendOps::ATOMIC_FETCH_AND_ADD;
+        assert_eq!(missing(ex(QpType::Rc, SendOps::SEND)), None);
+        assert_eq!(
+            missing(ex(QpType::Rc, fetch_add)),
+            Some("ibv_wr_atomic_fetch_add")
+        );
+        // Not on the transport: a batch of a UC QP never posts it.
+        assert_eq!(missing(ex(QpType::Uc, fetch_add)), None);
+        assert_eq!(
+            missing(ex(QpType::Ud, SendOps::SEND)),
+            Some("ibv_wr_set_ud_addr")
+        );
+        // SAFETY: qpx is the box made above, which nothing uses any more.
+        drop(unsafe { Box::from_raw(qpx.as_ptr()) });
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! A request is the C struct and the word of requirement bits its constructor works out
 //! ([`limits`](crate::limits)), so posting a list costs one check of the OR of those words
-//! against the queue's, linking the `next` pointers and one call into the provider.
+//! against the queue's, linking the `next` pointers and one call into the provider. The
+//! word is derived from the struct, so only this module writes either: every constructor
+//! and flag method that changes what the word depends on (operation, list, inline) works it
+//! out again, and the rest of the crate reads the struct only.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -12,36 +15,72 @@ use std::ptr;
 use crate::ah::AddressHandle;
 use crate::error::{Error, Result, WrError};
 use crate::ffi;
-use crate::limits::{inline_need, recv_need, send_need};
+use crate::limits::{inline_need, recv_need, send_need, DEVICE_MEMORY};
 use crate::opcode::WrOpcode;
 use crate::post_error::PostError;
 
-/// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region.
+/// Where the memory of a scatter/gather entry is: [`HostMemory`] or [`DeviceMemory`].
 ///
-/// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge), which checks the range; it
-/// borrows the region for `'a`.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct Sge<'a> {
-    raw: ffi::ibv_sge,
-    _mr: PhantomData<&'a ()>,
+/// Sealed: the two are all there is. Requests take entries of either; what tells them apart
+/// is whether the CPU can read the entry's addresses, which inline data needs.
+pub trait SgeMemory: sealed::Memory + Copy + Send + Sync + 'static {}
+
+mod sealed {
+    /// What a request's requirement word carries for the memory of its entries.
+    pub trait Memory {
+        /// 0, or [`DEVICE_MEMORY`](crate::limits::DEVICE_MEMORY).
+        const NEED: u64;
+    }
 }
 
-impl Sge<'_> {
+/// Memory the CPU reaches at the entry's addresses: a [`MemoryRegion`](crate::MemoryRegion)
+/// of the process's own memory. The default of [`Sge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HostMemory {}
+
+/// Memory addressed by the device only: a [`DmaBufRegion`](crate::DmaBufRegion), whose
+/// entries hold device addresses (IOVAs) that mean nothing to the CPU. Such entries are
+/// posted as any other, but never inline: the provider would copy the inline data from the
+/// device address with the CPU ([`WrError::InlineFromDeviceMemory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceMemory {}
+
+impl sealed::Memory for HostMemory {
+    const NEED: u64 = 0;
+}
+impl SgeMemory for HostMemory {}
+impl sealed::Memory for DeviceMemory {
+    const NEED: u64 = DEVICE_MEMORY;
+}
+impl SgeMemory for DeviceMemory {}
+
+/// A scatter/gather entry (`struct ibv_sge`): a range of a registered memory region, of
+/// host memory (`Sge<'a>`) or device memory (`Sge<'a, DeviceMemory>`, which is never sent
+/// inline).
+///
+/// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge) and
+/// [`DmaBufRegion::sge`](crate::DmaBufRegion::sge), which check the range; it borrows the
+/// region for `'a`. A list of entries is a slice of one kind: an empty one is written
+/// `&[] as &[Sge]` (a host list) where nothing else tells the kind.
+#[repr(transparent)]
+pub struct Sge<'a, M: SgeMemory = HostMemory> {
+    raw: ffi::ibv_sge,
+    _mr: PhantomData<(&'a (), M)>,
+}
+
+impl<M: SgeMemory> Clone for Sge<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: SgeMemory> Copy for Sge<'_, M> {}
+
+impl<M: SgeMemory> Sge<'_, M> {
     pub(crate) fn new(addr: u64, length: u32, lkey: u32) -> Self {
         Sge {
             raw: ffi::ibv_sge { addr, length, lkey },
             _mr: PhantomData,
         }
-    }
-
-    /// An entry from raw values, not tied to a region.
-    ///
-    /// # Safety
-    /// `lkey` must be the local key of a region that stays registered while any request
-    /// using the entry may run, and `addr..addr + length` must lie inside it.
-    pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
-        Sge::new(addr, length, lkey)
     }
 
     /// Start address.
@@ -65,13 +104,42 @@ impl Sge<'_> {
     }
 }
 
-impl fmt::Debug for Sge<'_> {
+impl Sge<'_> {
+    /// An entry of host memory from raw values, not tied to a region.
+    ///
+    /// # Safety
+    /// `lkey` must be the local key of a region of this process's memory that stays
+    /// registered while any request using the entry may run, and `addr..addr + length`
+    /// must lie inside it: addresses the CPU can read, which an inline send copies from.
+    /// (An entry of a dma-buf region is made with [`Sge::device_from_raw`].)
+    pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
+        Sge::new(addr, length, lkey)
+    }
+
+    /// An entry of device memory from raw values, not tied to a region: of a dma-buf
+    /// region registered outside the crate (`ibv_reg_dmabuf_mr` through [`ffi`]), whose
+    /// addresses are device addresses. Posted as any entry, never inline.
+    ///
+    /// # Safety
+    /// `lkey` must be the local key of a region that stays registered while any request
+    /// using the entry may run, and `addr..addr + length` must lie inside it (in the
+    /// region's device address space).
+    pub unsafe fn device_from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static, DeviceMemory> {
+        Sge::new(addr, length, lkey)
+    }
+}
+
+impl<M: SgeMemory> fmt::Debug for Sge<'_, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sge")
-            .field("addr", &format_args!("{:#x}", self.raw.addr))
-            .field("len", &self.raw.length)
-            .field("lkey", &format_args!("{:#x}", self.raw.lkey))
-            .finish()
+        f.debug_struct(if M::NEED == 0 {
+            "Sge"
+        } else {
+            "Sge<DeviceMemory>"
+        })
+        .field("addr", &format_args!("{:#x}", self.raw.addr))
+        .field("len", &self.raw.length)
+        .field("lkey", &format_args!("{:#x}", self.raw.lkey))
+        .finish()
     }
 }
 
@@ -86,7 +154,7 @@ static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
 /// length can be read without looking at the count (an empty list points at [`NO_SGE`],
 /// of length 0). Providers only read the list.
 #[inline]
-fn sg_list(sges: &[Sge<'_>]) -> *mut ffi::ibv_sge {
+fn sg_list<M: SgeMemory>(sges: &[Sge<'_, M>]) -> *mut ffi::ibv_sge {
     if sges.is_empty() {
         ptr::addr_of!(NO_SGE).cast_mut()
     } else {
@@ -153,8 +221,9 @@ pub struct SendRequest<'a> {
 }
 
 impl<'a> SendRequest<'a> {
+    /// The request of `opcode` over `sges`, and its word: the one place both are made.
     #[inline]
-    fn new(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a>]) -> Self {
+    fn new<M: SgeMemory>(wr_id: u64, opcode: ffi::ibv_wr_opcode, sges: &'a [Sge<'a, M>]) -> Self {
         let mut raw = ffi::ibv_send_wr {
             wr_id,
             opcode,
@@ -165,7 +234,7 @@ impl<'a> SendRequest<'a> {
         // more than any queue's max_send_sge.
         raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
         SendRequest {
-            need: send_need(opcode, raw.sg_list, raw.num_sge as u32),
+            need: send_need(opcode, raw.sg_list, raw.num_sge as u32) | M::NEED,
             raw,
             _borrows: PhantomData,
         }
@@ -173,23 +242,23 @@ impl<'a> SendRequest<'a> {
 
     /// A send (`IBV_WR_SEND`): the data lands in the peer's next receive.
     #[inline]
-    pub fn send(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+    pub fn send<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>]) -> Self {
         Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
     }
 
     /// A send with 32-bit immediate data (`IBV_WR_SEND_WITH_IMM`), given in host order.
     #[inline]
-    pub fn send_with_imm(wr_id: u64, sges: &'a [Sge<'a>], imm: u32) -> Self {
+    pub fn send_with_imm<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], imm: u32) -> Self {
         let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
         wr.raw.__bindgen_anon_1.imm_data = imm.to_be();
         wr
     }
 
     #[inline]
-    fn rdma(
+    fn rdma<M: SgeMemory>(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        sges: &'a [Sge<'a>],
+        sges: &'a [Sge<'a, M>],
         remote: RemoteMemory,
     ) -> Self {
         let mut wr = Self::new(wr_id, opcode, sges);
@@ -202,14 +271,19 @@ impl<'a> SendRequest<'a> {
 
     /// An RDMA write (`IBV_WR_RDMA_WRITE`) of the SGEs to `remote.addr`.
     #[inline]
-    pub fn write(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+    pub fn write<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
     }
 
     /// An RDMA write with immediate data (`IBV_WR_RDMA_WRITE_WITH_IMM`), which also
     /// consumes a receive at the peer.
     #[inline]
-    pub fn write_with_imm(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory, imm: u32) -> Self {
+    pub fn write_with_imm<M: SgeMemory>(
+        wr_id: u64,
+        sges: &'a [Sge<'a, M>],
+        remote: RemoteMemory,
+        imm: u32,
+    ) -> Self {
         let mut wr = Self::rdma(
             wr_id,
             ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
@@ -222,15 +296,15 @@ impl<'a> SendRequest<'a> {
 
     /// An RDMA read (`IBV_WR_RDMA_READ`) from `remote.addr` into the SGEs.
     #[inline]
-    pub fn read(wr_id: u64, sges: &'a [Sge<'a>], remote: RemoteMemory) -> Self {
+    pub fn read<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>], remote: RemoteMemory) -> Self {
         Self::rdma(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
     }
 
     #[inline]
-    fn atomic(
+    fn atomic<M: SgeMemory>(
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        result: &'a Sge<'a>,
+        result: &'a Sge<'a, M>,
         remote: RemoteMemory,
         compare_add: u64,
         swap: u64,
@@ -246,11 +320,12 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
-    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (posting
+    /// refuses another length: [`WrError::AtomicResultSize`](crate::WrError)).
     #[inline]
-    pub fn compare_swap(
+    pub fn compare_swap<M: SgeMemory>(
         wr_id: u64,
-        result: &'a Sge<'a>,
+        result: &'a Sge<'a, M>,
         remote: RemoteMemory,
         compare: u64,
         swap: u64,
@@ -266,9 +341,15 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
-    /// `remote.addr`; the original value lands in `result` (8 bytes).
+    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (as for
+    /// [`compare_swap`](Self::compare_swap)).
     #[inline]
-    pub fn fetch_add(wr_id: u64, result: &'a Sge<'a>, remote: RemoteMemory, add: u64) -> Self {
+    pub fn fetch_add<M: SgeMemory>(
+        wr_id: u64,
+        result: &'a Sge<'a, M>,
+        remote: RemoteMemory,
+        add: u64,
+    ) -> Self {
         Self::atomic(
             wr_id,
             ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
@@ -286,7 +367,7 @@ impl<'a> SendRequest<'a> {
     /// and region need `REMOTE_WRITE`.
     #[inline]
     pub fn atomic_write(wr_id: u64, remote: RemoteMemory, value: [u8; 8]) -> Self {
-        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, &[]);
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, NO_ENTRIES);
         // The value rides in `compare_add`, which WrBatch::push hands to the provider as
         // the 8 bytes to write.
         wr.raw.wr.atomic = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
@@ -295,6 +376,14 @@ impl<'a> SendRequest<'a> {
             swap: 0,
             rkey: remote.rkey,
         };
+        wr
+    }
+
+    /// A type 2 memory window bind (`IBV_WR_BIND_MW`) of `bind`, which names a window and
+    /// a region (checked by [`SendRequest::bind_mw`], its maker). No list.
+    pub(crate) fn bind(wr_id: u64, bind: ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1) -> Self {
+        let mut wr = Self::new(wr_id, ffi::ibv_wr_opcode::IBV_WR_BIND_MW, NO_ENTRIES);
+        wr.raw.__bindgen_anon_2.bind_mw = bind;
         wr
     }
 
@@ -312,7 +401,8 @@ impl<'a> SendRequest<'a> {
     }
 
     /// Sends the data inline in the work queue entry (`IBV_SEND_INLINE`): sends and RDMA
-    /// writes of at most the QP's `max_inline_data` bytes (posting checks both).
+    /// writes of at most the QP's `max_inline_data` bytes from host memory (posting checks
+    /// all three; the CPU copies the data, so entries of [`DeviceMemory`] are refused).
     #[inline]
     pub fn inline(mut self) -> Self {
         let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
@@ -363,10 +453,14 @@ impl<'a> SendRequest<'a> {
         &self.raw
     }
 
-    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_send_wr {
-        &mut self.raw
+    /// Whether an entry of the request is of [`DeviceMemory`].
+    pub(crate) fn device_memory(&self) -> bool {
+        self.need & DEVICE_MEMORY != 0
     }
 }
+
+/// The list of a request that has none.
+const NO_ENTRIES: &[Sge<'static>] = &[];
 
 /// A receive queue work request (`struct ibv_recv_wr`).
 #[repr(C)]
@@ -381,7 +475,7 @@ pub struct RecvRequest<'a> {
 impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
     #[inline]
-    pub fn new(wr_id: u64, sges: &'a [Sge<'a>]) -> Self {
+    pub fn new<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>]) -> Self {
         let raw = ffi::ibv_recv_wr {
             wr_id,
             next: ptr::null_mut(),
@@ -403,10 +497,6 @@ impl<'a> RecvRequest<'a> {
     /// The raw request. Its `next` is what the last post of it wrote (posting sets it).
     pub fn as_raw(&self) -> &ffi::ibv_recv_wr {
         &self.raw
-    }
-
-    pub(crate) fn raw_mut(&mut self) -> &mut ffi::ibv_recv_wr {
-        &mut self.raw
     }
 }
 
@@ -444,6 +534,8 @@ pub(crate) trait Linked {
     type Raw;
     /// The request's requirement word.
     fn need(&self) -> u64;
+    /// The raw struct, to link and post: the provider reads it, and posting writes its
+    /// `next` only (through [`set_next`](Self::set_next)).
     fn raw(&mut self) -> *mut Self::Raw;
     fn set_next(&mut self, next: *mut Self::Raw);
 }
@@ -456,7 +548,7 @@ impl Linked for SendRequest<'_> {
     }
     #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_send_wr {
-        self.raw_mut()
+        &mut self.raw
     }
     #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_send_wr) {
@@ -472,7 +564,7 @@ impl Linked for RecvRequest<'_> {
     }
     #[inline(always)]
     fn raw(&mut self) -> *mut ffi::ibv_recv_wr {
-        self.raw_mut()
+        &mut self.raw
     }
     #[inline(always)]
     fn set_next(&mut self, next: *mut ffi::ibv_recv_wr) {
@@ -623,7 +715,7 @@ pub(crate) fn check_each<W>(wrs: &[W], first: usize, limits: &impl Limits<W>) ->
 /// The [`Error::Request`] for request `index`, refused for `reason`.
 #[cold]
 #[inline(never)]
-fn refused(index: usize, reason: WrError) -> Error {
+pub(crate) fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
@@ -645,8 +737,9 @@ fn post_error<W: Linked>(
 }
 
 /// The error of a post that failed with `rc` at request `index` of a queue `depth` deep:
-/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full), else
-/// [`Error::Post`].
+/// [`Error::QueueFull`] for `ENOMEM` (how providers say the queue is full),
+/// [`Error::Unsupported`] for `EOPNOTSUPP` at the first request (the provider has no post
+/// function, or not for that operation: nothing was posted), else [`Error::Post`].
 #[cold]
 #[inline(never)]
 pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
@@ -655,14 +748,21 @@ pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32)
     } else {
         std::io::Error::from_raw_os_error(rc)
     };
-    PostError::from(if source.raw_os_error() == Some(libc::ENOMEM) {
-        Error::QueueFull { verb, index, depth }
-    } else {
-        Error::Post {
+    PostError::from(match source.raw_os_error() {
+        Some(libc::ENOMEM) => Error::QueueFull { verb, index, depth },
+        Some(libc::EOPNOTSUPP) if index == 0 => Error::Unsupported {
+            what: verb,
+            missing: match verb {
+                "ibv_post_send" => "post_send in its provider (or the first request's operation)",
+                "ibv_post_recv" => "post_recv in its provider",
+                _ => "post_srq_recv in its provider",
+            },
+        },
+        _ => Error::Post {
             verb,
             index,
             source,
-        }
+        },
     })
 }
 

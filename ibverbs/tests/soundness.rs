@@ -533,7 +533,8 @@ fn spec() -> impl Strategy<Value = Spec> {
 
 /// What the crate must answer, worked out from the rules (not from its code): the
 /// transport's operations, the batch's enabled operations, inline only on sends and writes,
-/// the granted entry count, the granted inline size, 2^31, and a UD address.
+/// the granted entry count, the granted inline size, 2^31, an atomic's 8-byte result, and a
+/// UD address.
 fn expected(spec: &Spec, max_sge: u32, max_inline: u32) -> Result<(), WrError> {
     use WrOpcode as O;
     let opcode = spec.opcode;
@@ -581,6 +582,13 @@ fn expected(spec: &Spec, max_sge: u32, max_inline: u32) -> Result<(), WrError> {
         return Err(WrError::MessageTooLong {
             total,
             max: 1 << 31,
+        });
+    }
+    if matches!(opcode, O::CompareSwap | O::FetchAdd) && total != 8 {
+        return Err(WrError::AtomicResultSize {
+            opcode,
+            len: total,
+            required: 8,
         });
     }
     if spec.qp_type == QpType::Ud && !spec.addressed {
@@ -698,8 +706,8 @@ impl Bench {
                     "expected a refusal ({want}), got {got:?}"
                 )))
             }
-            // The provider may still refuse what the rules allow (rxe: an atomic's result
-            // under 8 bytes or an unaligned target), with a typed error.
+            // The provider may still refuse what the rules allow (rxe: an unaligned atomic
+            // target), with a typed error.
             (Err(Error::Post { .. } | Error::Verb { .. }), Ok(())) => true,
             (Err(other), Ok(())) => {
                 return Err(TestCaseError::fail(format!("unexpected error {other:?}")))

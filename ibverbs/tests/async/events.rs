@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use rdma_verbs::tokio::AsyncEvents;
-use rdma_verbs::{AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest};
+use rdma_verbs::{
+    AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest, Sge,
+};
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 use tokio::time::timeout;
 
@@ -33,11 +35,15 @@ async fn a_cq_overrun_arrives_on_the_stream() {
         .max_recv_wr(n)
         .sq_sig_all(true);
     let qp = qp.build().unwrap();
-    let mut recvs: Vec<_> = (0..n).map(|i| RecvRequest::new(i.into(), &[])).collect();
+    let mut recvs: Vec<_> = (0..n)
+        .map(|i| RecvRequest::new(i.into(), &[] as &[Sge]))
+        .collect();
     qp.post_recv(&mut recvs).unwrap();
     let me = qp.endpoint();
     let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
-    let mut sends: Vec<_> = (0..n).map(|i| SendRequest::send(i.into(), &[])).collect();
+    let mut sends: Vec<_> = (0..n)
+        .map(|i| SendRequest::send(i.into(), &[] as &[Sge]))
+        .collect();
     qp.post_send(&mut sends).unwrap();
     let event = loop {
         let event = timeout(LIMIT, events.next_event())

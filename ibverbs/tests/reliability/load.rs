@@ -218,7 +218,7 @@ fn sixty_four_rc_qps_with_full_send_queues_lose_nothing() {
                 .iter()
                 .zip(&sges)
                 .map(|(m, sge)| match m.op() {
-                    Op::WriteImm => RecvRequest::new(m.id(), &[]),
+                    Op::WriteImm => RecvRequest::new(m.id(), &[] as &[Sge]),
                     _ => RecvRequest::new(m.id(), sge),
                 })
                 .collect();

@@ -9,7 +9,7 @@ use rdma_verbs::{
     DeviceCapFlags, Error, QpType, SendOps, SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
 };
 
-use crate::common::{contents, poll_one, Pair};
+use crate::common::{contents, poll_one, refusal, Pair};
 
 /// An RC pair whose QPs post atomic writes (and RDMA writes) in a batch.
 fn atomic_write_pair() -> Pair {
@@ -18,14 +18,6 @@ fn atomic_write_pair() -> Pair {
         |b| b.send_ops(SendOps::ATOMIC_WRITE | SendOps::RDMA_WRITE),
         |_| {},
     )
-}
-
-/// The reason of a refused request.
-fn refusal(got: rdma_verbs::Result<()>) -> WrError {
-    match got {
-        Err(Error::Request { reason, .. }) => reason,
-        other => panic!("expected Error::Request, got {other:?}"),
-    }
 }
 
 #[test]

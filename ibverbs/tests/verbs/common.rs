@@ -3,8 +3,8 @@
 use rdma_verbs_test_kit::open;
 
 use rdma_verbs::{
-    CompletionQueue, ConnectOptions, MemoryRegion, PreparedQueuePair, ProtectionDomain, QpType,
-    QueuePair,
+    CompletionQueue, ConnectOptions, Error, MemoryRegion, PreparedQueuePair, ProtectionDomain,
+    QpType, QueuePair, WrError,
 };
 
 pub use rdma_verbs_test_kit::{poll_one, ALL};
@@ -85,6 +85,16 @@ pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, Qu
             .unwrap()
     };
     connect(QpType::Rc, qp(), qp())
+}
+
+/// The reason of a request refused before the provider (of a post or a batch), which must
+/// be the first of its list.
+#[track_caller]
+pub fn refusal<E: Into<Error>>(got: Result<(), E>) -> WrError {
+    match got.map_err(Into::into) {
+        Err(Error::Request { index: 0, reason }) => reason,
+        other => panic!("expected request 0 refused, got {other:?}"),
+    }
 }
 
 /// The bytes of `mr`.

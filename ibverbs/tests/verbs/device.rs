@@ -7,7 +7,7 @@ use rdma_verbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
 
 use rdma_verbs::{
     AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
-    LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Transport,
+    LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Sge, Transport,
 };
 
 #[test]
@@ -259,14 +259,17 @@ fn cq_overrun_is_an_async_event() {
         .sq_sig_all(true)
         .build()
         .expect("ibv_create_qp");
-    let mut recvs: Vec<RecvRequest<'_>> = (0..n).map(|i| RecvRequest::new(i.into(), &[])).collect();
+    let mut recvs: Vec<RecvRequest<'_>> = (0..n)
+        .map(|i| RecvRequest::new(i.into(), &[] as &[Sge]))
+        .collect();
     prepared.post_recv(&mut recvs).expect("ibv_post_recv");
     let me = prepared.endpoint();
     let qp = prepared
         .connect(&me, &ConnectOptions::default())
         .expect("connect the QP to itself");
-    let mut sends: Vec<SendRequest<'_>> =
-        (0..n).map(|i| SendRequest::send(i.into(), &[])).collect();
+    let mut sends: Vec<SendRequest<'_>> = (0..n)
+        .map(|i| SendRequest::send(i.into(), &[] as &[Sge]))
+        .collect();
     qp.post_send(&mut sends).expect("ibv_post_send");
 
     let deadline = Instant::now() + Duration::from_secs(10);

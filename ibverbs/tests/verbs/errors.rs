@@ -1,15 +1,15 @@
 //! Misuse and failures: objects of another context, bad registrations, ports and GIDs,
-//! wrong connect calls, overfull queues, protection and access errors, retries exceeded, CQ
-//! overrun.
+//! wrong connect calls, window binds, atomic result sizes, inline limits, overfull queues,
+//! protection and access errors, retries exceeded, CQ overrun.
 
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendRequest,
-    WcStatus, WorkCompletion,
+    AccessFlags, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendOps,
+    SendRequest, WcStatus, WorkCompletion, WrError, WrOpcode,
 };
 
-use crate::common::{poll_one, Pair, ALL};
+use crate::common::{poll_one, refusal, Pair, ALL};
 
 #[test]
 fn objects_of_another_context_are_rejected() {
@@ -285,6 +285,142 @@ fn wrong_connect_calls_and_mtu() {
         "{err}"
     );
     drop(cq);
+    assert_clean_drops();
+}
+
+/// A type 1 bind from a QP of another protection domain than the window's: only the window
+/// and region were compared, so it returned `Ok` and the provider then failed the bind.
+/// Now the QP is compared too, and each window is bound only by the call of its type.
+#[test]
+fn window_binds_are_checked_before_the_provider() {
+    let p = Pair::new(QpType::Rc);
+    let other = Pair::new(QpType::Rc);
+    let target = p.pd.alloc_mr(4096, ALL | AccessFlags::MW_BIND).unwrap();
+    let mut mw1 = p.pd.alloc_mw(MwType::Type1).unwrap();
+    let mw2 = p.pd.alloc_mw(MwType::Type2).unwrap();
+    let err = other
+        .a
+        .bind_mw(&mut mw1, &target, 0..64, AccessFlags::REMOTE_READ, 1)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch {
+                what: "queue pair",
+                owner: "protection domain"
+            }
+        ),
+        "{err}"
+    );
+    assert_empty(&other.a_cq, "after the refused bind");
+    let mut mw2_as_1 = p.pd.alloc_mw(MwType::Type2).unwrap();
+    let err =
+        p.a.bind_mw(&mut mw2_as_1, &target, 0..64, AccessFlags::REMOTE_READ, 2)
+            .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "memory window",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let rkey = rdma_verbs::ffi::ibv_inc_rkey(mw1.rkey());
+    let err = SendRequest::bind_mw(3, &mw1, &target, 0..64, AccessFlags::REMOTE_READ, rkey)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                what: "memory window",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!((mw1.kind(), mw2.kind()), (MwType::Type1, MwType::Type2));
+    drop((mw1, mw2, mw2_as_1, target, p, other));
+    assert_clean_drops();
+}
+
+/// An atomic's result entry of 0, 4 or 16 bytes reached the provider, which failed the post
+/// with `EINVAL`; it is refused first, naming the 8 bytes, through `post_send` and in a
+/// batch.
+#[test]
+fn atomic_result_entries_are_8_bytes() {
+    let ops = SendOps::ATOMIC_CMP_AND_SWP | SendOps::ATOMIC_FETCH_AND_ADD;
+    let mut p = Pair::with(QpType::Rc, |b| b.send_ops(ops), |_| {});
+    let result = p.mr(16);
+    let target_mr = p.mr(8);
+    let target = target_mr.remote();
+    for len in [0, 4, 16] {
+        let sge = result.sge(..len).unwrap();
+        for (wr, opcode) in [
+            (
+                SendRequest::compare_swap(1, &sge, target, 0, 1),
+                WrOpcode::CompareSwap,
+            ),
+            (
+                SendRequest::fetch_add(2, &sge, target, 1),
+                WrOpcode::FetchAdd,
+            ),
+        ] {
+            let want = WrError::AtomicResultSize {
+                opcode,
+                len: len as u64,
+                required: 8,
+            };
+            assert_eq!(refusal(p.a.batch(|b| b.push(&wr))), want);
+            assert_eq!(refusal(p.a.post_send(&mut [wr])), want);
+        }
+    }
+    assert_empty(&p.a_cq, "after the refused atomics");
+    let sge = result.sge(..8).unwrap();
+    p.a.post_send(&mut [SendRequest::fetch_add(3, &sge, target, 5).signaled()])
+        .unwrap();
+    poll_one(&p.a_cq).ok().unwrap();
+    p.a.batch(|b| b.push(&SendRequest::fetch_add(4, &sge, target, 5).signaled()))
+        .unwrap();
+    poll_one(&p.a_cq).ok().unwrap();
+    let mut got = [0; 8];
+    result.read(0, &mut got).unwrap();
+    assert_eq!(u64::from_ne_bytes(got), 5);
+    drop((result, target_mr, p));
+    assert_clean_drops();
+}
+
+/// More inline data than the provider takes came back as `ibv_create_qp`'s `EINVAL`; it is
+/// [`Error::DeviceLimit`] naming the most the provider creates a QP with, which builds,
+/// while one byte more is refused the same way.
+#[test]
+fn max_inline_data_over_the_limit_names_it() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let build = |n| {
+        pd.create_qp(QpType::Rc, &cq, &cq)
+            .max_inline_data(n)
+            .build()
+    };
+    let max = match build(u32::MAX).unwrap_err() {
+        Error::DeviceLimit {
+            what: "max_inline_data",
+            value,
+            max,
+            ..
+        } if value == u64::from(u32::MAX) => u32::try_from(max).unwrap(),
+        other => panic!("expected max_inline_data over the device's limit, got {other}"),
+    };
+    assert!(max > 0, "no inline data at all");
+    let qp = build(max).unwrap();
+    match build(max + 1).unwrap_err() {
+        Error::DeviceLimit { max: m, .. } if m == u64::from(max) => {}
+        other => panic!("expected the same limit, got {other}"),
+    }
+    drop((qp, cq, pd));
     assert_clean_drops();
 }
 

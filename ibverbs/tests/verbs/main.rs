@@ -6,8 +6,9 @@
 //! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs), `multicast` (UD groups),
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
-//! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs); `common`
-//! holds what several share.
+//! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
+//! (what reaches a provider function: a batch's opcodes, missing provider functions,
+//! inline data from device memory); `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -20,6 +21,7 @@ mod common;
 mod cq_ex;
 mod cq_resize;
 mod device;
+mod dispatch;
 mod domains;
 mod errors;
 mod first_program;

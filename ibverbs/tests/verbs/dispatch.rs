@@ -1,0 +1,213 @@
+//! What reaches a provider function: a batch's dispatch from opcode to `ibv_wr_*` call, a
+//! verb whose provider function is missing (`Error::Unsupported`, never a call through a
+//! null pointer), and inline data, which the provider copies with the CPU and so never
+//! takes from device memory.
+
+use std::ffi::c_int;
+
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty};
+
+use rdma_verbs::{
+    ffi, AccessFlags, Context, DeviceMemory, DmaBufRegion, Error, MwType, QpType, RecvRequest,
+    SendOps, SendRequest, Sge, WcOpcode, WorkCompletion, WrError, WrOpcode,
+};
+
+use crate::common::{poll_one, refusal, Pair, ALL};
+
+/// A memory window bind pushed into a batch of a QP that enables sends. Its request was
+/// built as a send and then given the bind's opcode, so its requirement word was a send's:
+/// it passed the batch's fast check, and the dispatch's catch-all arm called
+/// `ibv_wr_atomic_fetch_add`, a pointer rxe leaves null (SIGSEGV). No `ibv_wr_*` call of
+/// the batch binds a window: it is refused, and `post_send` binds it.
+#[test]
+fn a_window_bind_in_a_batch_is_refused() {
+    let Pair {
+        pd, mut a, a_cq, ..
+    } = Pair::with(QpType::Rc, |b| b.send_ops(SendOps::SEND), |_| {});
+    let target = pd.alloc_mr(4096, ALL | AccessFlags::MW_BIND).unwrap();
+    let mw = pd.alloc_mw(MwType::Type2).unwrap();
+    let rkey = ffi::ibv_inc_rkey(mw.rkey());
+    let bind = SendRequest::bind_mw(1, &mw, &target, 0..64, AccessFlags::REMOTE_WRITE, rkey)
+        .unwrap()
+        .signaled();
+    assert_eq!(
+        refusal(a.batch(|batch| batch.push(&bind))),
+        WrError::NotInBatch {
+            opcode: WrOpcode::BindMw
+        }
+    );
+    a.post_send(&mut [bind]).unwrap();
+    assert_eq!(poll_one(&a_cq).ok().unwrap().opcode(), WcOpcode::BindMw);
+    drop((mw, a, target, pd));
+    assert_clean_drops();
+}
+
+/// Runs `f` while the provider function that `slot` picks out of `ctx`'s ops table is
+/// `with` (`None`: as a provider without the verb leaves it), then puts the provider's back.
+fn with_op<T: Copy, R>(
+    ctx: &Context,
+    slot: impl FnOnce(&mut ffi::ibv_context_ops) -> &mut Option<T>,
+    with: Option<T>,
+    f: impl FnOnce() -> R,
+) -> R {
+    // SAFETY: the context is open, and used by this thread only; its ops table is plain
+    // memory that the provider filled when it opened. The reference lives for this
+    // statement only: the ports read the table through raw pointers at each call.
+    let slot: *mut Option<T> = slot(unsafe { &mut (*ctx.as_raw()).ops });
+    // SAFETY: `slot` points into the live table (above), and no reference to it is alive.
+    let provider = unsafe { slot.replace(with) };
+    let out = f();
+    // SAFETY: as above.
+    unsafe { slot.write(provider) };
+    out
+}
+
+/// Asserts that `result` failed with [`Error::Unsupported`] of `what`.
+#[track_caller]
+fn assert_unsupported<T: std::fmt::Debug, E: Into<Error>>(result: Result<T, E>, what: &str) {
+    match result.map_err(Into::into) {
+        Err(Error::Unsupported { what: w, .. }) if w == what => {}
+        other => panic!("expected {what} unsupported, got {other:?}"),
+    }
+}
+
+/// libibverbs's stub for a provider without `poll_cq`: `EOPNOTSUPP`, positive, as if that
+/// many completions had been polled.
+unsafe extern "C" fn poll_cq_stub(_: *mut ffi::ibv_cq, _: c_int, _: *mut ffi::ibv_wc) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+/// A verb whose provider function is missing (null in the ops table; rdma-verbs-sys called
+/// it through `unwrap_unchecked`, SIGSEGV) fails with [`Error::Unsupported`] naming it, and
+/// the positive `EOPNOTSUPP` of libibverbs's `poll_cq` stub is no count of completions (it
+/// made `poll` return 95 entries of a 4-entry buffer).
+#[test]
+fn a_missing_provider_function_is_unsupported() {
+    let p = Pair::new(QpType::Rc);
+    let ctx = p.pd.context();
+    let src = p.mr(64);
+    let sge = [src.sge(..).unwrap()];
+    let target = p.pd.alloc_mr(4096, ALL | AccessFlags::MW_BIND).unwrap();
+    let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
+    let srq = p.pd.create_srq(4, 1).unwrap();
+    let mut wc = [WorkCompletion::default(); 4];
+
+    let bind = with_op(
+        ctx,
+        |ops| &mut ops.bind_mw,
+        None,
+        || {
+            p.b.bind_mw(&mut mw, &target, 0..64, AccessFlags::REMOTE_READ, 1)
+        },
+    );
+    assert_unsupported(bind, "type 1 memory window binds (ibv_bind_mw)");
+    let post = with_op(
+        ctx,
+        |ops| &mut ops.post_send,
+        None,
+        || p.a.post_send(&mut [SendRequest::send(1, &sge)]),
+    );
+    assert_unsupported(post, "ibv_post_send");
+    let post = with_op(
+        ctx,
+        |ops| &mut ops.post_recv,
+        None,
+        || {
+            p.a.post_recv(&mut [RecvRequest::new(1, &sge), RecvRequest::new(2, &sge)])
+        },
+    );
+    assert_unsupported(post, "ibv_post_recv");
+    let post = with_op(
+        ctx,
+        |ops| &mut ops.post_srq_recv,
+        None,
+        || srq.post_recv(&mut [RecvRequest::new(1, &sge)]),
+    );
+    assert_unsupported(post, "ibv_post_srq_recv");
+    let poll = with_op(
+        ctx,
+        |ops| &mut ops.poll_cq,
+        None,
+        || p.a_cq.poll(&mut wc).map(|done| done.len()),
+    );
+    assert_unsupported(poll, "ibv_poll_cq");
+    let stub = Some(poll_cq_stub as unsafe extern "C" fn(_, _, _) -> _);
+    let poll = with_op(
+        ctx,
+        |ops| &mut ops.poll_cq,
+        stub,
+        || p.a_cq.poll(&mut wc).map(|done| done.len()),
+    );
+    assert_unsupported(poll, "ibv_poll_cq");
+    let notify = with_op(
+        ctx,
+        |ops| &mut ops.req_notify_cq,
+        None,
+        || p.a_cq.req_notify(false),
+    );
+    assert_unsupported(notify, "ibv_req_notify_cq");
+
+    // The provider's functions back: the same calls work.
+    p.b.bind_mw(&mut mw, &target, 0..64, AccessFlags::REMOTE_READ, 1)
+        .unwrap();
+    assert_eq!(poll_one(&p.b_cq).ok().unwrap().opcode(), WcOpcode::BindMw);
+    p.a_cq.req_notify(false).unwrap();
+    drop((mw, target, srq, src, p));
+    assert_clean_drops();
+}
+
+/// The entries of a dma-buf region hold device addresses, and a provider copies inline
+/// data with the CPU from the entry's address: from a device address, it would read (and
+/// send to the peer) whatever the process has mapped there. So a request with entries of
+/// [`DeviceMemory`] is refused inline, through `post_send` and in a batch, before the
+/// provider; posted without inline data, it goes through as any request.
+///
+/// rxe cannot register a dma-buf (`ibv_reg_dmabuf_mr` is `EOPNOTSUPP`), so the entries are
+/// made with `Sge::device_from_raw` over a region of host memory: on rxe its device
+/// addresses are the host addresses, which keeps the non-inline send correct. That
+/// [`DmaBufRegion::sge`] gives [`DeviceMemory`] entries is the signature below, checked by
+/// the compiler.
+#[test]
+fn inline_data_from_device_memory_is_refused() {
+    fn _dmabuf_entries_are_device_memory(region: &DmaBufRegion) -> Sge<'_, DeviceMemory> {
+        region.sge(..).unwrap()
+    }
+    let ops = SendOps::SEND | SendOps::RDMA_WRITE;
+    let Pair {
+        pd,
+        mut a,
+        a_cq,
+        b,
+        b_cq,
+    } = Pair::with(QpType::Rc, |q| q.max_inline_data(64).send_ops(ops), |_| {});
+    let mut src = pd.alloc_mr(64, ALL).unwrap();
+    src.fill(0x5a);
+    let dst = pd.alloc_mr(64, ALL).unwrap();
+    // SAFETY: the range is the whole of `src`, which outlives every request below.
+    let device = [unsafe { Sge::device_from_raw(src.addr(), 48, src.lkey()) }];
+    let inline = [
+        (SendRequest::send(1, &device).inline(), WrOpcode::Send),
+        (
+            SendRequest::write(2, &device, dst.remote()).inline(),
+            WrOpcode::RdmaWrite,
+        ),
+    ];
+    for (wr, opcode) in inline {
+        let want = WrError::InlineFromDeviceMemory { opcode };
+        assert_eq!(refusal(a.batch(|batch| batch.push(&wr))), want);
+        assert_eq!(refusal(a.post_send(&mut [wr])), want);
+    }
+    assert_empty(&a_cq, "after the refused requests");
+
+    let rsge = [dst.sge(..).unwrap()];
+    b.post_recv(&mut [RecvRequest::new(3, &rsge)]).unwrap();
+    a.post_send(&mut [SendRequest::send(3, &device).signaled()])
+        .unwrap();
+    poll_one(&a_cq).ok().unwrap();
+    assert_eq!(poll_one(&b_cq).ok().unwrap().byte_len(), 48);
+    let mut got = [0; 48];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got, [0x5a; 48]);
+    drop((a, b, src, dst, pd));
+    assert_clean_drops();
+}
