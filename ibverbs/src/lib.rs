@@ -507,7 +507,7 @@ pub use domain::ThreadDomain;
 pub use error::{Error, Result, WrError};
 pub use fork::{fork_init, fork_status, ForkStatus};
 pub use gid::{Gid, GidEntry, GidType};
-pub use mapping::{huge_page_size, Mapping, MappingKind};
+pub use mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};
 pub use mcast::MULTICAST_QPN;
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};

@@ -18,6 +18,34 @@ use std::ptr::NonNull;
 use crate::error::{Error, Result};
 use crate::mr::{page_size, RegistrableMemory};
 
+/// A rule of a memory source, checked before memory is mapped or registered
+/// ([`Error::MemoryRule`]); the crate docs' Soundness section lists the rule of every memory
+/// source with its reason and test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemoryRule {
+    /// An on-demand paging region ([`AccessFlags::ON_DEMAND`](crate::AccessFlags::ON_DEMAND))
+    /// starts on a page boundary: of the page size, or of the huge page size with
+    /// [`AccessFlags::HUGETLB`](crate::AccessFlags::HUGETLB), the kernel's paging unit for
+    /// it. rxe's on-demand paging (Linux 6.14 to 7.3 at least) copies the data of a
+    /// transfer to the start of the page where the transfer starts, not to its offset in
+    /// that page: into a region that starts mid-page, such as a `Vec`, that is memory before
+    /// the region (the heap allocator's bookkeeping: heap corruption). In a region that
+    /// starts on a page boundary, the misplaced bytes stay inside the region.
+    OdpPageAligned,
+}
+
+impl fmt::Display for MemoryRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemoryRule::OdpPageAligned => {
+                "on-demand paging needs a region that starts on a page boundary (a huge page \
+                 boundary with HUGETLB)"
+            }
+        })
+    }
+}
+
 /// What backs a [`Mapping`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MappingKind {

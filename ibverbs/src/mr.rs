@@ -40,7 +40,8 @@ bitflags! {
         const MW_BIND = ffi::ibv_access_flags::IBV_ACCESS_MW_BIND.0;
         /// `IBV_ACCESS_ZERO_BASED`: remote addresses are offsets from the start.
         const ZERO_BASED = ffi::ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
-        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning.
+        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning; the memory must
+        /// start on a page boundary ([`MemoryRule::OdpPageAligned`](crate::MemoryRule)).
         const ON_DEMAND = ffi::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0;
         /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages (a hint; rxe on Linux
         /// 7.3 refuses it with `EOPNOTSUPP`, and huge pages register without it).
@@ -201,9 +202,12 @@ impl ProtectionDomain {
 
     /// Registers `buf` (`ibv_reg_mr`); the region owns it until [`MemoryRegion::deregister`].
     ///
-    /// With [`AccessFlags::ON_DEMAND`] (on-demand paging), the device's ODP caps are checked
-    /// first: [`Error::Unsupported`] names the one missing (ODP itself, or RC write, read or
-    /// atomics on ODP memory for the remote rights asked).
+    /// With [`AccessFlags::ON_DEMAND`] (on-demand paging), the memory must start on a page
+    /// boundary (a huge page boundary with [`AccessFlags::HUGETLB`]:
+    /// [`MemoryRule::OdpPageAligned`](crate::MemoryRule), which a `Vec` or `Box` does not
+    /// keep), and the device's ODP caps are checked first: [`Error::Unsupported`] names the
+    /// one missing (ODP itself, or RC write, read or atomics on ODP memory for the remote
+    /// rights asked).
     pub fn register<B: RegistrableMemory>(
         &self,
         mut buf: B,
@@ -219,14 +223,15 @@ impl ProtectionDomain {
             what: "access flags",
             reason: format!("{access:?} does not fit in an int"),
         })?;
-        if access.contains(AccessFlags::ON_DEMAND) {
-            crate::odp::check_caps(self, access)?;
-        }
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
         let mem = NonNull::new(ptr).ok_or_else(|| Error::InvalidArgument {
             what: "memory",
             reason: "RegistrableMemory::as_mut_ptr returned null".into(),
         })?;
+        if access.contains(AccessFlags::ON_DEMAND) {
+            crate::odp::check_start(mem, access)?;
+            crate::odp::check_caps(self, access)?;
+        }
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
         let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), ptr.cast(), len, bits) };
