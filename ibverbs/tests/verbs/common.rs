@@ -1,5 +1,7 @@
 //! What the tests of several areas share: a connected pair of QPs, polling, memory contents,
-//! transfers through a region.
+//! transfers through a region, the huge page pool.
+
+use std::sync::{Mutex, MutexGuard};
 
 use rdma_verbs_test_kit::{open, pattern};
 
@@ -144,4 +146,11 @@ pub fn exercise<B: RegistrableMemory>(p: &Pair, mem: &mut MemoryRegion<B>) {
 /// where a test takes the branch of a device without the feature.
 pub fn say(line: String) {
     let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
+}
+
+/// The huge page pool (8 pages in scripts/with-rdma's VM), held by each test that takes huge
+/// pages while it has them, since one of them empties the pool on purpose.
+pub fn huge_page_pool() -> MutexGuard<'static, ()> {
+    static POOL: Mutex<()> = Mutex::new(());
+    POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

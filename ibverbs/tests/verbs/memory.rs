@@ -15,7 +15,7 @@ use rdma_verbs::{
     RegistrableMemory, Rereg, ReregState,
 };
 
-use crate::common::{contents, exercise, poll_one, say, Pair, ALL};
+use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL};
 
 #[test]
 fn anonymous_mapping_under_write_read_and_send() {
@@ -38,6 +38,7 @@ fn anonymous_mapping_under_write_read_and_send() {
 #[test]
 fn huge_pages_under_write_read_and_send() {
     let huge = huge_page_size().expect("the kernel has huge pages");
+    let _pool = huge_page_pool();
     let p = Pair::new(QpType::Rc);
     let map = Mapping::huge(huge).unwrap_or_else(|e| {
         panic!("{e} (scripts/with-rdma's VM reserves 8; natively, reserve some)")
