@@ -115,7 +115,7 @@ fn round_len(len: usize, unit: usize) -> Result<usize> {
         .ok_or_else(|| invalid("mapping length", format!("{len} bytes does not fit")))
 }
 
-/// `fstatfs` of `file`: its filesystem's type.
+/// `fstatfs` of `file`: its filesystem's type and block size.
 fn statfs(file: &File) -> Result<libc::statfs> {
     let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
     // SAFETY: the fd is open (borrowed from file), and st is writable for a struct statfs.
@@ -318,7 +318,8 @@ impl Mapping {
     }
 
     /// [`Mapping::file`] for any other file: a regular file on disk, a tmpfs file, a
-    /// hugetlbfs file.
+    /// hugetlbfs file. On hugetlbfs, `offset` is a multiple of its huge page size, and the
+    /// mapping is `len` rounded up to whole huge pages.
     ///
     /// # Safety
     /// Every page of `offset..offset + len` must stay backed while the mapping lives: an
@@ -335,14 +336,19 @@ impl Mapping {
     ///
     /// [`MemoryRegion::read`]: crate::MemoryRegion::read
     pub unsafe fn file_unchecked(file: &File, offset: u64, len: usize) -> Result<Mapping> {
-        let map_len = round_len(len, page_size())?;
-        if offset % page_size() as u64 != 0 {
+        // The kernel maps a hugetlbfs file in its huge pages (fstatfs' block size), any
+        // other in pages: munmap needs the length rounded the same way.
+        let fs = statfs(file)?;
+        let unit = match fs.f_type {
+            libc::HUGETLBFS_MAGIC => usize::try_from(fs.f_bsize)
+                .map_err(|_| invalid("file", format!("hugetlbfs block size {}", fs.f_bsize)))?,
+            _ => page_size(),
+        };
+        let map_len = round_len(len, unit)?;
+        if offset % unit as u64 != 0 {
             return Err(invalid(
                 "file offset",
-                format!(
-                    "{offset} is not a multiple of the page size ({})",
-                    page_size()
-                ),
+                format!("{offset} is not a multiple of the file's page size ({unit})"),
             ));
         }
         // SAFETY: the fd is open (borrowed from file).
@@ -400,7 +406,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: ptr..ptr+map_len is the mapping made in `map`, unmapped once.
+        // SAFETY: ptr..ptr+map_len is the mapping made in `map`, whose length is rounded to
+        // the unit the kernel mapped it in (the page, or the huge page), unmapped once.
         let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
         crate::drop_error::report("munmap", rc);
     }

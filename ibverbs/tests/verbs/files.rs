@@ -4,7 +4,7 @@
 //! memfd reads back as zeros, while a hugetlbfs memfd is refused, because a hole punched in
 //! it is `SIGBUS` at the next access once the huge page pool is empty (shown in a child
 //! process, through the `unsafe` `Mapping::file_unchecked`). Writes through a mapping reach
-//! the file; the `unsafe` constructor maps other files.
+//! the file; the `unsafe` constructor maps other files, a hugetlbfs file in whole huge pages.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -14,16 +14,25 @@ use std::process::Command;
 
 use rdma_verbs_test_kit::{assert_clean_drops, open, pattern};
 
-use rdma_verbs::{huge_page_size, Error, Mapping, MappingKind, MemoryRule, QpType};
+use rdma_verbs::{
+    huge_page_size, Error, Mapping, MappingKind, MemoryRule, QpType, RegistrableMemory,
+};
 
 use crate::common::{contents, exercise, huge_page_pool, say, Pair, ALL};
+
+/// The name of the hugetlbfs memfds, which only the tests that hold the huge page pool
+/// make: what `/proc/self/maps` shows of their mappings.
+const HUGETLB_NAME: &std::ffi::CStr = c"memory-test-huge";
 
 /// A new memfd (`memfd_create` with `MFD_ALLOW_SEALING | flags`) of `len` bytes as a `File`,
 /// sealed with `seals` (none: 0).
 fn memfd_file(flags: libc::c_uint, len: u64, seals: i32) -> File {
+    let name = match flags & libc::MFD_HUGETLB {
+        0 => c"memory-test",
+        _ => HUGETLB_NAME,
+    };
     // SAFETY: a NUL-terminated name.
-    let raw =
-        unsafe { libc::memfd_create(c"memory-test".as_ptr(), libc::MFD_ALLOW_SEALING | flags) };
+    let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_ALLOW_SEALING | flags) };
     assert!(
         raw >= 0,
         "memfd_create: {}",
@@ -48,6 +57,14 @@ fn punch_hole(file: &File, len: usize) {
     // SAFETY: an open fd; fallocate changes the file, never this process's memory.
     let rc = unsafe { libc::fallocate(other.as_raw_fd(), mode, 0, len as libc::off_t) };
     assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
+}
+
+/// Whether `/proc/self/maps` has a mapping of a hugetlbfs memfd that starts at `addr`.
+fn huge_memfd_mapped_at(addr: usize) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let (start, name) = (format!("{addr:x}-"), HUGETLB_NAME.to_str().unwrap());
+    maps.lines()
+        .any(|line| line.starts_with(&start) && line.contains(name))
 }
 
 #[test]
@@ -167,6 +184,37 @@ fn hugetlbfs_attack() {
     let mut byte = [0; 1];
     mr.read(0, &mut byte).unwrap();
     say(format!("read {byte:?}: no SIGBUS"));
+}
+
+/// Issue 26, hole 6: a hugetlbfs file mapping is unmapped with its whole length (huge pages),
+/// so dropping it reports no error and leaves nothing mapped.
+#[test]
+fn hugetlbfs_file_mapping_unmaps_whole() {
+    let huge = huge_page_size().expect("the kernel has huge pages");
+    let _pool = huge_page_pool();
+    let p = Pair::new(QpType::Rc);
+    let file = memfd_file(libc::MFD_HUGETLB, 2 * huge as u64, 0);
+    // SAFETY: the test's own file, which nothing truncates or punches while it is mapped.
+    let off_page = unsafe { Mapping::file_unchecked(&file, 4096, 4096) };
+    match off_page {
+        Err(Error::InvalidArgument {
+            what: "file offset",
+            reason,
+        }) => assert!(reason.contains(&huge.to_string()), "{reason}"),
+        other => panic!("expected the offset refused, got {other:?}"),
+    }
+    // SAFETY: as above.
+    let mut map = unsafe { Mapping::file_unchecked(&file, huge as u64, 10_000) }.unwrap();
+    let addr = map.as_mut_ptr() as usize;
+    assert_eq!(addr % huge, 0, "huge-page aligned");
+    let mut mr = p.pd.register(map, ALL).unwrap();
+    exercise(&p, &mut mr);
+    let map = mr.deregister().unwrap();
+    assert!(huge_memfd_mapped_at(addr));
+    drop(map);
+    assert!(!huge_memfd_mapped_at(addr), "the huge page mapping is gone");
+    drop((file, p));
+    assert_clean_drops();
 }
 
 #[test]
