@@ -16,7 +16,7 @@ use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::mapping::{huge_page_size, MemoryRule};
-use crate::mr::{page_size, AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::mr::{check_access, page_size, AccessFlags, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::{OdpGeneralCaps, OdpTransportCaps};
 
@@ -187,7 +187,8 @@ impl ProtectionDomain {
     ///
     /// Fails with [`Error::Unsupported`] where the device does not report
     /// `IBV_ODP_SUPPORT_IMPLICIT` (rxe does not), and with [`Error::InvalidArgument`] for
-    /// remote access rights.
+    /// remote access rights and for access flags no registration takes
+    /// ([`ProtectionDomain::register`]).
     pub fn register_implicit_odp(&self, access: AccessFlags) -> Result<ImplicitOdp> {
         let remote =
             AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
@@ -200,6 +201,7 @@ impl ProtectionDomain {
                 ),
             });
         }
+        let bits = check_access(access | AccessFlags::ON_DEMAND)?;
         let caps = self.context().query_device()?.odp_caps;
         if !caps.general.contains(OdpGeneralCaps::SUPPORT_IMPLICIT) {
             return Err(Error::Unsupported {
@@ -207,7 +209,6 @@ impl ProtectionDomain {
                 missing: "IBV_ODP_SUPPORT_IMPLICIT in general_odp_caps",
             });
         }
-        let bits = (access | AccessFlags::ON_DEMAND).bits() as i32;
         // SAFETY: the PD is live; a null address with SIZE_MAX is the implicit form, which
         // registers no memory of ours.
         let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), std::ptr::null_mut(), usize::MAX, bits) };

@@ -89,23 +89,16 @@ fn invalid(what: &'static str, reason: impl Into<String>) -> Error {
 }
 
 /// `access` as an `ibv_rereg_mr` access argument, after the checks the kernel would fail
-/// with a command error (which leaves the MR invalid).
+/// with a command error (which leaves the MR invalid): the rules of every registration
+/// ([`check_access`](crate::mr::check_access)), and no `ON_DEMAND`.
 fn check_access(access: AccessFlags) -> Result<i32> {
-    let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
-    if access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE) {
-        return Err(invalid(
-            "access flags",
-            format!("{access:?}: remote write and atomic access need LOCAL_WRITE"),
-        ));
-    }
     if access.contains(AccessFlags::ON_DEMAND) {
         return Err(invalid(
             "access flags",
             "ibv_rereg_mr cannot make a region on-demand paged; register a new one",
         ));
     }
-    i32::try_from(access.bits())
-        .map_err(|_| invalid("access flags", format!("{access:?} does not fit in an int")))
+    crate::mr::check_access(access)
 }
 
 impl<B: RegistrableMemory> MemoryRegion<B> {
@@ -115,8 +108,9 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// Checked before the call, leaving the region as it was: a memory window bound to
     /// it, an invalid or on-demand paged region, nothing to change
-    /// ([`Error::InvalidArgument`]); remote write or atomics without `LOCAL_WRITE`, or
-    /// `ON_DEMAND` ([`Error::InvalidArgument`]); an empty or inverted range
+    /// ([`Error::InvalidArgument`]); access rights that break the rules of every
+    /// registration ([`ProtectionDomain::register`]), or `ON_DEMAND`
+    /// ([`Error::InvalidArgument`]); an empty or inverted range
     /// ([`Error::InvalidArgument`]) or one past the memory ([`Error::OutOfRange`]); a PD of
     /// another device context ([`Error::Mismatch`]). A failure of the call itself is
     /// [`Error::Rereg`], whose [`ReregState`] says whether the region changed or is left

@@ -1,5 +1,6 @@
-//! Memory users already own: anonymous mappings, huge pages and a sealed memfd under RDMA
-//! write, read and send with the data checked (file mappings are in `files`);
+//! Memory users already own: a `Vec` and a `Box`, anonymous mappings, huge pages and a
+//! sealed memfd under RDMA write, read and send with the data checked (file mappings are in
+//! `files`, on-demand paging in `odp`); the access rights every registration must keep;
 //! `ibv_rereg_mr` (new access, range, PD); `ibv_reg_dmabuf_mr` over a udmabuf; and the bad
 //! inputs of each, typed errors with nothing leaked.
 //!
@@ -16,6 +17,66 @@ use rdma_verbs::{
 };
 
 use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL};
+
+#[test]
+fn vec_and_box_under_write_read_and_send() {
+    let p = Pair::new(QpType::Rc);
+    let mut mr = p.pd.register(vec![0u8; 10_000], ALL).unwrap();
+    exercise(&p, &mut mr);
+    assert_eq!(mr.deregister().unwrap().len(), 10_000);
+    let mut mr =
+        p.pd.register(vec![0u8; 5000].into_boxed_slice(), ALL)
+            .unwrap();
+    exercise(&p, &mut mr);
+    drop((mr, p));
+    assert_clean_drops();
+}
+
+/// The rules every registration keeps, checked before the provider: remote write and
+/// atomics need local write, `ZERO_BASED` is a window's right, `HUGETLB` goes with
+/// `ON_DEMAND`; and what the provider refuses anyway (`HUGETLB` on rxe) is a typed error.
+#[test]
+fn access_flag_rules_are_typed_errors() {
+    let huge = huge_page_size().expect("the kernel has huge pages");
+    let pd = open().alloc_pd().unwrap();
+    let refused = |access: AccessFlags, rule: &str| match pd.alloc_mr(4096, access) {
+        Err(Error::InvalidArgument {
+            what: "access flags",
+            reason,
+        }) => assert!(reason.contains(rule), "{access:?}: {reason}"),
+        other => panic!("{access:?}: expected the access flags refused, got {other:?}"),
+    };
+    // The kernel refuses these alone (EINVAL): the HCA writes the region for them.
+    refused(AccessFlags::REMOTE_WRITE, "need LOCAL_WRITE");
+    refused(AccessFlags::REMOTE_ATOMIC, "need LOCAL_WRITE");
+    refused(
+        AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        "need LOCAL_WRITE",
+    );
+    // rxe on 7.3 refuses these (EOPNOTSUPP); 6.1's rxe took them and ignored them.
+    refused(AccessFlags::all(), "ZERO_BASED");
+    refused(
+        AccessFlags::LOCAL_WRITE | AccessFlags::ZERO_BASED,
+        "ZERO_BASED",
+    );
+    refused(AccessFlags::LOCAL_WRITE | AccessFlags::HUGETLB, "ON_DEMAND");
+    // What the rules allow registers: no rights at all, remote read alone.
+    for access in [AccessFlags::empty(), AccessFlags::REMOTE_READ, ALL] {
+        pd.alloc_mr(4096, access).unwrap();
+    }
+    // Every flag a registration may have, over huge pages: on-demand paging in huge pages,
+    // which neither kernel's rxe has (6.1: no ODP; 7.3: no HUGETLB).
+    let _pool = huge_page_pool();
+    let all = AccessFlags::all() - AccessFlags::ZERO_BASED;
+    match pd.register(Mapping::huge(huge).unwrap(), all) {
+        Err(Error::Unsupported { what, missing }) => say(format!(
+            "access_flag_rules_are_typed_errors: {all:?}: {what}: {missing}"
+        )),
+        other => panic!("expected rxe to refuse {all:?}, got {other:?}"),
+    }
+    drop(pd);
+    assert_clean_drops();
+}
 
 #[test]
 fn anonymous_mapping_under_write_read_and_send() {
