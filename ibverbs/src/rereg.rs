@@ -21,8 +21,10 @@ pub enum ReregState {
     /// Changed as asked; only marking the old range forkable again failed
     /// (`IBV_REREG_MR_ERR_DO_FORK_OLD`).
     Changed,
-    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the kernel
-    /// refused the command and rdma-core leaves the MR's state undefined. The region
+    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the
+    /// provider or the kernel failed the command and rdma-core leaves the MR's state
+    /// undefined. (A refusal with `EOPNOTSUPP`, which changes nothing, is
+    /// [`Error::Unsupported`] instead, and the region stays usable.) The region
     /// refuses scatter/gather entries and further changes from then on; dropping it
     /// deregisters it.
     Invalid,
@@ -112,9 +114,11 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// registration ([`ProtectionDomain::register`]), or `ON_DEMAND`
     /// ([`Error::InvalidArgument`]); an empty or inverted range
     /// ([`Error::InvalidArgument`]) or one past the memory ([`Error::OutOfRange`]); a PD of
-    /// another device context ([`Error::Mismatch`]). A failure of the call itself is
-    /// [`Error::Rereg`], whose [`ReregState`] says whether the region changed or is left
-    /// invalid (the device refused the command: rxe does not support a new range).
+    /// another device context ([`Error::Mismatch`]). A provider without the verb, or a
+    /// kernel driver that refuses the change (`EOPNOTSUPP`; rdma-core's rxe has no
+    /// `rereg_mr`), is [`Error::Unsupported`], with the region as it was. Any other failure
+    /// of the call is [`Error::Rereg`], whose [`ReregState`] says whether the region changed
+    /// or is left invalid.
     pub fn rereg(&mut self, change: &Rereg) -> Result<()> {
         let reg = self.registration_mut().ok_or_else(|| {
             invalid(
@@ -209,6 +213,18 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
             }
             err::IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW => {
                 ("IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW", ReregState::Invalid)
+            }
+            // libibverbs reports any failure of the provider as IBV_REREG_MR_ERR_CMD. With
+            // EOPNOTSUPP nothing was done: it is what libibverbs' stand-in for a provider
+            // without rereg_mr returns (rdma-core's rxe), and the kernel's answer to a
+            // driver without the verb, or to a change the driver refuses before making
+            // any (rxe: a new range).
+            _ if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                return Err(Error::Unsupported {
+                    what: "changing a registration (ibv_rereg_mr)",
+                    missing: "rereg_mr in its provider, or this change in its kernel driver \
+                              (refused with EOPNOTSUPP; the region is unchanged)",
+                });
             }
             _ => ("IBV_REREG_MR_ERR_CMD", ReregState::Invalid),
         };

@@ -1,8 +1,8 @@
 //! Memory users already own: a `Vec` and a `Box`, anonymous mappings, huge pages and a
 //! sealed memfd under RDMA write, read and send with the data checked (file mappings are in
 //! `files`, on-demand paging in `odp`); the access rights every registration must keep;
-//! `ibv_rereg_mr` (new access, range, PD); `ibv_reg_dmabuf_mr` over a udmabuf; and the bad
-//! inputs of each, typed errors with nothing leaked.
+//! `ibv_rereg_mr` (new access, range, PD, and a provider without it); `ibv_reg_dmabuf_mr`
+//! over a udmabuf; and the bad inputs of each, typed errors with nothing leaked.
 //!
 //! The VM of scripts/with-rdma reserves 8 huge pages of 2 MiB and has /dev/udmabuf where
 //! the kernel has udmabuf (7.3.4; not Debian's 6.1).
@@ -13,7 +13,7 @@ use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
     huge_page_size, AccessFlags, DmaBuf, Error, Mapping, MappingKind, MemoryRegion, MwType, QpType,
-    RegistrableMemory, Rereg, ReregState,
+    RegistrableMemory, Rereg,
 };
 
 use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL};
@@ -172,8 +172,8 @@ fn sealed_memfd_under_write_read_and_send_cannot_shrink() {
 
 /// Runs `change` on a new region of 3 pages of anonymous memory (registered with `access`
 /// in `pd`); where the device re-registers, then `exercise`s it. rdma-core's rxe provider
-/// has no `rereg_mr` (its dummy op: `EOPNOTSUPP`, which libibverbs reports as
-/// `IBV_REREG_MR_ERR_CMD`): the region is then left invalid, refuses use and drops cleanly.
+/// has no `rereg_mr` (libibverbs' stand-in returns `EOPNOTSUPP`): the call is then
+/// [`Error::Unsupported`] and the region is as it was.
 fn rereg_then_use(
     p: &Pair,
     pd: &rdma_verbs::ProtectionDomain,
@@ -189,32 +189,46 @@ fn rereg_then_use(
             exercise(p, &mut mr);
             Some(mr)
         }
-        Err(Error::Rereg {
-            code,
-            region: ReregState::Invalid,
-            source,
-        }) if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
-            assert_eq!(code, "IBV_REREG_MR_ERR_CMD");
-            say(format!(
-                "rereg {change:?}: refused by the provider ({source})"
-            ));
-            assert!(!mr.is_valid());
-            match mr.sge(..) {
-                Err(Error::InvalidArgument { reason, .. }) => {
-                    assert!(reason.contains("ibv_rereg_mr"), "{reason}")
-                }
-                other => panic!("expected the invalid region refused, got {other:?}"),
-            }
-            assert!(matches!(
-                mr.rereg(&Rereg::new().access(ALL)),
-                Err(Error::InvalidArgument { .. })
-            ));
-            // As registered: the failure changed nothing the crate tracks.
+        Err(Error::Unsupported { what, missing }) => {
+            say(format!("rereg {change:?}: {what}: {missing}"));
+            assert!(mr.is_valid());
             assert_eq!((mr.offset(), mr.len(), mr.access()), (0, 3 * 4096, access));
+            assert_eq!(mr.pd().as_raw(), pd.as_raw());
             None
         }
         Err(other) => panic!("rereg {change:?}: {other:?}"),
     }
+}
+
+/// Issue 26: a provider without `rereg_mr` (rdma-core's rxe) left the region permanently
+/// unusable; now the region is untouched, keeps its keys and carries transfers.
+#[test]
+fn rereg_without_the_providers_verb_leaves_the_region_usable() {
+    let p = Pair::new(QpType::Rc);
+    let mut mr =
+        p.pd.register(Mapping::anonymous(8192).unwrap(), ALL)
+            .unwrap();
+    let keys = (mr.lkey(), mr.rkey());
+    for change in [
+        Rereg::new().access(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ),
+        Rereg::new().range(0..4096),
+        Rereg::new().pd(&p.pd),
+    ] {
+        match mr.rereg(&change) {
+            Ok(()) => say(format!("rereg {change:?}: the provider re-registers")),
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("ibv_rereg_mr"), "{what}");
+                assert_eq!((mr.lkey(), mr.rkey(), mr.len()), (keys.0, keys.1, 8192));
+            }
+            Err(other) => panic!("rereg {change:?}: {other:?}"),
+        }
+        assert!(mr.is_valid());
+    }
+    if mr.access() == ALL && mr.len() == 8192 {
+        exercise(&p, &mut mr);
+    }
+    drop((mr, p));
+    assert_clean_drops();
 }
 
 #[test]
