@@ -170,6 +170,16 @@ pub enum Error {
         /// IB and RoCE.
         private_data: Vec<u8>,
     },
+    /// Memory refused because it breaks the rule of its memory source (the crate docs'
+    /// Soundness section has one per source: [`MemoryRule`](crate::MemoryRule)), checked
+    /// before it is mapped or registered.
+    #[error("{rule}: {reason}")]
+    MemoryRule {
+        /// The rule broken.
+        rule: crate::MemoryRule,
+        /// How this memory breaks it.
+        reason: String,
+    },
     /// `ibv_rereg_mr` failed; `region` says what became of the memory region.
     #[error("ibv_rereg_mr failed with {code} ({region}): {source}")]
     Rereg {

@@ -135,28 +135,32 @@
 //!    registrable, because a leaked region (`mem::forget`) would never be deregistered.
 //!
 //!    Memory users already own is a [`Mapping`], which owns its pages and unmaps them on
-//!    drop, so after deregistration: anonymous pages ([`Mapping::anonymous`]), huge pages
-//!    ([`Mapping::huge`], reserved by the kernel at `mmap`, so no later fault can fail;
-//!    [`Error::Unavailable`] when too few are free), a memfd ([`Mapping::memfd`]) and a
-//!    file ([`Mapping::file`]). A file mapping adds one hazard: a file shrunk under a shared
-//!    mapping raises `SIGBUS` on the next access past its end, from safe code too, and
-//!    another process can do it. So the memfd is sealed with `F_SEAL_SHRINK | F_SEAL_SEAL`
-//!    (nobody can truncate it or change its seals), [`Mapping::file`] maps only files
-//!    sealed with `F_SEAL_SHRINK`, and any other file (a regular file, a tmpfs file) goes
-//!    through the `unsafe` [`Mapping::file_unchecked`], whose caller promises that nobody
-//!    shrinks it. What still holds against another process that can write the file (or
-//!    punch holes in a memfd with `fallocate`): the bytes change, or the CPU's and the
-//!    HCA's view of a page part (the HCA keeps the pinned page), which rule 2 already
-//!    allows for; no access faults.
+//!    drop, so after deregistration, with the length the kernel mapped them in (whole huge
+//!    pages on hugetlbfs). What a memory source adds is what other code, another process
+//!    holding a file's fd above all, can do to it: a page taken away from a shared mapping
+//!    is `SIGBUS` at the next access, from safe code too. So each memory source has a rule,
+//!    checked before the memory is mapped or registered ([`Error::MemoryRule`] names the
+//!    [`MemoryRule`] broken); the tests named are in `ibverbs/tests/verbs/`:
+//!
+//!    | memory source | what holds | what the crate checks | tests |
+//!    |---|---|---|---|
+//!    | `Vec<u8>`, `Box<[u8]>`, [`AlignedBuffer`] | owned heap memory: it does not move, and nothing else reaches it while registered (rule 2) | not empty; the access rights of every registration: remote write and atomics need `LOCAL_WRITE` (the kernel's rule), no `ZERO_BASED` (a window's right), `HUGETLB` only with `ON_DEMAND` | `memory::vec_and_box_under_write_read_and_send`, `memory::access_flag_rules_are_typed_errors` |
+//!    | anonymous mmap ([`Mapping::anonymous`]) | private pages no other process reaches | not empty | `memory::anonymous_mapping_under_write_read_and_send` |
+//!    | huge pages ([`Mapping::huge`]) | private `MAP_HUGETLB` pages, reserved at `mmap`, so no later fault fails | enough free huge pages ([`Error::Unavailable`]) | `memory::huge_pages_under_write_read_and_send`, `memory::huge_pages_beyond_the_reserve_are_a_typed_error` |
+//!    | memfd ([`Mapping::memfd`]) | shmem sealed `F_SEAL_SHRINK \| F_SEAL_SEAL`: whoever holds its fd cannot truncate it or change the seals; a hole punched in it reads back as zeros (the HCA keeps the pinned page: rule 2) | nothing left to check: the crate makes and seals it | `memory::sealed_memfd_under_write_read_and_send_cannot_shrink`, `files::punched_hole_in_a_sealed_memfd_reads_back_zeros` |
+//!    | file ([`Mapping::file`]) | as a memfd: only a shmem memfd sealed `F_SEAL_SHRINK` ([`MemoryRule::SealedShmemFile`]). Not hugetlbfs, where a punched hole is `SIGBUS` once the pool is empty, nor a regular filesystem, whose faults fail after a truncation, on `ENOSPC` or an I/O error: those only through the `unsafe` [`Mapping::file_unchecked`], whose caller promises that every page stays backed | the filesystem (`fstatfs`: tmpfs), the seals (`F_GET_SEALS`), a read-write fd, the range inside the file | `files::hugetlbfs_file_is_refused_and_a_punched_hole_is_sigbus`, `files::bad_file_mappings_are_typed_errors`, `files::sealed_file_mapping_writes_reach_the_file`, `files::hugetlbfs_file_mapping_unmaps_whole` |
+//!    | dma-buf ([`DmaBufRegion`]) | no Rust memory: registered by fd and device address, which the crate never reads; a udmabuf's pages stay pinned by the dma-buf, whose fd the region keeps open | the range inside the dma-buf; no inline data from its entries, whose addresses are device addresses (the posting path's check) | `memory::dmabuf_from_udmabuf`, and the posting path's inline test |
+//!    | on-demand paging ([`AccessFlags::ON_DEMAND`]) | owned like any region; the device faults pages in until `ibv_dereg_mr` returns. rxe copies a transfer to the start of the page where it starts: in a region that starts on a page boundary that is still the region | a page-aligned start, a huge-page-aligned one with `HUGETLB` ([`MemoryRule::OdpPageAligned`]); the device's ODP caps; advice ranges inside the region (prefetching writes nothing); [`ImplicitOdp`] local only, with no safe entry | `odp::odp_refuses_memory_off_the_page`, `odp::odp_read_lands_in_the_entrys_page`, `odp::advise_prefetch_and_its_bad_inputs`, `odp::implicit_odp_is_local_and_typed_where_unsupported` |
 //!
 //!    [`MemoryRegion::rereg`] (`ibv_rereg_mr`) keeps the rule: a new range is checked to
-//!    lie inside the owned memory, and a region a window holds cannot be changed. When
-//!    rdma-core says a failed call leaves the MR undefined (`IBV_REREG_MR_ERR_CMD`), the
-//!    region is marked invalid ([`ReregState::Invalid`]): it refuses scatter/gather entries
-//!    and further changes, keeps both PDs alive, and is deregistered on drop; whatever its
-//!    keys now reach is still memory it owns. A [`DmaBufRegion`] registers a dma-buf by fd
-//!    and device address: no Rust memory is involved, and the crate never reads it; the
-//!    pages of a udmabuf stay pinned by the dma-buf, whose fd the region keeps open.
+//!    lie inside the owned memory, new access rights against the rules of every
+//!    registration, and a region a window holds cannot be changed. A provider without the
+//!    verb (rdma-core's rxe) or a driver that refuses the change answers `EOPNOTSUPP`
+//!    having changed nothing: [`Error::Unsupported`], and the region stays as it was. When
+//!    rdma-core says any other failed call leaves the MR undefined
+//!    (`IBV_REREG_MR_ERR_CMD`), the region is marked invalid ([`ReregState::Invalid`]): it
+//!    refuses scatter/gather entries and further changes, keeps both PDs alive, and is
+//!    deregistered on drop; whatever its keys now reach is still memory it owns.
 //! 2. **Registered memory is reached only through atomic accesses, never through a
 //!    reference.** The HCA or a peer may change it at any time, which a Rust reference
 //!    forbids, and which would be a data race for any plain load or store. Safe access is
@@ -525,7 +529,7 @@ pub use domain::ThreadDomain;
 pub use error::{Error, Result, WrError};
 pub use fork::{fork_init, fork_status, ForkStatus};
 pub use gid::{Gid, GidEntry, GidType};
-pub use mapping::{huge_page_size, Mapping, MappingKind};
+pub use mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};
 pub use mcast::MULTICAST_QPN;
 pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};

@@ -3,11 +3,14 @@
 //!
 //! A [`Mapping`] owns its pages: `munmap` runs when it is dropped, which a
 //! [`MemoryRegion`](crate::MemoryRegion) does only after deregistration. What another process
-//! can do to a file-backed mapping is the one new hazard: a file shrunk under a shared
-//! mapping turns every access past its new end into `SIGBUS`. So the safe constructors map
-//! only memory nobody can shrink: anonymous pages, and files sealed with `F_SEAL_SHRINK`
-//! (the memfd this module makes is sealed so); any other file goes through the `unsafe`
-//! [`Mapping::file_unchecked`], whose caller promises that nobody shrinks it.
+//! can do to a file-backed mapping is the one new hazard: every access to a page of a shared
+//! mapping that the file no longer backs, and cannot back again, is `SIGBUS`. A truncation
+//! does that, and so does a hole punched in a hugetlbfs file when the huge page pool is
+//! empty, or a fault that a regular filesystem fails (`ENOSPC`, an I/O error). So the safe
+//! constructors map only memory nobody else can take away: anonymous pages, and shmem
+//! (tmpfs) memfds sealed with `F_SEAL_SHRINK`, where a punched hole reads back as zeros
+//! ([`MemoryRule::SealedShmemFile`]); any other file goes through the `unsafe`
+//! [`Mapping::file_unchecked`], whose caller promises that every page stays backed.
 
 use std::fmt;
 use std::fs::File;
@@ -18,6 +21,49 @@ use std::ptr::NonNull;
 use crate::error::{Error, Result};
 use crate::mr::{page_size, RegistrableMemory};
 
+/// A rule of a memory source, checked before memory is mapped or registered
+/// ([`Error::MemoryRule`]); the crate docs' Soundness section lists the rule of every memory
+/// source with its reason and test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemoryRule {
+    /// An on-demand paging region ([`AccessFlags::ON_DEMAND`](crate::AccessFlags::ON_DEMAND))
+    /// starts on a page boundary: of the page size, or of the huge page size with
+    /// [`AccessFlags::HUGETLB`](crate::AccessFlags::HUGETLB), the kernel's paging unit for
+    /// it. rxe's on-demand paging (Linux 6.14 to 7.3 at least) copies the data of a
+    /// transfer to the start of the page where the transfer starts, not to its offset in
+    /// that page: into a region that starts mid-page, such as a `Vec`, that is memory before
+    /// the region (the heap allocator's bookkeeping: heap corruption). In a region that
+    /// starts on a page boundary, the misplaced bytes stay inside the region.
+    OdpPageAligned,
+    /// [`Mapping::file`] maps a file only when it is on shmem (tmpfs, a memfd) and sealed
+    /// against shrinking (`F_SEAL_SHRINK`): then no one holding the fd can take a page away
+    /// from the mapping. Truncation is sealed off, and a punched hole (`fallocate`
+    /// `FALLOC_FL_PUNCH_HOLE`, which the seal does not stop) reads back as zeros, since the
+    /// kernel's own shmem mount behind memfds has no size limit. Not hugetlbfs: a hole punched
+    /// there returns the huge pages to the pool, and the next access raises `SIGBUS` when the
+    /// pool is empty, while the seals that stop hole punching (`F_SEAL_WRITE`,
+    /// `F_SEAL_FUTURE_WRITE`) also stop the writable shared mapping a registration needs.
+    /// Not a regular filesystem: it cannot be sealed, and fails a fault (`SIGBUS`) on
+    /// `ENOSPC` or an I/O error.
+    SealedShmemFile,
+}
+
+impl fmt::Display for MemoryRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemoryRule::OdpPageAligned => {
+                "on-demand paging needs a region that starts on a page boundary (a huge page \
+                 boundary with HUGETLB)"
+            }
+            MemoryRule::SealedShmemFile => {
+                "a file is mapped safely only if it is a shmem (tmpfs) memfd sealed against \
+                 shrinking (F_SEAL_SHRINK)"
+            }
+        })
+    }
+}
+
 /// What backs a [`Mapping`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MappingKind {
@@ -27,7 +73,8 @@ pub enum MappingKind {
     HugePages,
     /// A `memfd` made by [`Mapping::memfd`], sealed against shrinking, mapped `MAP_SHARED`.
     Memfd,
-    /// A file the caller opened, mapped `MAP_SHARED`.
+    /// A file the caller opened, mapped `MAP_SHARED`: a sealed shmem memfd
+    /// ([`Mapping::file`]), or any file on the caller's promise ([`Mapping::file_unchecked`]).
     File,
 }
 
@@ -66,6 +113,17 @@ fn round_len(len: usize, unit: usize) -> Result<usize> {
     }
     len.checked_next_multiple_of(unit)
         .ok_or_else(|| invalid("mapping length", format!("{len} bytes does not fit")))
+}
+
+/// `fstatfs` of `file`: its filesystem's type and block size.
+fn statfs(file: &File) -> Result<libc::statfs> {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: the fd is open (borrowed from file), and st is writable for a struct statfs.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) } < 0 {
+        return Err(Error::last("fstatfs"));
+    }
+    // SAFETY: fstatfs succeeded, so it filled st.
+    Ok(unsafe { st.assume_init() })
 }
 
 /// The default huge page size, from `Hugepagesize:` in /proc/meminfo (what `MAP_HUGETLB`
@@ -163,7 +221,8 @@ impl Mapping {
     ///
     /// The seals mean that no one, in this process or another that gets hold of the fd,
     /// can truncate it under the mapping (`ftruncate` to less fails with `EPERM`), nor
-    /// change the seals. The file is `len` rounded up to whole pages.
+    /// change the seals; a hole punched in it (`fallocate`) reads back as zeros
+    /// ([`MemoryRule::SealedShmemFile`]). The file is `len` rounded up to whole pages.
     pub fn memfd(name: &str, len: usize) -> Result<Mapping> {
         let map_len = round_len(len, page_size())?;
         let cname = std::ffi::CString::new(name)
@@ -213,47 +272,83 @@ impl Mapping {
     /// `len` bytes of `file` from `offset` (a multiple of the page size), mapped
     /// `MAP_SHARED`: writes through the region reach the file.
     ///
-    /// Safe because the file must be sealed against shrinking (`F_SEAL_SHRINK`, as a
-    /// memfd or other shmem file can be): no one can truncate it under the mapping. Any
-    /// other file fails with [`Error::InvalidArgument`]; map it with the `unsafe`
+    /// Safe because the file must be a shmem (tmpfs) memfd sealed against shrinking
+    /// (`F_SEAL_SHRINK`), on which nobody holding the fd can take a page away from the
+    /// mapping ([`MemoryRule::SealedShmemFile`]). Any other file, a sealed hugetlbfs memfd
+    /// among them, fails with [`Error::MemoryRule`]; map it with the `unsafe`
     /// [`Mapping::file_unchecked`]. The file must be open for reading and writing and at
     /// least `offset + len` bytes long (both checked before the call).
     pub fn file(file: &File, offset: u64, len: usize) -> Result<Mapping> {
+        let refuse = |reason: String| Error::MemoryRule {
+            rule: MemoryRule::SealedShmemFile,
+            reason,
+        };
+        match statfs(file)?.f_type {
+            libc::TMPFS_MAGIC => {}
+            libc::HUGETLBFS_MAGIC => {
+                return Err(refuse(
+                    "it is on hugetlbfs: a hole punched in it (fallocate, which F_SEAL_SHRINK \
+                     does not stop) gives its huge pages back to the pool, and the next access \
+                     raises SIGBUS when the pool is empty; Mapping::huge gives huge pages no \
+                     other process can reach"
+                        .into(),
+                ))
+            }
+            other => {
+                return Err(refuse(format!(
+                    "it is not on shmem (filesystem type {other:#x}): it cannot be sealed, and \
+                     a fault on its mapping fails (SIGBUS) after a truncation, on ENOSPC or \
+                     on an I/O error; Mapping::file_unchecked maps it on your promise"
+                )))
+            }
+        }
         // SAFETY: the fd is open (borrowed from file).
         let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
         if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(invalid(
-                "file",
-                "it is not sealed against shrinking (F_SEAL_SHRINK), so another process \
-                 could truncate it under the mapping (SIGBUS); Mapping::file_unchecked maps \
-                 it on your promise"
+            return Err(refuse(
+                "it is not sealed against shrinking (F_SEAL_SHRINK), so another process could \
+                 truncate it under the mapping (SIGBUS); Mapping::file_unchecked maps it on \
+                 your promise"
                     .into(),
             ));
         }
-        // SAFETY: the file cannot shrink (sealed), so the mapping stays backed.
+        // SAFETY: the file is a sealed shmem memfd: it cannot shrink, and a hole punched in
+        // it is refilled with zeros at the next fault.
         unsafe { Self::file_unchecked(file, offset, len) }
     }
 
-    /// [`Mapping::file`] for a file that is not sealed, such as a regular file on disk.
+    /// [`Mapping::file`] for any other file: a regular file on disk, a tmpfs file, a
+    /// hugetlbfs file. On hugetlbfs, `offset` is a multiple of its huge page size, and the
+    /// mapping is `len` rounded up to whole huge pages.
     ///
     /// # Safety
-    /// Nobody (this process or another) may shrink the file below `offset + len` bytes
-    /// (`ftruncate`, `O_TRUNC`) while the mapping lives: an access to a page past the end
-    /// of the file raises `SIGBUS`, from the safe [`MemoryRegion::read`] and
-    /// [`MemoryRegion::write`](crate::MemoryRegion::write) as well. (Whatever is
-    /// written to the file meanwhile is harmless: registered memory is only reached by
-    /// atomic copies.)
+    /// Every page of `offset..offset + len` must stay backed while the mapping lives: an
+    /// access to a page the file no longer backs raises `SIGBUS`, from the safe
+    /// [`MemoryRegion::read`] and [`MemoryRegion::write`](crate::MemoryRegion::write) as
+    /// well. So nobody (this process or another) may shrink the file below `offset + len`
+    /// bytes (`ftruncate`, `O_TRUNC`), nor, on hugetlbfs, punch a hole in the range
+    /// (`fallocate(FALLOC_FL_PUNCH_HOLE)`, `madvise(MADV_REMOVE)`) unless a free huge page
+    /// is sure to be there for the fault that refills it; and the filesystem must serve
+    /// every fault: a regular filesystem fails one on an I/O error or, writing into a hole
+    /// or a lazily allocated page, on `ENOSPC`, as does a tmpfs mount with a size limit
+    /// (`/dev/shm`) once it is full. (Whatever is written to the file meanwhile is harmless:
+    /// registered memory is only reached by atomic copies.)
     ///
     /// [`MemoryRegion::read`]: crate::MemoryRegion::read
     pub unsafe fn file_unchecked(file: &File, offset: u64, len: usize) -> Result<Mapping> {
-        let map_len = round_len(len, page_size())?;
-        if offset % page_size() as u64 != 0 {
+        // The kernel maps a hugetlbfs file in its huge pages (fstatfs' block size), any
+        // other in pages: munmap needs the length rounded the same way.
+        let fs = statfs(file)?;
+        let unit = match fs.f_type {
+            libc::HUGETLBFS_MAGIC => usize::try_from(fs.f_bsize)
+                .map_err(|_| invalid("file", format!("hugetlbfs block size {}", fs.f_bsize)))?,
+            _ => page_size(),
+        };
+        let map_len = round_len(len, unit)?;
+        if offset % unit as u64 != 0 {
             return Err(invalid(
                 "file offset",
-                format!(
-                    "{offset} is not a multiple of the page size ({})",
-                    page_size()
-                ),
+                format!("{offset} is not a multiple of the file's page size ({unit})"),
             ));
         }
         // SAFETY: the fd is open (borrowed from file).
@@ -311,15 +406,16 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: ptr..ptr+map_len is the mapping made in `map`, unmapped once.
+        // SAFETY: ptr..ptr+map_len is the mapping made in `map`, whose length is rounded to
+        // the unit the kernel mapped it in (the page, or the huge page), unmapped once.
         let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
         crate::drop_error::report("munmap", rc);
     }
 }
 
 // SAFETY: the mapping does not move, stays mapped until drop, and nothing else unmaps it;
-// no one can shrink what backs it (anonymous, sealed memfd or file) unless the caller of
-// `file_unchecked` broke its promise.
+// no one can take a page away from it (anonymous, or a sealed shmem memfd) unless the caller
+// of `file_unchecked` broke its promise.
 unsafe impl RegistrableMemory for Mapping {
     fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()

@@ -38,12 +38,17 @@ bitflags! {
         const REMOTE_ATOMIC = ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
         /// `IBV_ACCESS_MW_BIND`: memory windows may be bound to the region.
         const MW_BIND = ffi::ibv_access_flags::IBV_ACCESS_MW_BIND.0;
-        /// `IBV_ACCESS_ZERO_BASED`: remote addresses are offsets from the start.
+        /// `IBV_ACCESS_ZERO_BASED`: remote addresses are offsets from the start. A right of
+        /// a memory window bind; a registration refuses it (a region's remote addresses
+        /// are its virtual addresses, and rxe on Linux 7.3 refuses it with `EOPNOTSUPP`).
         const ZERO_BASED = ffi::ibv_access_flags::IBV_ACCESS_ZERO_BASED.0;
-        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning.
+        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging instead of pinning; the memory must
+        /// start on a page boundary ([`MemoryRule::OdpPageAligned`](crate::MemoryRule)).
         const ON_DEMAND = ffi::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0;
-        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages (a hint; rxe on Linux
-        /// 7.3 refuses it with `EOPNOTSUPP`, and huge pages register without it).
+        /// `IBV_ACCESS_HUGETLB`: on-demand paging in huge pages (the kernel reads it only
+        /// with `ON_DEMAND`, so a registration refuses it alone; pinned huge pages register
+        /// without it). The memory must then start on a huge page boundary; rxe on Linux
+        /// 7.3 refuses it ([`Error::Unsupported`]).
         const HUGETLB = ffi::ibv_access_flags::IBV_ACCESS_HUGETLB.0;
         /// `IBV_ACCESS_RELAXED_ORDERING`: the HCA may reorder PCIe writes.
         const RELAXED_ORDERING = ffi::ibv_access_flags::IBV_ACCESS_RELAXED_ORDERING.0;
@@ -193,17 +198,61 @@ impl<B: RegistrableMemory> Drop for Registration<B> {
     }
 }
 
+/// `access` as the access argument of `ibv_reg_mr` or `ibv_rereg_mr`, after the rules every
+/// registration keeps, whatever the provider:
+/// - remote write and remote atomics need `LOCAL_WRITE` (the kernel refuses them alone with
+///   `EINVAL`, `ib_check_mr_access`: the HCA writes the region for them);
+/// - `ZERO_BASED` is a right of a memory window bind, not of a registration: a region's
+///   remote addresses are its virtual addresses ([`MemoryRegion::remote`]), and rxe refuses
+///   it (`EOPNOTSUPP`);
+/// - `HUGETLB` only with `ON_DEMAND`: the kernel reads it only to page an on-demand region
+///   in huge pages; without it, it changes nothing, and rxe refuses it (`EOPNOTSUPP`).
+pub(crate) fn check_access(access: AccessFlags) -> Result<i32> {
+    let invalid = |rule: &str| Error::InvalidArgument {
+        what: "access flags",
+        reason: format!("{access:?}: {rule}"),
+    };
+    let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
+    if access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE) {
+        return Err(invalid(
+            "remote write and remote atomic access need LOCAL_WRITE (the HCA writes the \
+             region for them; the kernel refuses them alone)",
+        ));
+    }
+    if access.contains(AccessFlags::ZERO_BASED) {
+        return Err(invalid(
+            "ZERO_BASED is a right of a memory window bind, not of a registration (a \
+             region's remote addresses are its virtual addresses)",
+        ));
+    }
+    if access.contains(AccessFlags::HUGETLB) && !access.contains(AccessFlags::ON_DEMAND) {
+        return Err(invalid(
+            "HUGETLB only applies to on-demand paging (ON_DEMAND); pinned huge pages register \
+             without it",
+        ));
+    }
+    i32::try_from(access.bits()).map_err(|_| invalid("does not fit in an int"))
+}
+
 impl ProtectionDomain {
-    /// Allocates a zeroed, page-aligned buffer of `len` bytes and registers it.
+    /// Allocates a zeroed, page-aligned buffer of `len` bytes and registers it, as
+    /// [`register`](Self::register) does.
     pub fn alloc_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
         self.register(AlignedBuffer::new(len)?, access)
     }
 
     /// Registers `buf` (`ibv_reg_mr`); the region owns it until [`MemoryRegion::deregister`].
     ///
-    /// With [`AccessFlags::ON_DEMAND`] (on-demand paging), the device's ODP caps are checked
-    /// first: [`Error::Unsupported`] names the one missing (ODP itself, or RC write, read or
-    /// atomics on ODP memory for the remote rights asked).
+    /// Checked before the call: `access` keeps the rules of every registration
+    /// ([`Error::InvalidArgument`]): remote write and remote atomics need
+    /// [`AccessFlags::LOCAL_WRITE`]; [`AccessFlags::ZERO_BASED`] is a window's right, not a
+    /// region's; [`AccessFlags::HUGETLB`] only with [`AccessFlags::ON_DEMAND`]. With
+    /// `ON_DEMAND` (on-demand paging), the memory must start on a page boundary (a huge
+    /// page boundary with `HUGETLB`: [`MemoryRule::OdpPageAligned`](crate::MemoryRule),
+    /// which a `Vec` or `Box` does not keep), and the device's ODP caps are checked:
+    /// [`Error::Unsupported`] names the one missing (ODP itself, or RC write, read or
+    /// atomics on ODP memory for the remote rights asked). An access right the provider
+    /// refuses (`EOPNOTSUPP`: rxe has no `HUGETLB`) is [`Error::Unsupported`] too.
     pub fn register<B: RegistrableMemory>(
         &self,
         mut buf: B,
@@ -215,22 +264,31 @@ impl ProtectionDomain {
                 reason: "a region of 0 bytes cannot be registered".into(),
             });
         }
-        let bits = i32::try_from(access.bits()).map_err(|_| Error::InvalidArgument {
-            what: "access flags",
-            reason: format!("{access:?} does not fit in an int"),
-        })?;
-        if access.contains(AccessFlags::ON_DEMAND) {
-            crate::odp::check_caps(self, access)?;
-        }
+        let bits = check_access(access)?;
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
         let mem = NonNull::new(ptr).ok_or_else(|| Error::InvalidArgument {
             what: "memory",
             reason: "RegistrableMemory::as_mut_ptr returned null".into(),
         })?;
+        if access.contains(AccessFlags::ON_DEMAND) {
+            crate::odp::check_start(mem, access)?;
+            crate::odp::check_caps(self, access)?;
+        }
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
         let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), ptr.cast(), len, bits) };
-        let raw = check_ptr("ibv_reg_mr", raw)?;
+        let raw = check_ptr("ibv_reg_mr", raw).map_err(|e| match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) if access.contains(AccessFlags::HUGETLB) => Error::Unsupported {
+                what: "on-demand paging in huge pages (AccessFlags::HUGETLB)",
+                missing: "IBV_ACCESS_HUGETLB in its driver's registration (refused with \
+                              EOPNOTSUPP; rxe has none)",
+            },
+            Some(libc::EOPNOTSUPP) => Error::Unsupported {
+                what: "the access flags of the registration",
+                missing: "each of them in its driver's registration (refused with EOPNOTSUPP)",
+            },
+            _ => e,
+        })?;
         Ok(MemoryRegion {
             reg: Arc::new(Registration {
                 raw,

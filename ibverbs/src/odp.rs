@@ -4,7 +4,9 @@
 //! implicit ODP, one region over the whole address space.
 //!
 //! An ODP region owns its memory like any other ([`MemoryRegion`]): the device may fault
-//! pages in at any time while it is registered, so the soundness rules are the same.
+//! pages in at any time while it is registered, so the soundness rules are the same, plus
+//! one: it starts on a page boundary ([`MemoryRule::OdpPageAligned`]), since rxe copies a
+//! transfer into an ODP region to the start of the page where it starts.
 
 use std::fmt;
 use std::ops::RangeBounds;
@@ -13,7 +15,8 @@ use std::ptr::NonNull;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::mapping::{huge_page_size, MemoryRule};
+use crate::mr::{check_access, page_size, AccessFlags, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::{OdpGeneralCaps, OdpTransportCaps};
 
@@ -57,6 +60,34 @@ pub(crate) fn check_caps(pd: &ProtectionDomain, access: AccessFlags) -> Result<(
     Ok(())
 }
 
+/// Checks, before registering the memory at `mem` with `access` (which has
+/// [`AccessFlags::ON_DEMAND`]), that it starts on a boundary of the kernel's paging unit for
+/// it: the page, or with [`AccessFlags::HUGETLB`] the default huge page (the kernel's
+/// `HPAGE_SHIFT`). [`MemoryRule::OdpPageAligned`] says why.
+pub(crate) fn check_start(mem: NonNull<u8>, access: AccessFlags) -> Result<()> {
+    let refuse = |reason: String| Error::MemoryRule {
+        rule: MemoryRule::OdpPageAligned,
+        reason,
+    };
+    let (unit, name) = if access.contains(AccessFlags::HUGETLB) {
+        let huge = huge_page_size().ok_or_else(|| {
+            refuse("HUGETLB pages it in huge pages, and the kernel reports none".into())
+        })?;
+        (huge, "huge page")
+    } else {
+        (page_size(), "page")
+    };
+    let addr = mem.as_ptr() as usize;
+    match addr % unit {
+        0 => Ok(()),
+        into => Err(refuse(format!(
+            "it starts at {addr:#x}, {into} bytes into its {unit}-byte {name} (a Vec or Box \
+             starts where the allocator put it; AlignedBuffer, alloc_mr and Mapping start on \
+             a page boundary)"
+        ))),
+    }
+}
+
 /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH` (`rdma/ib_user_ioctl_verbs.h`, an enum the bindings do
 /// not take): `ibv_advise_mr` returns once the advice is carried out.
 const ADVISE_MR_FLAG_FLUSH: u32 = 1 << 0;
@@ -87,7 +118,9 @@ impl Advice {
 impl<B: RegistrableMemory> MemoryRegion<B> {
     /// Gives the device `advice` about `range` of this ODP region (`ibv_advise_mr`), such
     /// as to fault its pages in before the first transfer. With `wait`
-    /// (`IBV_ADVISE_MR_FLAG_FLUSH`) it returns once the pages are mapped.
+    /// (`IBV_ADVISE_MR_FLAG_FLUSH`) it returns once the pages are mapped. The range is
+    /// checked to lie in the region; the device only maps the pages it touches, inside the
+    /// region's page-aligned span, and writes nothing, so the range needs no alignment.
     ///
     /// Fails with [`Error::InvalidArgument`] on a pinned region (registered without
     /// [`AccessFlags::ON_DEMAND`]), an empty range, or [`Advice::PrefetchWrite`] without
@@ -134,7 +167,10 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
 /// drop. Local access only: a remote key would open the whole address space to peers.
 ///
 /// It owns no memory, so it gives no safe scatter/gather entry: an entry under its key is
-/// made with the `unsafe` [`Sge::from_raw`](crate::Sge::from_raw), whose caller vouches for the memory.
+/// made with the `unsafe` [`Sge::from_raw`](crate::Sge::from_raw), whose caller vouches for
+/// the memory; where the device has rxe's on-demand paging, which copies a transfer to the
+/// start of the page where it starts ([`MemoryRule::OdpPageAligned`]), that is the memory
+/// from the start of the entry's first page.
 pub struct ImplicitOdp {
     raw: NonNull<ffi::ibv_mr>,
     pd: ProtectionDomain,
@@ -151,7 +187,8 @@ impl ProtectionDomain {
     ///
     /// Fails with [`Error::Unsupported`] where the device does not report
     /// `IBV_ODP_SUPPORT_IMPLICIT` (rxe does not), and with [`Error::InvalidArgument`] for
-    /// remote access rights.
+    /// remote access rights and for access flags no registration takes
+    /// ([`ProtectionDomain::register`]).
     pub fn register_implicit_odp(&self, access: AccessFlags) -> Result<ImplicitOdp> {
         let remote =
             AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
@@ -164,6 +201,7 @@ impl ProtectionDomain {
                 ),
             });
         }
+        let bits = check_access(access | AccessFlags::ON_DEMAND)?;
         let caps = self.context().query_device()?.odp_caps;
         if !caps.general.contains(OdpGeneralCaps::SUPPORT_IMPLICIT) {
             return Err(Error::Unsupported {
@@ -171,7 +209,6 @@ impl ProtectionDomain {
                 missing: "IBV_ODP_SUPPORT_IMPLICIT in general_odp_caps",
             });
         }
-        let bits = (access | AccessFlags::ON_DEMAND).bits() as i32;
         // SAFETY: the PD is live; a null address with SIZE_MAX is the implicit form, which
         // registers no memory of ours.
         let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), std::ptr::null_mut(), usize::MAX, bits) };

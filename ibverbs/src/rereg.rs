@@ -21,8 +21,10 @@ pub enum ReregState {
     /// Changed as asked; only marking the old range forkable again failed
     /// (`IBV_REREG_MR_ERR_DO_FORK_OLD`).
     Changed,
-    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the kernel
-    /// refused the command and rdma-core leaves the MR's state undefined. The region
+    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the
+    /// provider or the kernel failed the command and rdma-core leaves the MR's state
+    /// undefined. (A refusal with `EOPNOTSUPP`, which changes nothing, is
+    /// [`Error::Unsupported`] instead, and the region stays usable.) The region
     /// refuses scatter/gather entries and further changes from then on; dropping it
     /// deregisters it.
     Invalid,
@@ -89,23 +91,16 @@ fn invalid(what: &'static str, reason: impl Into<String>) -> Error {
 }
 
 /// `access` as an `ibv_rereg_mr` access argument, after the checks the kernel would fail
-/// with a command error (which leaves the MR invalid).
+/// with a command error (which leaves the MR invalid): the rules of every registration
+/// ([`check_access`](crate::mr::check_access)), and no `ON_DEMAND`.
 fn check_access(access: AccessFlags) -> Result<i32> {
-    let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
-    if access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE) {
-        return Err(invalid(
-            "access flags",
-            format!("{access:?}: remote write and atomic access need LOCAL_WRITE"),
-        ));
-    }
     if access.contains(AccessFlags::ON_DEMAND) {
         return Err(invalid(
             "access flags",
             "ibv_rereg_mr cannot make a region on-demand paged; register a new one",
         ));
     }
-    i32::try_from(access.bits())
-        .map_err(|_| invalid("access flags", format!("{access:?} does not fit in an int")))
+    crate::mr::check_access(access)
 }
 
 impl<B: RegistrableMemory> MemoryRegion<B> {
@@ -115,12 +110,15 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     ///
     /// Checked before the call, leaving the region as it was: a memory window bound to
     /// it, an invalid or on-demand paged region, nothing to change
-    /// ([`Error::InvalidArgument`]); remote write or atomics without `LOCAL_WRITE`, or
-    /// `ON_DEMAND` ([`Error::InvalidArgument`]); an empty or inverted range
+    /// ([`Error::InvalidArgument`]); access rights that break the rules of every
+    /// registration ([`ProtectionDomain::register`]), or `ON_DEMAND`
+    /// ([`Error::InvalidArgument`]); an empty or inverted range
     /// ([`Error::InvalidArgument`]) or one past the memory ([`Error::OutOfRange`]); a PD of
-    /// another device context ([`Error::Mismatch`]). A failure of the call itself is
-    /// [`Error::Rereg`], whose [`ReregState`] says whether the region changed or is left
-    /// invalid (the device refused the command: rxe does not support a new range).
+    /// another device context ([`Error::Mismatch`]). A provider without the verb, or a
+    /// kernel driver that refuses the change (`EOPNOTSUPP`; rdma-core's rxe has no
+    /// `rereg_mr`), is [`Error::Unsupported`], with the region as it was. Any other failure
+    /// of the call is [`Error::Rereg`], whose [`ReregState`] says whether the region changed
+    /// or is left invalid.
     pub fn rereg(&mut self, change: &Rereg) -> Result<()> {
         let reg = self.registration_mut().ok_or_else(|| {
             invalid(
@@ -215,6 +213,18 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
             }
             err::IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW => {
                 ("IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW", ReregState::Invalid)
+            }
+            // libibverbs reports any failure of the provider as IBV_REREG_MR_ERR_CMD. With
+            // EOPNOTSUPP nothing was done: it is what libibverbs' stand-in for a provider
+            // without rereg_mr returns (rdma-core's rxe), and the kernel's answer to a
+            // driver without the verb, or to a change the driver refuses before making
+            // any (rxe: a new range).
+            _ if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                return Err(Error::Unsupported {
+                    what: "changing a registration (ibv_rereg_mr)",
+                    missing: "rereg_mr in its provider, or this change in its kernel driver \
+                              (refused with EOPNOTSUPP; the region is unchanged)",
+                });
             }
             _ => ("IBV_REREG_MR_ERR_CMD", ReregState::Invalid),
         };

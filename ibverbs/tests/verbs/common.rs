@@ -1,10 +1,13 @@
-//! What the tests of several areas share: a connected pair of QPs, polling, memory contents.
+//! What the tests of several areas share: a connected pair of QPs, polling, memory contents,
+//! transfers through a region, the huge page pool.
 
-use rdma_verbs_test_kit::open;
+use std::sync::{Mutex, MutexGuard};
+
+use rdma_verbs_test_kit::{open, pattern};
 
 use rdma_verbs::{
     CompletionQueue, ConnectOptions, Error, MemoryRegion, PreparedQueuePair, ProtectionDomain,
-    QpType, QueuePair, WrError,
+    QpType, QueuePair, RecvRequest, RegistrableMemory, SendRequest, WcOpcode, WcStatus, WrError,
 };
 
 pub use rdma_verbs_test_kit::{poll_one, ALL};
@@ -98,8 +101,66 @@ pub fn refusal<E: Into<Error>>(got: Result<(), E>) -> WrError {
 }
 
 /// The bytes of `mr`.
-pub fn contents<B: rdma_verbs::RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
+pub fn contents<B: RegistrableMemory>(mr: &MemoryRegion<B>) -> Vec<u8> {
     let mut out = vec![0; mr.len()];
     mr.read(0, &mut out).unwrap();
     out
+}
+
+/// RDMA write from, RDMA read into and a receive into `mem` (registered with [`ALL`] on the
+/// pair's PD), each against a heap region, with the data checked.
+pub fn exercise<B: RegistrableMemory>(p: &Pair, mem: &mut MemoryRegion<B>) {
+    let len = mem.len().min(64 * 1024);
+    let other = p.mr(len);
+
+    // Write: mem -> other.
+    let data = pattern(1, len);
+    mem.write(0, &data).unwrap();
+    let sge = [mem.sge(..len).unwrap()];
+    p.a.post_send(&mut [SendRequest::write(1, &sge, other.remote()).signaled()])
+        .unwrap();
+    poll_one(&p.a_cq).ok().unwrap();
+    assert_eq!(contents(&other), data, "RDMA write from the memory");
+
+    // Read: other -> mem.
+    let mut other = other;
+    let data = pattern(2, len);
+    other.write(0, &data).unwrap();
+    let sge = [mem.sge(..len).unwrap()];
+    p.a.post_send(&mut [SendRequest::read(2, &sge, other.remote()).signaled()])
+        .unwrap();
+    poll_one(&p.a_cq).ok().unwrap();
+    let mut got = vec![0; len];
+    mem.read(0, &mut got).unwrap();
+    assert_eq!(got, data, "RDMA read into the memory");
+
+    // Send: other (on b) -> a receive into mem.
+    let data = pattern(3, len);
+    other.write(0, &data).unwrap();
+    let rsge = [mem.sge(..len).unwrap()];
+    p.a.post_recv(&mut [RecvRequest::new(3, &rsge)]).unwrap();
+    let sge = [other.sge(..).unwrap()];
+    p.b.post_send(&mut [SendRequest::send(4, &sge).signaled()])
+        .unwrap();
+    poll_one(&p.b_cq).ok().unwrap();
+    let wc = poll_one(&p.a_cq);
+    assert_eq!(
+        (wc.status(), wc.opcode(), wc.byte_len() as usize),
+        (WcStatus::SUCCESS, WcOpcode::Recv, len)
+    );
+    mem.read(0, &mut got).unwrap();
+    assert_eq!(got, data, "a send received into the memory");
+}
+
+/// Writes `line` to the process's stderr, past the harness's capture: what the device did
+/// where a test takes the branch of a device without the feature.
+pub fn say(line: String) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
+}
+
+/// The huge page pool (8 pages in scripts/with-rdma's VM), held by each test that takes huge
+/// pages while it has them, since one of them empties the pool on purpose.
+pub fn huge_page_pool() -> MutexGuard<'static, ()> {
+    static POOL: Mutex<()> = Mutex::new(());
+    POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -113,19 +113,18 @@ fn bad_memory_registrations() {
     // Larger than memory: the allocation fails cleanly.
     let err = pd.alloc_mr(1 << 46, ALL).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ENOMEM), "{err}");
-    // Remote write without local write is refused by the verb.
+    // Remote write without local write, which the kernel refuses, is refused before it.
     let err = pd.alloc_mr(4096, AccessFlags::REMOTE_WRITE).unwrap_err();
     assert!(
         matches!(
             err,
-            Error::Verb {
-                verb: "ibv_reg_mr",
+            Error::InvalidArgument {
+                what: "access flags",
                 ..
             }
         ),
         "{err}"
     );
-    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
     // Ranges outside the region.
     let mr = pd.alloc_mr(64, ALL).unwrap();
     let err = mr.sge(60..65).unwrap_err();

@@ -2,8 +2,9 @@
 //! module per area: `device` (devices, attributes, GIDs, asynchronous events), `transfers`
 //! (moving data on every kind of QP), `errors` (misuse and failures), `first_program` (what
 //! a newcomer's first program needs: GID indexes, endpoints, named limits, polling
-//! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `memory` (mmap'd,
-//! huge page, memfd and file memory, `ibv_rereg_mr`, dma-bufs), `multicast` (UD groups),
+//! helpers), `odp` (on-demand paging, where the kernel's rxe has it), `memory` (heap,
+//! mmap'd, huge page and memfd memory, access rights, `ibv_rereg_mr`, dma-bufs), `files`
+//! (file mappings against another holder of the file), `multicast` (UD groups),
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
 //! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
@@ -24,6 +25,7 @@ mod device;
 mod dispatch;
 mod domains;
 mod errors;
+mod files;
 mod first_program;
 mod memory;
 mod multicast;

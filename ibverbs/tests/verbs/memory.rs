@@ -1,93 +1,81 @@
-//! Memory users already own: anonymous mappings, huge pages, a sealed memfd and file
-//! mappings under RDMA write, read and send with the data checked; `ibv_rereg_mr` (new
-//! access, range, PD); `ibv_reg_dmabuf_mr` over a udmabuf; and the bad inputs of each,
-//! typed errors with nothing leaked.
+//! Memory users already own: a `Vec` and a `Box`, anonymous mappings, huge pages and a
+//! sealed memfd under RDMA write, read and send with the data checked (file mappings are in
+//! `files`, on-demand paging in `odp`); the access rights every registration must keep;
+//! `ibv_rereg_mr` (new access, range, PD, and a provider without it); `ibv_reg_dmabuf_mr`
+//! over a udmabuf; and the bad inputs of each, typed errors with nothing leaked.
 //!
 //! The VM of scripts/with-rdma reserves 8 huge pages of 2 MiB and has /dev/udmabuf where
 //! the kernel has udmabuf (7.3.4; not Debian's 6.1).
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsRawFd;
 
-use rdma_verbs_test_kit::{assert_clean_drops, open, pattern};
+use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
     huge_page_size, AccessFlags, DmaBuf, Error, Mapping, MappingKind, MemoryRegion, MwType, QpType,
-    RecvRequest, RegistrableMemory, Rereg, ReregState, SendRequest, WcOpcode, WcStatus,
+    RegistrableMemory, Rereg,
 };
 
-use crate::common::{contents, poll_one, Pair, ALL};
+use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL};
 
-/// RDMA write from, RDMA read into and a receive into `mem` (registered with [`ALL`] on the
-/// pair's PD), each against a heap region, with the data checked.
-fn exercise<B: RegistrableMemory>(p: &Pair, mem: &mut MemoryRegion<B>) {
-    let len = mem.len().min(64 * 1024);
-    let other = p.mr(len);
-
-    // Write: mem -> other.
-    let data = pattern(1, len);
-    mem.write(0, &data).unwrap();
-    let sge = [mem.sge(..len).unwrap()];
-    p.a.post_send(&mut [SendRequest::write(1, &sge, other.remote()).signaled()])
-        .unwrap();
-    poll_one(&p.a_cq).ok().unwrap();
-    assert_eq!(contents(&other), data, "RDMA write from the memory");
-
-    // Read: other -> mem.
-    let mut other = other;
-    let data = pattern(2, len);
-    other.write(0, &data).unwrap();
-    let sge = [mem.sge(..len).unwrap()];
-    p.a.post_send(&mut [SendRequest::read(2, &sge, other.remote()).signaled()])
-        .unwrap();
-    poll_one(&p.a_cq).ok().unwrap();
-    let mut got = vec![0; len];
-    mem.read(0, &mut got).unwrap();
-    assert_eq!(got, data, "RDMA read into the memory");
-
-    // Send: other (on b) -> a receive into mem.
-    let data = pattern(3, len);
-    other.write(0, &data).unwrap();
-    let rsge = [mem.sge(..len).unwrap()];
-    p.a.post_recv(&mut [RecvRequest::new(3, &rsge)]).unwrap();
-    let sge = [other.sge(..).unwrap()];
-    p.b.post_send(&mut [SendRequest::send(4, &sge).signaled()])
-        .unwrap();
-    poll_one(&p.b_cq).ok().unwrap();
-    let wc = poll_one(&p.a_cq);
-    assert_eq!(
-        (wc.status(), wc.opcode(), wc.byte_len() as usize),
-        (WcStatus::SUCCESS, WcOpcode::Recv, len)
-    );
-    mem.read(0, &mut got).unwrap();
-    assert_eq!(got, data, "a send received into the memory");
+#[test]
+fn vec_and_box_under_write_read_and_send() {
+    let p = Pair::new(QpType::Rc);
+    let mut mr = p.pd.register(vec![0u8; 10_000], ALL).unwrap();
+    exercise(&p, &mut mr);
+    assert_eq!(mr.deregister().unwrap().len(), 10_000);
+    let mut mr =
+        p.pd.register(vec![0u8; 5000].into_boxed_slice(), ALL)
+            .unwrap();
+    exercise(&p, &mut mr);
+    drop((mr, p));
+    assert_clean_drops();
 }
 
-/// Writes `line` to the process's stderr, past the harness's capture: what the device did
-/// where a test takes the branch of a device without the feature.
-fn say(line: String) {
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
-}
-
-/// A new memfd of `len` bytes as a `File`, sealed with `seals` (none: 0).
-fn memfd_file(len: u64, seals: i32) -> File {
-    // SAFETY: a NUL-terminated name.
-    let raw = unsafe { libc::memfd_create(c"memory-test".as_ptr(), libc::MFD_ALLOW_SEALING) };
-    assert!(
-        raw >= 0,
-        "memfd_create: {}",
-        std::io::Error::last_os_error()
+/// The rules every registration keeps, checked before the provider: remote write and
+/// atomics need local write, `ZERO_BASED` is a window's right, `HUGETLB` goes with
+/// `ON_DEMAND`; and what the provider refuses anyway (`HUGETLB` on rxe) is a typed error.
+#[test]
+fn access_flag_rules_are_typed_errors() {
+    let huge = huge_page_size().expect("the kernel has huge pages");
+    let pd = open().alloc_pd().unwrap();
+    let refused = |access: AccessFlags, rule: &str| match pd.alloc_mr(4096, access) {
+        Err(Error::InvalidArgument {
+            what: "access flags",
+            reason,
+        }) => assert!(reason.contains(rule), "{access:?}: {reason}"),
+        other => panic!("{access:?}: expected the access flags refused, got {other:?}"),
+    };
+    // The kernel refuses these alone (EINVAL): the HCA writes the region for them.
+    refused(AccessFlags::REMOTE_WRITE, "need LOCAL_WRITE");
+    refused(AccessFlags::REMOTE_ATOMIC, "need LOCAL_WRITE");
+    refused(
+        AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        "need LOCAL_WRITE",
     );
-    // SAFETY: a new fd nothing else owns.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(raw) });
-    file.set_len(len).unwrap();
-    if seals != 0 {
-        // SAFETY: an open memfd.
-        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) };
-        assert_eq!(rc, 0, "F_ADD_SEALS: {}", std::io::Error::last_os_error());
+    // rxe on 7.3 refuses these (EOPNOTSUPP); 6.1's rxe took them and ignored them.
+    refused(AccessFlags::all(), "ZERO_BASED");
+    refused(
+        AccessFlags::LOCAL_WRITE | AccessFlags::ZERO_BASED,
+        "ZERO_BASED",
+    );
+    refused(AccessFlags::LOCAL_WRITE | AccessFlags::HUGETLB, "ON_DEMAND");
+    // What the rules allow registers: no rights at all, remote read alone.
+    for access in [AccessFlags::empty(), AccessFlags::REMOTE_READ, ALL] {
+        pd.alloc_mr(4096, access).unwrap();
     }
-    file
+    // Every flag a registration may have, over huge pages: on-demand paging in huge pages,
+    // which neither kernel's rxe has (6.1: no ODP; 7.3: no HUGETLB).
+    let _pool = huge_page_pool();
+    let all = AccessFlags::all() - AccessFlags::ZERO_BASED;
+    match pd.register(Mapping::huge(huge).unwrap(), all) {
+        Err(Error::Unsupported { what, missing }) => say(format!(
+            "access_flag_rules_are_typed_errors: {all:?}: {what}: {missing}"
+        )),
+        other => panic!("expected rxe to refuse {all:?}, got {other:?}"),
+    }
+    drop(pd);
+    assert_clean_drops();
 }
 
 #[test]
@@ -111,6 +99,7 @@ fn anonymous_mapping_under_write_read_and_send() {
 #[test]
 fn huge_pages_under_write_read_and_send() {
     let huge = huge_page_size().expect("the kernel has huge pages");
+    let _pool = huge_page_pool();
     let p = Pair::new(QpType::Rc);
     let map = Mapping::huge(huge).unwrap_or_else(|e| {
         panic!("{e} (scripts/with-rdma's VM reserves 8; natively, reserve some)")
@@ -181,105 +170,10 @@ fn sealed_memfd_under_write_read_and_send_cannot_shrink() {
     assert_clean_drops();
 }
 
-#[test]
-fn sealed_file_mapping_writes_reach_the_file() {
-    let p = Pair::new(QpType::Rc);
-    let file = memfd_file(3 * 4096, libc::F_SEAL_SHRINK);
-    let map = Mapping::file(&file, 4096, 8192).unwrap();
-    assert_eq!(map.kind(), MappingKind::File);
-    let mut mr = p.pd.register(map, ALL).unwrap();
-    exercise(&p, &mut mr);
-    // The last transfer (a send) left pattern 3 in the mapping, so in the file at 4096.
-    let mut on_disk = vec![0; 8192];
-    file.read_exact_at(&mut on_disk, 4096).unwrap();
-    assert_eq!(on_disk, pattern(3, 8192));
-    drop((mr, p));
-    assert_clean_drops();
-}
-
-#[test]
-fn regular_file_mapping_on_the_callers_promise() {
-    let p = Pair::new(QpType::Rc);
-    // A tmpfs file: a regular file that cannot be sealed. (The VM's shared target dir is
-    // 9p, whose files cannot be mapped shared: mmap fails with EINVAL.)
-    let path =
-        std::path::Path::new("/dev/shm").join(format!("ibverbs-test-{}", std::process::id()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    file.set_len(8192).unwrap();
-    // Not sealed, so the safe constructor refuses it.
-    match Mapping::file(&file, 0, 8192) {
-        Err(Error::InvalidArgument {
-            what: "file",
-            reason,
-        }) => {
-            assert!(reason.contains("F_SEAL_SHRINK"), "{reason}")
-        }
-        other => panic!("expected Error::InvalidArgument, got {other:?}"),
-    }
-    // SAFETY: nothing truncates this test's own file while it is mapped.
-    let map = unsafe { Mapping::file_unchecked(&file, 0, 8192) }.unwrap();
-    let mut mr = p.pd.register(map, ALL).unwrap();
-    exercise(&p, &mut mr);
-    drop(mr);
-    let mut on_disk = vec![0; 8192];
-    file.read_exact_at(&mut on_disk, 0).unwrap();
-    assert_eq!(on_disk, pattern(3, 8192));
-    drop((file, p));
-    std::fs::remove_file(path).unwrap();
-    assert_clean_drops();
-}
-
-#[test]
-fn bad_file_mappings_are_typed_errors() {
-    let file = memfd_file(8192, libc::F_SEAL_SHRINK);
-    assert!(matches!(
-        Mapping::file(&file, 100, 4096),
-        Err(Error::InvalidArgument {
-            what: "file offset",
-            ..
-        })
-    ));
-    match Mapping::file(&file, 4096, 8192) {
-        Err(Error::OutOfRange {
-            what, value, max, ..
-        }) => assert_eq!((what, value, max), ("file mapping end", 12288, 8192)),
-        other => panic!("expected Error::OutOfRange, got {other:?}"),
-    }
-    assert!(matches!(
-        Mapping::file(&file, 0, 0),
-        Err(Error::InvalidArgument { .. })
-    ));
-    // A read-only fd of a sealed file: a registered mapping is writable.
-    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let read_only = File::open(path).unwrap();
-    match Mapping::file(&read_only, 0, 4096) {
-        Err(Error::InvalidArgument {
-            what: "file",
-            reason,
-        }) => {
-            assert!(reason.contains("reading and writing"), "{reason}")
-        }
-        other => panic!("expected Error::InvalidArgument, got {other:?}"),
-    }
-    // A memfd sealed otherwise (not against shrinking) is refused like any unsealed file.
-    let unsealed = memfd_file(4096, libc::F_SEAL_GROW);
-    assert!(matches!(
-        Mapping::file(&unsealed, 0, 4096),
-        Err(Error::InvalidArgument { what: "file", .. })
-    ));
-    assert_clean_drops();
-}
-
 /// Runs `change` on a new region of 3 pages of anonymous memory (registered with `access`
 /// in `pd`); where the device re-registers, then `exercise`s it. rdma-core's rxe provider
-/// has no `rereg_mr` (its dummy op: `EOPNOTSUPP`, which libibverbs reports as
-/// `IBV_REREG_MR_ERR_CMD`): the region is then left invalid, refuses use and drops cleanly.
+/// has no `rereg_mr` (libibverbs' stand-in returns `EOPNOTSUPP`): the call is then
+/// [`Error::Unsupported`] and the region is as it was.
 fn rereg_then_use(
     p: &Pair,
     pd: &rdma_verbs::ProtectionDomain,
@@ -295,32 +189,46 @@ fn rereg_then_use(
             exercise(p, &mut mr);
             Some(mr)
         }
-        Err(Error::Rereg {
-            code,
-            region: ReregState::Invalid,
-            source,
-        }) if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
-            assert_eq!(code, "IBV_REREG_MR_ERR_CMD");
-            say(format!(
-                "rereg {change:?}: refused by the provider ({source})"
-            ));
-            assert!(!mr.is_valid());
-            match mr.sge(..) {
-                Err(Error::InvalidArgument { reason, .. }) => {
-                    assert!(reason.contains("ibv_rereg_mr"), "{reason}")
-                }
-                other => panic!("expected the invalid region refused, got {other:?}"),
-            }
-            assert!(matches!(
-                mr.rereg(&Rereg::new().access(ALL)),
-                Err(Error::InvalidArgument { .. })
-            ));
-            // As registered: the failure changed nothing the crate tracks.
+        Err(Error::Unsupported { what, missing }) => {
+            say(format!("rereg {change:?}: {what}: {missing}"));
+            assert!(mr.is_valid());
             assert_eq!((mr.offset(), mr.len(), mr.access()), (0, 3 * 4096, access));
+            assert_eq!(mr.pd().as_raw(), pd.as_raw());
             None
         }
         Err(other) => panic!("rereg {change:?}: {other:?}"),
     }
+}
+
+/// A rereg on a provider without `rereg_mr` (rdma-core's rxe) leaves the region untouched
+/// (it once left it unusable): keeps its keys and carries transfers.
+#[test]
+fn rereg_without_the_providers_verb_leaves_the_region_usable() {
+    let p = Pair::new(QpType::Rc);
+    let mut mr =
+        p.pd.register(Mapping::anonymous(8192).unwrap(), ALL)
+            .unwrap();
+    let keys = (mr.lkey(), mr.rkey());
+    for change in [
+        Rereg::new().access(AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ),
+        Rereg::new().range(0..4096),
+        Rereg::new().pd(&p.pd),
+    ] {
+        match mr.rereg(&change) {
+            Ok(()) => say(format!("rereg {change:?}: the provider re-registers")),
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("ibv_rereg_mr"), "{what}");
+                assert_eq!((mr.lkey(), mr.rkey(), mr.len()), (keys.0, keys.1, 8192));
+            }
+            Err(other) => panic!("rereg {change:?}: {other:?}"),
+        }
+        assert!(mr.is_valid());
+    }
+    if mr.access() == ALL && mr.len() == 8192 {
+        exercise(&p, &mut mr);
+    }
+    drop((mr, p));
+    assert_clean_drops();
 }
 
 #[test]

@@ -4,19 +4,20 @@
 //! `rdma_verbs_test_kit::feature` first: skipped by name where the kernel lacks it, failed
 //! where `WITH_RDMA_EXPECT` says it should be there.
 //!
-//! Every transfer into ODP memory here starts at a page boundary: rxe in Linux 7.3.4 writes
-//! only `length - offset` bytes of a transfer that starts `offset` bytes into a page of an
-//! ODP region (a 9-byte RDMA write at page offset 904 writes nothing; a UD payload at
-//! offset 40, after the GRH, loses its last 40 bytes), a kernel bug these tests found.
+//! Every transfer into ODP memory here starts at a page boundary, but the one that shows
+//! why an ODP region must start on one (`MemoryRule::OdpPageAligned`): rxe in Linux 7.3.4
+//! copies a transfer that starts `offset` bytes into a page of an ODP region to the start of
+//! that page instead, a kernel bug these tests found.
 
 use rdma_verbs_test_kit::{assert_clean_drops, feature, open, Feature};
 
 use rdma_verbs::{
-    AccessFlags, Advice, Error, MemoryRegion, QpType, RecvRequest, Route, SendRequest, WcOpcode,
-    WcStatus,
+    huge_page_size, page_size, AccessFlags, Advice, AlignedBuffer, Error, MemoryRegion, MemoryRule,
+    QpType, RecvRequest, RegistrableMemory, Route, SendRequest, WcOpcode, WcStatus,
 };
+use rdma_verbs_test_kit::pattern;
 
-use crate::common::{contents, poll_one, Pair, ALL};
+use crate::common::{contents, poll_one, say, Pair, ALL};
 
 /// `len` bytes of ODP memory with every access right on the pair's PD.
 fn odp_mr(p: &Pair, len: usize) -> MemoryRegion {
@@ -52,6 +53,110 @@ fn odp_registration_is_checked_against_the_device_caps() {
         assert!(matches!(local, Err(Error::Unsupported { .. })), "{local:?}");
     }
     drop(pd);
+    assert_clean_drops();
+}
+
+/// The first of `make()`'s values whose memory does not start on a multiple of `unit`
+/// (keeping the others alive meanwhile, so that the allocator hands out new memory).
+fn off<B: RegistrableMemory>(unit: usize, make: impl Fn() -> B) -> B {
+    let mut aligned = Vec::new();
+    loop {
+        let mut mem = make();
+        if mem.as_mut_ptr() as usize % unit != 0 {
+            return mem;
+        }
+        aligned.push(mem);
+        assert!(
+            aligned.len() < 16,
+            "every allocation is {unit}-byte aligned"
+        );
+    }
+}
+
+/// Asserts that registering `mem` with `access` breaks `MemoryRule::OdpPageAligned`, for
+/// `why` (such as `page`).
+#[track_caller]
+fn refused<B: RegistrableMemory>(
+    pd: &rdma_verbs::ProtectionDomain,
+    mem: B,
+    access: AccessFlags,
+    why: &str,
+) {
+    match pd.register(mem, access) {
+        Err(Error::MemoryRule {
+            rule: MemoryRule::OdpPageAligned,
+            reason,
+        }) => assert!(reason.contains(why), "{reason}"),
+        other => panic!("expected MemoryRule::OdpPageAligned, got {other:?}"),
+    }
+}
+
+/// An ODP registration of a `Vec` (which starts where malloc put it,
+/// 16 or 80 bytes into a page) was accepted, and rxe on 7.3 copied an RDMA read into it to
+/// the start of its page, over the heap before the `Vec` (`free(): invalid pointer`, or a
+/// `SIGSEGV` later). Now any ODP memory that does not start on a page boundary (a huge page
+/// one with `HUGETLB`) is refused, on every kernel, before the device is asked.
+#[test]
+fn odp_refuses_memory_off_the_page() {
+    let pd = open().alloc_pd().unwrap();
+    let page = page_size();
+    let odp = ALL | AccessFlags::ON_DEMAND;
+    refused(
+        &pd,
+        off(page, || vec![0u8; 3 * page]),
+        odp,
+        "bytes into its",
+    );
+    refused(
+        &pd,
+        off(page, || vec![0u8; 100].into_boxed_slice()),
+        odp,
+        "page",
+    );
+    let huge = huge_page_size().expect("the kernel has huge pages");
+    let buf = off(huge, || AlignedBuffer::new(page).unwrap());
+    refused(&pd, buf, odp | AccessFlags::HUGETLB, "huge page");
+    // Pinned, the same memory registers: the rule is on-demand paging's.
+    pd.register(off(page, || vec![0u8; 3 * page]), ALL).unwrap();
+    drop(pd);
+    assert_clean_drops();
+}
+
+/// Why: an RDMA read of 64 bytes into an ODP region (3 pages from a page boundary), 16 bytes
+/// into its second page, lands there, or (rxe on 7.3) at the start of that page; either way
+/// nothing before that page changes, so a region that starts on a page boundary holds it.
+#[test]
+fn odp_read_lands_in_the_entrys_page() {
+    if !feature(&open(), Feature::Odp) {
+        return;
+    }
+    let p = Pair::new(QpType::Rc);
+    let page = page_size();
+    let (at, len) = (page + 16, 64);
+    let mut src = p.mr(len);
+    let data = pattern(5, len);
+    src.write(0, &data).unwrap();
+    let mut dst = odp_mr(&p, 3 * page);
+    dst.fill(0xee);
+    let sge = [dst.sge(at..at + len).unwrap()];
+    p.a.post_send(&mut [SendRequest::read(1, &sge, src.remote()).signaled()])
+        .unwrap();
+    poll_one(&p.a_cq).ok().unwrap();
+    let got = contents(&dst);
+    let landed = if got[at..at + len] == data[..] {
+        "at the entry"
+    } else if got[page..page + len] == data[..] {
+        "16 bytes early, at the start of the entry's page"
+    } else {
+        panic!("the data is nowhere: {:?}", &got[page..at + len]);
+    };
+    say(format!("odp_read_lands_in_the_entrys_page: {landed}"));
+    let mut outside = got[..page].iter().chain(&got[at + len..]);
+    assert!(
+        outside.all(|&b| b == 0xee),
+        "bytes outside the entry's page changed"
+    );
+    drop((src, dst, p));
     assert_clean_drops();
 }
 
