@@ -115,8 +115,9 @@ fn punched_hole_in_a_sealed_memfd_reads_back_zeros() {
 /// The env var that makes the test below the child that plays the attack.
 const HUGETLBFS_ATTACK: &str = "IBVERBS_TEST_HUGETLBFS_ATTACK";
 
-/// A sealed hugetlbfs memfd is refused by `Mapping::file` (which once accepted it); a child process shows what the refusal prevents: a hole punched through a second
-/// fd, with the pool empty, makes the region's safe `read` die of `SIGBUS`.
+/// A sealed hugetlbfs memfd is refused by `Mapping::file` (which once accepted it); a child
+/// process shows what the refusal prevents: a hole punched through a second fd, with the pool
+/// empty, makes the region's safe `read` die of `SIGBUS`.
 #[test]
 fn hugetlbfs_file_is_refused_and_a_punched_hole_is_sigbus() {
     if std::env::var_os(HUGETLBFS_ATTACK).is_some() {
