@@ -285,6 +285,18 @@
 //! atomic copy, which the compiler does not vectorize (so slower than `memcpy` on large
 //! buffers); the `unsafe` slice accessors avoid it.
 //!
+//! Why the transport is checked at run time and not typed (`QueuePair<Rc>`, so that an RDMA
+//! write on UD would not compile): the check is already free where it matters, since the
+//! transport's forbidden operations are bits of the queue's denied word, tested with the
+//! rest in one `AND` per post (or per list); a type parameter would take no instruction off
+//! that path. It would split every request constructor, batch, async operation and the
+//! rdma_cm QP by transport, and a request is built before the QP it goes to is known
+//! (perftest's loops pick the QP at run time), so the error would move to the conversion
+//! instead of going away. What the types do carry is what a run-time check cannot make
+//! free or could forget: the QP's state ([`PreparedQueuePair`] has no `post_send`), the
+//! open batch and poll session (closures), and the memory behind an entry
+//! (`Sge<'_, DeviceMemory>`).
+//!
 //! The raw path stays open: every type has `as_raw()`, and [`ffi`] is the complete
 //! `rdma-verbs-sys` binding, including Rust ports of the `static inline` verbs.
 //!
