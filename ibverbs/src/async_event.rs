@@ -4,7 +4,7 @@
 use std::ffi::CStr;
 use std::fmt;
 use std::mem::MaybeUninit;
-use std::os::fd::BorrowedFd;
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use crate::context::Context;
@@ -270,7 +270,7 @@ impl Context {
     /// (`poll`); true if it did.
     fn poll_async_fd(&self, ms: libc::c_int) -> Result<bool> {
         let mut pollfd = libc::pollfd {
-            fd: self.async_fd_raw(),
+            fd: self.async_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -297,15 +297,23 @@ impl Context {
     }
 
     /// The file descriptor that becomes readable when an asynchronous event is pending
-    /// (`ibv_context::async_fd`), to wait on with `poll` or an event loop; read the event
-    /// with [`Context::get_async_event`].
-    pub fn async_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the descriptor is open as long as the context, which the borrow keeps
-        // alive.
-        unsafe { BorrowedFd::borrow_raw(self.async_fd_raw()) }
+    /// (`ibv_context::async_fd`), to wait on in an event loop of the caller's; once it is
+    /// readable, take the event with [`Context::wait_async_event`] (a zero timeout) or
+    /// [`Context::get_async_event`]. The `tokio` feature's `AsyncEvents` waits for it on
+    /// the reactor.
+    ///
+    /// # Safety
+    /// The descriptor may only be waited on for readiness. The caller must not read from it
+    /// (`read`, `ibv_get_async_event`, anything that does), duplicate it for anything that
+    /// reads, or close it. An event about a CQ, QP, SRQ or WQ read past the context is never
+    /// acknowledged, and that object's destroy verb then blocks forever in its drop. It is
+    /// open while the context lives.
+    pub unsafe fn async_raw_fd(&self) -> RawFd {
+        self.async_fd()
     }
 
-    pub(crate) fn async_fd_raw(&self) -> libc::c_int {
+    /// The async event descriptor, for the crate's own waits.
+    pub(crate) fn async_fd(&self) -> RawFd {
         // SAFETY: the context is open; libibverbs sets async_fd when opening it and never
         // changes it afterwards.
         unsafe { (*self.as_raw()).async_fd }

@@ -12,9 +12,17 @@
 //! reactor holds no task's waker but the channel's [`FanOut`], which wakes every waiting
 //! task: whichever is polled first drains the fd, so no task that is never polled again
 //! can keep the others from their events.
+//!
+//! Every event read from the fd must be acknowledged, or `ibv_destroy_cq` waits forever for
+//! it; so the fd is never handed to safe code (no `AsFd`, no `AsRawFd`: a borrowed fd can
+//! be duplicated and read). Its readiness is waited for through the crate's own waits
+//! ([`CompletionQueue::wait`](crate::CompletionQueue::wait) and its siblings, the `tokio`
+//! feature's `AsyncCq`); an event loop of the caller's gets the number through the `unsafe`
+//! [`CompletionChannel::raw_fd`]. Wakers (the `tokio` feature) are woken after the lock
+//! is released ([`wake_all`]).
 
 use std::fmt;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
@@ -24,11 +32,14 @@ use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
+use crate::wake::wake_all;
 
 /// A completion event channel (`ibv_create_comp_channel`): a file descriptor that becomes
-/// readable when a CQ attached to it has an event. Works with `poll`, `epoll` and async
-/// runtimes through [`AsFd`]; the descriptor is non-blocking, and
-/// [`CompletionQueue::wait`](crate::CompletionQueue::wait) waits with `poll(2)`.
+/// readable when a CQ attached to it has an event. The descriptor is non-blocking and stays
+/// inside the channel: [`CompletionQueue::wait`](crate::CompletionQueue::wait) and its
+/// siblings wait for it with `poll(2)`, the `tokio` feature's `AsyncCq` on the reactor, and
+/// an event loop of the caller's gets its number from the `unsafe`
+/// [`raw_fd`](Self::raw_fd).
 ///
 /// Any number of CQs may share a channel: each event reaches the CQ it belongs to.
 #[derive(Clone)]
@@ -99,7 +110,7 @@ impl Context {
                 reactor: std::sync::OnceLock::new(),
             }),
         };
-        set_nonblocking(channel.as_raw_fd())?;
+        set_nonblocking(channel.fd())?;
         Ok(channel)
     }
 }
@@ -127,6 +138,45 @@ impl CompletionChannel {
     /// The context the channel belongs to.
     pub fn context(&self) -> &Context {
         &self.inner.ctx
+    }
+
+    /// The channel's file descriptor, to wait for its readiness in an event loop of the
+    /// caller's (`poll`, `epoll`, a reactor's registration); once it is readable, take the
+    /// event through the crate: [`CompletionQueue::wait_timeout`] with a zero timeout (or
+    /// [`poll_wait`](crate::CompletionQueue::poll_wait)), for each CQ of the channel.
+    ///
+    /// ```no_run
+    /// # fn f(ctx: rdma_verbs::Context) -> rdma_verbs::Result<()> {
+    /// let channel = ctx.create_comp_channel()?;
+    /// let cq = ctx.create_cq(16, Some(&channel))?;
+    /// cq.req_notify(false)?;
+    /// // SAFETY: the fd is only polled for readiness; the event is taken by wait_timeout.
+    /// let fd = unsafe { channel.raw_fd() };
+    /// let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    /// // SAFETY: pfd is one valid pollfd.
+    /// if unsafe { libc::poll(&mut pfd, 1, 1000) } == 1 {
+    ///     cq.wait_timeout(std::time::Duration::ZERO)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The descriptor may only be waited on for readiness. The caller must not read from it
+    /// (`read`, `ibv_get_cq_event`, anything that does), duplicate it for anything that
+    /// reads, close it, or change its flags (it stays non-blocking). An event read past the
+    /// channel is never acknowledged, and `ibv_destroy_cq` then blocks forever in the CQ's
+    /// drop; a blocking descriptor stalls the channel's reads. It is open while the channel
+    /// lives.
+    ///
+    /// [`CompletionQueue::wait_timeout`]: crate::CompletionQueue::wait_timeout
+    pub unsafe fn raw_fd(&self) -> RawFd {
+        self.fd()
+    }
+
+    /// The channel's descriptor, for the crate's own waits.
+    pub(crate) fn fd(&self) -> RawFd {
+        // SAFETY: the channel is live; libibverbs sets fd at creation and never changes it.
+        unsafe { (*self.as_raw()).fd }
     }
 
     /// The fd's registration with tokio's reactor (set by the first async CQ).
@@ -159,8 +209,10 @@ impl CompletionChannel {
     /// dropped; its `ibv_destroy_cq` waits for those acknowledgements.
     pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
         let mut events = self.lock();
-        events.stop_waiting(cq);
+        let waker = events.stop_waiting(cq);
         events.pending.retain(|slot| slot.key != cq as usize);
+        drop(events);
+        drop(waker); // outside the lock: a waker's drop is the runtime's code
     }
 
     /// Takes one event for `cq`, reading the channel as needed, until `deadline` (forever
@@ -170,18 +222,21 @@ impl CompletionChannel {
         cq: *mut ffi::ibv_cq,
         deadline: Option<Instant>,
     ) -> Result<bool> {
-        let mut events = self.lock();
         // Whether this thread's last read of the fd found nothing.
         let mut idle = false;
         loop {
-            if events.take(cq) {
-                return Ok(true);
-            }
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if left == Some(Duration::ZERO) && (idle || events.reading) {
-                return Ok(false);
-            }
-            if events.reading {
+            let mut events = self.lock();
+            let left = loop {
+                if events.take(cq) {
+                    return Ok(true);
+                }
+                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                if left == Some(Duration::ZERO) && (idle || events.reading) {
+                    return Ok(false);
+                }
+                if !events.reading {
+                    break left;
+                }
                 let cv = &self.inner.read_done;
                 events = match left {
                     None => cv.wait(events).unwrap_or_else(PoisonError::into_inner),
@@ -190,28 +245,32 @@ impl CompletionChannel {
                         waited.unwrap_or_else(PoisonError::into_inner).0
                     }
                 };
-                continue;
-            }
+            };
             events.reading = true;
             drop(events);
             let read = self.read_event(left);
-            events = self.lock();
+            let mut events = self.lock();
             events.reading = false;
             idle = matches!(read, Ok(None));
-            if let Ok(Some(from)) = read {
-                events.count(from);
-            }
+            let woken = match read {
+                Ok(Some(from)) => events.count(from),
+                _ => None,
+            };
             self.inner.read_done.notify_all();
+            drop(events);
+            wake_all(woken);
             read?;
         }
     }
 
-    /// Reads the events queued on the fd without waiting, counting each for its CQ and
-    /// waking that CQ's async waiter, until the fd has no more (`EAGAIN`).
+    /// Reads the events queued on the fd without waiting, counting each for its CQ, until
+    /// the fd has no more (`EAGAIN`); the async waiters of those CQs go to `wakes`, to be
+    /// woken by the caller once it holds no lock of the crate.
     #[cfg(feature = "tokio")]
-    pub(crate) fn drain(&self, events: &mut Events) -> Result<()> {
+    pub(crate) fn drain(&self, wakes: &mut Vec<Waker>) -> Result<()> {
+        let mut events = self.lock();
         while let Some(from) = self.get_event()? {
-            events.count(from);
+            wakes.extend(events.count(from));
         }
         Ok(())
     }
@@ -227,7 +286,7 @@ impl CompletionChannel {
             i32::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
         });
         let mut pfd = libc::pollfd {
-            fd: self.as_raw_fd(),
+            fd: self.fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -268,19 +327,20 @@ impl Events {
         self.pending.iter_mut().find(|slot| slot.key == cq as usize)
     }
 
-    /// Counts an event just read for `from`, wakes its async waiter and acknowledges it.
-    fn count(&mut self, from: *mut ffi::ibv_cq) {
-        if let Some(slot) = self.slot(from) {
+    /// Counts an event just read for `from` and acknowledges it; returns its async waiter,
+    /// to be woken once the lock is released.
+    #[must_use = "the waiter must be woken"]
+    fn count(&mut self, from: *mut ffi::ibv_cq) -> Option<Waker> {
+        let waker = self.slot(from).and_then(|slot| {
             slot.pending += 1;
-            if let Some(waker) = slot.waker.take() {
-                waker.wake();
-            }
-        }
+            slot.waker.take()
+        });
         // SAFETY: `from` is a CQ of this channel whose event was just read. Its
         // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live; it
         // is acknowledged under the lock, after being counted, so its address cannot be
-        // reused by a new CQ in between.
+        // reused by a new CQ in between. Nothing of the caller's runs before it.
         unsafe { ffi::ibv_ack_cq_events(from, 1) };
+        waker
     }
 
     /// Takes one pending event of `cq`, if it has one.
@@ -305,11 +365,10 @@ impl Events {
         }
     }
 
-    /// `cq`'s task stops waiting: its waker is dropped.
-    pub(crate) fn stop_waiting(&mut self, cq: *mut ffi::ibv_cq) {
-        if let Some(slot) = self.slot(cq) {
-            slot.waker = None;
-        }
+    /// `cq`'s task stops waiting: its waker is returned, to be dropped outside the lock.
+    #[must_use = "drop the waker outside the lock"]
+    pub(crate) fn stop_waiting(&mut self, cq: *mut ffi::ibv_cq) -> Option<Waker> {
+        self.slot(cq).and_then(|slot| slot.waker.take())
     }
 }
 
@@ -338,28 +397,14 @@ impl std::task::Wake for FanOut {
             .filter_map(|slot| slot.waker.take())
             .collect();
         // Woken outside the lock.
-        wakers.into_iter().for_each(Waker::wake);
-    }
-}
-
-impl AsRawFd for CompletionChannel {
-    fn as_raw_fd(&self) -> RawFd {
-        // SAFETY: the channel is live.
-        unsafe { (*self.as_raw()).fd }
-    }
-}
-
-impl AsFd for CompletionChannel {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the fd stays open while the channel (and so this borrow) lives.
-        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
+        wake_all(wakers);
     }
 }
 
 impl fmt::Debug for CompletionChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CompletionChannel")
-            .field("fd", &self.as_raw_fd())
+            .field("fd", &self.fd())
             .finish()
     }
 }

@@ -149,7 +149,11 @@ impl Context {
     ///
     /// Checked first: more entries than `max_cqe` fail with [`Error::DeviceLimit`]; a
     /// timestamp field on a device without a completion clock (`completion_timestamp_mask`
-    /// 0 in [`query_device`](Context::query_device)) with [`Error::Unsupported`]. A provider
+    /// 0 in [`query_device`](Context::query_device)) with [`Error::Unsupported`]; bits
+    /// that name no field of [`WcFields`] (`WcFields::from_bits_retain`; such as
+    /// `IBV_WC_EX_WITH_TM_INFO`, whose reader the crate does not have) with
+    /// [`Error::InvalidArgument`] naming them, since the provider, which may know them,
+    /// would otherwise be blamed. A provider
     /// without extended CQs, or that refuses a field (`EOPNOTSUPP`), or that accepts one but
     /// gives no reader for it, fails with [`Error::Unsupported`] naming the field; nothing is
     /// leaked.
@@ -161,6 +165,10 @@ impl Context {
     ) -> Result<ExtendedCq> {
         if let Some(channel) = channel {
             self.check_same(channel.context(), "completion channel")?;
+        }
+        let unknown = fields.bits() & !WcFields::all().bits();
+        if unknown != 0 {
+            return Err(unknown_fields(unknown));
         }
         let cqe = self.checked_cqe(min_entries)?;
         let timestamps = WcFields::COMPLETION_TIMESTAMP | WcFields::COMPLETION_TIMESTAMP_WALLCLOCK;
@@ -220,6 +228,21 @@ impl Context {
             fields,
             restart,
         })
+    }
+}
+
+/// [`Error::InvalidArgument`] for `bits` of `wc_flags` that no [`WcFields`] names.
+#[cold]
+fn unknown_fields(bits: u64) -> Error {
+    let tm = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_TM_INFO.0 as u64;
+    let names = if bits & tm != 0 {
+        " (IBV_WC_EX_WITH_TM_INFO among them: tag matching, which the crate does not read)"
+    } else {
+        ""
+    };
+    Error::InvalidArgument {
+        what: "extended CQ fields (WcFields)",
+        reason: format!("bits {bits:#x} name no field the crate reads{names}"),
     }
 }
 

@@ -227,6 +227,25 @@
 //! [`CompletionQueue::wait_timeout`] until then or the timeout (true if an event was taken);
 //! the channel's fd is always non-blocking, so neither depends on a blocking mode.
 //!
+//! Descriptors, callbacks and futures: an event the crate must acknowledge is read only by
+//! the crate, and no code of the caller's or of the async runtime (a waker, a buffer's
+//! `Drop`) runs under a lock of the crate or with its state half updated. Row by row:
+//!
+//! | surface | what holds (dropped mid-way, forgotten, panicking) | what the crate checks |
+//! |---|---|---|
+//! | [`CompletionChannel`]'s fd | every event read is counted for its CQ and acknowledged by the reading thread under the channel's lock, before any waker runs, so `ibv_destroy_cq` never waits for one | no safe accessor: no `AsFd` / `AsRawFd` (a borrowed fd can be duplicated and read); [`CompletionChannel::raw_fd`] is `unsafe` (poll it, never read it); always non-blocking |
+//! | the context's async fd | each event is copied and acknowledged (`ibv_ack_async_event`) before it is returned, so no destroy verb waits for one | no safe accessor; [`Context::async_raw_fd`] is `unsafe`; one `tokio::AsyncEvents` per context (the reactor refuses a second, `EEXIST`) |
+//! | `cm::EventChannel`'s fd (feature `cm`) | each event is copied and acknowledged (`rdma_ack_cm_event`) before it is returned, so `rdma_destroy_id` never waits | no safe accessor; `EventChannel::raw_fd` is `unsafe` |
+//! | the same descriptors reached another way | `/proc/self/fd/N` does not reopen the verbs ones (anonymous inodes: `ENXIO`) and reopens rdma_cm's as a new channel with no events; all three are closed on exec (`FD_CLOEXEC`), so a program the process runs has none of them | tested on the device: the flags of all three, `ENXIO` for the verbs ones |
+//! | wakers (feature `tokio`: the runtime's callbacks) | called only after the crate's locks are released and its state is consistent (events acknowledged, a whole batch of completions handed to their ops); one that panics: the others are still woken, then the panic goes on in the task that woke it; one that polls a future of the crate again finds nothing locked; dropped outside the locks too | |
+//! | a buffer's `Drop` (a region the `tokio::AsyncQp` table frees) | runs after the table's lock is released and its wakers were woken | |
+//! | `cm::CmEvent::expect_kind`'s closure | runs on an acknowledged copy; a panic drops the event (a connect request's new id is destroyed) | |
+//! | `tokio::PollCq`, `tokio::CompletionStream` | dropped: the task's waker leaves the channel; the CQ stays armed and an event that came stays counted for the CQ's next poll; forgotten: the waker stays until the CQ's next poll or drop (one spurious wake at most); a stream dropped with completions polled but not yielded loses them (they were the caller's) | |
+//! | `tokio::AsyncEvents` | an event is read only when it is returned: a dropped `next_event` loses none; forgotten: the registration and a context handle leak | |
+//! | `tokio::Op`, `tokio::Settle` | dropped: the region stays in the QP's table until its completion (or the QP's destruction); forgotten: the table, the QP and the regions leak, nothing is freed early | `tokio::AsyncQp::new` refuses a QP on another CQ, a CQ another QP uses, a QP on an SRQ, and a QP on which anything was posted: every completion on the CQ is the table's, under ids it assigned |
+//! | `tokio::cm::AsyncCmId::connect`, `tokio::cm::ConnectRequest::accept` | own the id: dropped, the id is destroyed (nothing half-connected); forgotten, the id and its queue of events leak | the id is never handed out mutably (no `id_mut`: a swapped id would wait on another channel's events) |
+//! | `tokio::cm::AsyncCmId::resolve`, `next_event`, `disconnect`, `tokio::cm::Listener` | borrow the id: dropped or forgotten, the id's events stay queued for its next future; a dropped listener destroys the requests still queued for it (the peers see a reject) | each id's `cm::IdHandle` is its own (a counter, never an address), so no event or handle of a dropped id matches a new one |
+//!
 //! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a
 //! [`PreparedQueuePair`] in INIT, which can post receives and tell its [`Endpoint`] but has
 //! no `post_send`; [`PreparedQueuePair::connect`] (RC, UC) or
@@ -466,6 +485,29 @@
 //! # }
 //! ```
 //!
+//! The descriptors whose events the crate acknowledges are not reachable from safe code:
+//! ```compile_fail,E0599
+//! # fn f(channel: rdma_verbs::CompletionChannel) {
+//! use std::os::fd::AsFd;
+//! let fd = channel.as_fd().try_clone_to_owned();
+//! # }
+//! ```
+//! ```compile_fail,E0277
+//! # fn f(channel: rdma_verbs::CompletionChannel) {
+//! let fd = std::os::fd::AsRawFd::as_raw_fd(&channel);
+//! # }
+//! ```
+//! ```compile_fail,E0624
+//! # fn f(ctx: rdma_verbs::Context) {
+//! let fd = ctx.async_fd();
+//! # }
+//! ```
+//! ```compile_fail,E0133
+//! # fn f(ctx: rdma_verbs::Context, channel: rdma_verbs::CompletionChannel) {
+//! let fds = (channel.raw_fd(), ctx.async_raw_fd());
+//! # }
+//! ```
+//!
 //! # Errors
 //! Every fallible call returns [`Error`], which names the verb and carries the errno (a
 //! failed state change also names the state, [`Error::Transition`]), or names the argument
@@ -522,6 +564,7 @@ mod srq;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
+mod wake;
 mod wc_status;
 mod wr;
 

@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::cq::{CompletionQueue, CqInner};
@@ -301,6 +302,7 @@ impl<'a> QueuePairBuilder<'a> {
             _recv_cq: Arc::clone(self.recv_cq.inner()),
             _srq: self.srq.cloned(),
             mcast: (self.qp_type == QpType::Ud).then(Box::default),
+            posted: AtomicBool::new(false),
         };
 
         if let Some(ex) = qp.qp_ex() {
@@ -491,6 +493,10 @@ pub struct QueuePair {
     /// The multicast groups a UD QP is attached to, detached before it is destroyed (boxed:
     /// only UD QPs have one, and a QP stays small inside a CM event).
     mcast: Option<Box<Mutex<McastGroups>>>,
+    /// Whether a request was ever posted (or offered to be posted) on the QP: a
+    /// `tokio::AsyncQp` wraps only a QP without one, so that every completion with its number
+    /// is of a request it posted.
+    posted: AtomicBool,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
     _send_cq: Arc<CqInner>,
     _recv_cq: Arc<CqInner>,
@@ -507,6 +513,18 @@ impl QueuePair {
     /// The raw `ibv_qp`, valid while the QP lives.
     pub fn as_raw(&self) -> *mut ffi::ibv_qp {
         self.raw.as_ptr()
+    }
+
+    /// Records that a request is being posted (see the `posted` field).
+    #[inline(always)]
+    pub(crate) fn mark_posted(&self) {
+        self.posted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a request was ever posted on the QP.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn has_posted(&self) -> bool {
+        self.posted.load(Ordering::Relaxed)
     }
 
     /// The QP number.
@@ -682,6 +700,7 @@ impl QueuePair {
     /// posted), else [`Error::Post`].
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
+        self.mark_posted();
         let queue = || ("ibv_post_send", self.send_limits.depth());
         post_list(wrs, &self.send_limits, queue, |head, bad| {
             // SAFETY: the QP is live; every request was checked against its limits, the

@@ -129,6 +129,7 @@ impl QueuePair {
         let Some(&ExSend { qpx, ref limits }) = self.qp_ex() else {
             return Err(no_send_ops());
         };
+        self.mark_posted();
         // SAFETY: qpx is this live QP's extended view; `&mut self` keeps other posts off the
         // QP until the batch below is completed or aborted, which its owner (this frame)
         // does on every path, unwinding included.

@@ -166,7 +166,9 @@ impl SharedReceiveQueue {
     /// ([`DeviceCapFlags::SRQ_RESIZE`], else [`Error::Unsupported`]), `max_wr` is at
     /// most the device's `max_srq_wr` ([`Error::DeviceLimit`]) and not under the armed
     /// limit ([`Error::OutOfRange`]). The provider refuses a size under the receives
-    /// posted and not yet consumed.
+    /// posted and not yet consumed (`EINVAL`), a number no verb reports: that is an
+    /// [`Error::InvalidArgument`] naming the size asked for, the SRQ's size and that limit;
+    /// the SRQ is unchanged.
     pub fn resize(&self, max_wr: u32) -> Result<()> {
         let ctx = self.pd().context();
         if !ctx
@@ -201,7 +203,19 @@ impl SharedReceiveQueue {
             max_wr,
             ..Default::default()
         };
-        self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_MAX_WR)?;
+        match self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_MAX_WR) {
+            Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
+                return Err(Error::InvalidArgument {
+                    what: "SRQ size",
+                    reason: format!(
+                        "the provider refused {max_wr} (ibv_modify_srq: EINVAL): fewer than \
+                         the receives posted to the SRQ and not yet consumed (its size is {})",
+                        self.max_wr()
+                    ),
+                })
+            }
+            other => other?,
+        }
         let granted = self.query()?.max_wr;
         self.inner.max_wr.store(granted, Ordering::Relaxed);
         Ok(())

@@ -371,6 +371,55 @@ fn timeouts_are_bounded() {
     assert!(t0.elapsed() < Duration::from_secs(2));
 }
 
+/// Each id has a handle of its own: ids made where dropped ones were (librdmacm reuses
+/// their memory) match none of the dropped ones' handles. Before, a handle was the id's
+/// address, and a stale handle (or event) matched the new id.
+#[test]
+fn a_new_id_never_matches_a_dropped_ids_handle() {
+    let channel = EventChannel::new().unwrap();
+    let mut dropped = Vec::new();
+    let mut same_address = 0;
+    for _ in 0..32 {
+        let id = channel.create_id(PortSpace::Tcp).unwrap();
+        assert!(dropped.iter().all(|&(_, handle)| handle != id.handle()));
+        same_address += dropped.iter().filter(|&&(at, _)| at == id.as_raw()).count();
+        dropped.push((id.as_raw(), id.handle()));
+    }
+    assert!(
+        same_address > 0,
+        "no id reused a dropped one's memory: nothing was tested"
+    );
+}
+
+/// What `EventChannel::raw_fd` is for: a poll loop of the caller's waits for its
+/// readiness, and the channel takes (and acknowledges) the event.
+#[test]
+fn the_raw_fd_waits_for_readiness_and_the_channel_takes_the_event() {
+    let channel = EventChannel::new().unwrap();
+    let id = channel.create_id(PortSpace::Tcp).unwrap();
+    let dst = SocketAddr::new(cm_addr(), 7471);
+    id.resolve_addr(None, dst, TIMEOUT).unwrap();
+    let mut pfd = libc::pollfd {
+        // SAFETY: only polled; the event is taken by get_event_timeout.
+        fd: unsafe { channel.raw_fd() },
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is a valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no event in 10 s");
+    // SAFETY: only its descriptor flags are read.
+    let flags = unsafe { libc::fcntl(pfd.fd, libc::F_GETFD) };
+    assert!(
+        flags >= 0 && flags & libc::FD_CLOEXEC != 0,
+        "closed on exec: {flags}"
+    );
+    let event = channel.get_event_timeout(Duration::ZERO).unwrap();
+    let event = event.expect("the event the fd was readable for");
+    assert!(event.is_for(&id) && matches!(event.kind, CmEventKind::AddrResolved));
+    drop((id, channel));
+}
+
 #[test]
 fn addresses_that_do_not_resolve_fail_within_the_timeout() {
     // No route at all (TEST-NET-3), and a neighbour on the CM device's subnet that nobody

@@ -1,18 +1,19 @@
 //! The soundness rules outside the posting path, on a real device (run through
-//! `scripts/with-rdma`; rxe in CI): completion events on a shared channel, memory windows
-//! that keep their region registered, destructors with stderr closed, and the atomic copies
-//! to and from registered memory.
+//! `scripts/with-rdma`; rxe in CI): completion events on a shared channel, the event
+//! descriptors that only `unsafe` code can reach (and what reading one past the crate does),
+//! memory windows that keep their region registered, destructors with stderr closed, and
+//! the atomic copies to and from registered memory.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::{
-    AccessFlags, CompletionChannel, CompletionQueue, ConnectOptions, Context, Error, MemoryRegion,
-    MwType, ProtectionDomain, QpType, QueuePair, RecvRequest, SendRequest, WcOpcode,
-    WorkCompletion,
+    AccessFlags, AsyncEventKind, CompletionChannel, CompletionQueue, ConnectOptions, Context,
+    Error, MemoryRegion, MwType, ProtectionDomain, QpType, QueuePair, RecvRequest, SendRequest,
+    SharedReceiveQueue, WcOpcode, WorkCompletion,
 };
 
-use rdma_verbs_test_kit::{assert_clean_drops, open, ALL};
+use rdma_verbs_test_kit::{assert_clean_drops, child_test, open, poll_one, ALL};
 
 const LONG: Duration = Duration::from_secs(10);
 
@@ -77,14 +78,9 @@ fn shared_channel_event_reaches_its_cq() {
     // A zero timeout still takes an event that is queued on the fd, unread.
     cq_b.req_notify(false).unwrap();
     p.send(&p.x, &p.y, &mr, 9);
-    let mut pfd = libc::pollfd {
-        fd: std::os::fd::AsRawFd::as_raw_fd(&channel),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: pfd is a valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
-    assert_eq!(ready, 1, "no event within 10 s");
+    // SAFETY: only polled; the event is taken by wait_timeout.
+    let fd = unsafe { channel.raw_fd() };
+    assert!(readable(fd), "no event within 10 s");
     assert!(cq_b.wait_timeout(Duration::ZERO).unwrap());
     assert_eq!(cq_b.poll(&mut wc).unwrap()[0].wr_id(), 9);
 
@@ -297,15 +293,197 @@ fn read_u8_sees_a_peer_write() {
     assert_clean_drops();
 }
 
-/// The channel's descriptor is non-blocking, for event loops.
+/// The channel's descriptor is non-blocking, for event loops, and both event descriptors
+/// are closed on exec and cannot be reopened through `/proc/self/fd`.
 #[test]
-fn channel_fd_is_nonblocking() {
+fn channel_fd_is_nonblocking_and_the_event_fds_close_on_exec() {
     let ctx = open();
     let channel: CompletionChannel = ctx.create_comp_channel().unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&channel);
+    // SAFETY: only its flags are read.
+    let fd = unsafe { channel.raw_fd() };
     // SAFETY: fd is the channel's open descriptor.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     assert!(flags >= 0 && flags & libc::O_NONBLOCK != 0);
+    // Closed on exec, as the context's async fd: a program this process runs cannot read
+    // events of its objects.
+    // SAFETY: only their descriptor flags are read.
+    let fds = unsafe { [fd, ctx.async_raw_fd()] };
+    for fd in fds {
+        // SAFETY: fd is open while the channel and the context live.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(
+            flags >= 0 && flags & libc::FD_CLOEXEC != 0,
+            "fd {fd}: {flags}"
+        );
+        // Nor does /proc reopen them (anonymous inodes), from safe code.
+        let reopened = std::fs::File::open(format!("/proc/self/fd/{fd}"));
+        let err = reopened.expect_err("an event fd reopened through /proc");
+        assert_eq!(err.raw_os_error(), Some(libc::ENXIO), "fd {fd}: {err}");
+    }
     drop((channel, ctx));
+    assert_clean_drops();
+}
+
+/// Whether `fd` becomes readable within 10 s (`poll`).
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is a valid pollfd for the duration of the call.
+    (unsafe { libc::poll(&mut pfd, 1, 10_000) }) == 1
+}
+
+/// The objects of [`armed_write`], kept until the event was waited for.
+type Armed = (CompletionQueue, QueuePair, MemoryRegion, ProtectionDomain);
+
+/// A signaled RDMA write on a QP connected to itself, whose CQ (on `channel`) was armed:
+/// the CQ's event is then queued on the channel's fd.
+fn armed_write(ctx: &Context, channel: &CompletionChannel) -> Armed {
+    let cq = ctx.create_cq(16, Some(channel)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(ALL).build();
+    let qp = qp.unwrap();
+    let me = qp.endpoint();
+    let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
+    let mr = pd.alloc_mr(64, ALL).unwrap();
+    let sge = [mr.sge(0..8).unwrap()];
+    cq.req_notify(false).unwrap();
+    qp.post_send(&mut [SendRequest::write(1, &sge, mr.remote()).signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&cq).wr_id(), 1);
+    (cq, qp, mr, pd)
+}
+
+/// A shared receive queue whose limit event (`IBV_EVENT_SRQ_LIMIT_REACHED`) has been
+/// raised: a limit of 4 armed over 4 posted receives, one of which a send took (the event
+/// comes when fewer than the limit are left). Returns the SRQ and what must outlive it.
+fn srq_past_its_limit(ctx: &Context) -> (SharedReceiveQueue, Pair, MemoryRegion) {
+    let pd = ctx.alloc_pd().unwrap();
+    let srq = pd.create_srq(16, 1).unwrap();
+    let (scq, rcq) = (
+        ctx.create_cq(8, None).unwrap(),
+        ctx.create_cq(8, None).unwrap(),
+    );
+    let s = pd.create_qp(QpType::Rc, &scq, &scq).build().unwrap();
+    let r = pd
+        .create_qp(QpType::Rc, &rcq, &rcq)
+        .srq(&srq)
+        .build()
+        .unwrap();
+    let (es, er) = (s.endpoint(), r.endpoint());
+    let opts = ConnectOptions::default();
+    let (x, y) = (
+        s.connect(&er, &opts).unwrap(),
+        r.connect(&es, &opts).unwrap(),
+    );
+    let mr = pd.alloc_mr(64, ALL).unwrap();
+    let sges: Vec<_> = (0..4)
+        .map(|i| [mr.sge(i * 16..i * 16 + 16).unwrap()])
+        .collect();
+    let mut recvs: Vec<_> = sges.iter().map(|sge| RecvRequest::new(0, sge)).collect();
+    srq.post_recv(&mut recvs).unwrap();
+    srq.set_limit(4).unwrap();
+    let sge = [mr.sge(0..8).unwrap()];
+    x.post_send(&mut [SendRequest::send(1, &sge).signaled()])
+        .unwrap();
+    poll_one(&scq).ok().unwrap();
+    poll_one(&rcq).ok().unwrap();
+    (srq, Pair { pd, x, y, scq }, mr)
+}
+
+/// Set in the child process of the tests below.
+const HANG_CHILD: &str = "IBVERBS_TEST_HANG_CHILD";
+
+/// Reads one event (`len` bytes) from a duplicate of `fd`, as safe code could through the
+/// `AsFd` / `BorrowedFd` accessors the crate had, then says so on stderr; returns it.
+fn read_past_the_crate(fd: std::os::fd::RawFd, len: usize) -> Vec<u8> {
+    use std::io::Read;
+    assert!(readable(fd), "no event within 10 s");
+    // SAFETY: fd is open (the caller's object lives); this breaks the accessor's contract
+    // on purpose: the duplicate is read.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut file = std::fs::File::from(fd.try_clone_to_owned().unwrap());
+    let mut event = vec![0; len];
+    assert_eq!(file.read(&mut event).unwrap(), len);
+    eprintln!("read an event past the crate; dropping");
+    event
+}
+
+/// Runs `test` again in a child, which reads an event past the crate and drops its object:
+/// asserts that the child is still in that drop after 5 s (it is killed then).
+fn assert_drop_hangs(test: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    match child_test(test, HANG_CHILD).finish_by(deadline) {
+        Err(output) => assert!(
+            output.contains("read an event past the crate; dropping"),
+            "the child hung elsewhere:\n{output}"
+        ),
+        Ok(done) => panic!("the drop returned ({}):\n{}", done.status, done.context()),
+    }
+}
+
+/// Why `CompletionChannel::raw_fd` is `unsafe`, and why the channel has no `AsFd` any more
+/// (issue 26: safe code duplicated it and read an event): an event read past the channel is
+/// never acknowledged, and `ibv_destroy_cq` in the CQ's drop then waits for it forever.
+/// In a child, killed after 5 s.
+#[test]
+fn an_event_read_past_the_channel_hangs_the_cq_drop() {
+    if std::env::var_os(HANG_CHILD).is_none() {
+        return assert_drop_hangs("an_event_read_past_the_channel_hangs_the_cq_drop");
+    }
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (cq, qp, mr, pd) = armed_write(&ctx, &channel);
+    // SAFETY: broken on purpose, in this child only.
+    let fd = unsafe { channel.raw_fd() };
+    // struct ib_uverbs_comp_event_desc: the CQ's handle.
+    let _ = read_past_the_crate(fd, 8);
+    drop((qp, mr, pd));
+    drop(cq);
+    eprintln!("the CQ was destroyed");
+}
+
+/// The same for the context's async fd (`Context::async_fd` returned a `BorrowedFd`): an SRQ
+/// event read past the context is never acknowledged, and `ibv_destroy_srq` waits forever.
+#[test]
+fn an_async_event_read_past_the_context_hangs_the_srq_drop() {
+    if std::env::var_os(HANG_CHILD).is_none() {
+        return assert_drop_hangs("an_async_event_read_past_the_context_hangs_the_srq_drop");
+    }
+    let ctx = open();
+    let (srq, p, mr) = srq_past_its_limit(&ctx);
+    // SAFETY: broken on purpose, in this child only.
+    let fd = unsafe { ctx.async_raw_fd() };
+    // struct ib_uverbs_async_event_desc: element, event type, reserved.
+    let event = read_past_the_crate(fd, 16);
+    let kind = u32::from_ne_bytes(event[8..12].try_into().unwrap());
+    let limit = rdma_verbs::ffi::ibv_event_type::IBV_EVENT_SRQ_LIMIT_REACHED;
+    assert_eq!(kind, limit.0, "not the SRQ's event");
+    drop((p, mr));
+    drop(srq);
+    eprintln!("the SRQ was destroyed");
+}
+
+/// What the raw fds are for: an event loop of the caller's waits for their readiness, and
+/// the crate takes the events (acknowledged), so the CQ and SRQ drop at once.
+#[test]
+fn the_raw_fds_wait_for_readiness_and_the_crate_takes_the_events() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let armed = armed_write(&ctx, &channel);
+    // SAFETY: only polled; the event is taken by wait_timeout.
+    let fd = unsafe { channel.raw_fd() };
+    assert!(readable(fd), "no CQ event in 10 s");
+    assert!(armed.0.wait_timeout(Duration::ZERO).unwrap());
+
+    let (srq, p, mr) = srq_past_its_limit(&ctx);
+    // SAFETY: only polled; the event is taken by wait_async_event.
+    let fd = unsafe { ctx.async_raw_fd() };
+    assert!(readable(fd), "no SRQ event in 10 s");
+    let event = ctx.wait_async_event(Duration::ZERO).unwrap();
+    assert_eq!(event.map(|e| e.kind), Some(AsyncEventKind::SrqLimitReached));
+    drop((armed, channel, p, mr, srq, ctx));
     assert_clean_drops();
 }

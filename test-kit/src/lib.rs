@@ -9,7 +9,8 @@
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
 //! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
-//! - [`run`]: a program run in the background, its output and status;
+//! - [`run`]: a program run in the background, its output and status; a test re-run in a
+//!   child process;
 //! - [`fabric`]: our fabric tools against infiniband-diags' on the simulated InfiniBand
 //!   fabric of `scripts/with-ibsim` (or with no CA at all);
 //! - [`fabric_runs`]: sequences of commands on a simulated fabric of their own (state
@@ -39,5 +40,5 @@ pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
 pub use net::{cm_listening, free_port, listening};
 pub use programs::{c_tool, example, tool};
-pub use run::{Outcome, Running};
+pub use run::{child_test, Outcome, Running};
 pub use wire::Wire;

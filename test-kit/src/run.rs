@@ -1,5 +1,7 @@
 //! A program a test runs in the background: its output read by two threads, waited for
-//! until a deadline, killed when dropped (so that none outlives a failed test).
+//! until a deadline, killed when dropped (so that none outlives a failed test). Also a test
+//! re-run in a child process ([`child_test`]), for what would take the test process down
+//! with it (a hang, an abort).
 
 use std::io::Read;
 use std::path::Path;
@@ -88,7 +90,15 @@ impl Running {
     }
 
     /// Waits for the exit until `deadline`; kills the program and fails after it.
-    pub fn finish(mut self, deadline: Instant) -> Outcome {
+    pub fn finish(self, deadline: Instant) -> Outcome {
+        let name = self.name.clone();
+        self.finish_by(deadline)
+            .unwrap_or_else(|output| panic!("{name} did not finish by its deadline\n{output}"))
+    }
+
+    /// Waits for the exit until `deadline`; after it, kills the program and returns `Err`
+    /// with what it printed (both outputs, labelled).
+    pub fn finish_by(mut self, deadline: Instant) -> Result<Outcome, String> {
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("waiting for a child") {
                 break Some(status);
@@ -105,16 +115,13 @@ impl Running {
         let text = |h: Option<JoinHandle<String>>| h.map(|h| h.join().unwrap()).unwrap_or_default();
         let (stdout, stderr) = (text(self.stdout.take()), text(self.stderr.take()));
         let Some(status) = status else {
-            panic!(
-                "{} did not finish by its deadline\nstdout:\n{stdout}\nstderr:\n{stderr}",
-                self.name
-            );
+            return Err(format!("stdout:\n{stdout}\nstderr:\n{stderr}"));
         };
-        Outcome {
+        Ok(Outcome {
             status,
             stdout,
             stderr,
-        }
+        })
     }
 
     /// Kills the program (SIGKILL) and waits for it.
@@ -130,4 +137,14 @@ impl Drop for Running {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs the test `name` of this test binary again, alone, in a child process with `$var`
+/// set (the test tells by it that it is the child, and does the dangerous part), its
+/// output captured (`--nocapture`).
+pub fn child_test(name: &str, var: &str) -> Running {
+    let exe = std::env::current_exe().expect("the path of the test executable");
+    let mut command = Command::new(exe);
+    command.args(["--exact", name, "--nocapture"]).env(var, "1");
+    Running::start(name, &mut command)
 }

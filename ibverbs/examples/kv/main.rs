@@ -171,13 +171,13 @@ fn add_qp(
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    id.id_mut().create_qp(pd, cq.cq(), cq.cq(), caps)?;
+    id.create_qp(pd, cq.cq(), cq.cq(), caps)?;
     Ok(cq)
 }
 
 /// The connected id's QP, as an [`AsyncQp`] on `cq`.
 fn async_qp(id: &mut AsyncCmId, cq: AsyncCq) -> Result<AsyncQp> {
-    let qp = id.id_mut().take_qp().ok_or("the id has no QP")?;
+    let qp = id.take_qp().ok_or("the id has no QP")?;
     Ok(AsyncQp::new(qp, cq)?)
 }
 

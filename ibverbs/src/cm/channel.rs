@@ -1,6 +1,6 @@
 //! Event channels: `struct rdma_event_channel`, the fd CM events arrive on.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,10 +15,19 @@ use crate::error::{check_ptr, Error, Result};
 /// An event channel (`rdma_create_event_channel`), destroyed when it and every id created
 /// on it are dropped (`rdma_destroy_event_channel`).
 ///
-/// Its fd is non-blocking ([`AsFd`], for a poll loop of the caller's);
-/// [`get_event`](Self::get_event) and [`get_event_timeout`](Self::get_event_timeout) wait
-/// for it. Each event is copied out and acknowledged (`rdma_ack_cm_event`) before it is
-/// returned, so none is left unacknowledged and `rdma_destroy_id` never waits for one.
+/// Its fd is non-blocking; [`get_event`](Self::get_event) and
+/// [`get_event_timeout`](Self::get_event_timeout) wait for it, and a poll loop of the
+/// caller's gets its number from the `unsafe` [`raw_fd`](Self::raw_fd). Each event is
+/// copied out and acknowledged (`rdma_ack_cm_event`) before it is returned, so none is left
+/// unacknowledged and `rdma_destroy_id` never waits for one; the fd is not handed to safe
+/// code (no `AsFd`, no `AsRawFd`), through which an event could be taken and never
+/// acknowledged:
+/// ```compile_fail,E0599
+/// # fn f(channel: rdma_verbs::cm::EventChannel) {
+/// use std::os::fd::AsFd;
+/// let fd = channel.as_fd().try_clone_to_owned();
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct EventChannel {
     pub(super) inner: Arc<ChannelInner>,
@@ -59,7 +68,7 @@ impl EventChannel {
         let channel = EventChannel {
             inner: Arc::new(ChannelInner { raw }),
         };
-        let fd = channel.as_raw_fd();
+        let fd = channel.fd();
         // SAFETY: fd is the channel's open fd; F_GETFL/F_SETFL take and return plain flags.
         let rc = unsafe {
             let flags = libc::fcntl(fd, libc::F_GETFL);
@@ -78,6 +87,27 @@ impl EventChannel {
     /// The raw `rdma_event_channel`, valid while this channel lives.
     pub fn as_raw(&self) -> *mut cm::rdma_event_channel {
         self.inner.as_raw()
+    }
+
+    /// The channel's file descriptor, to wait for its readiness in a poll loop of the
+    /// caller's; once it is readable, take the event with
+    /// [`get_event_timeout`](Self::get_event_timeout) and a zero timeout.
+    ///
+    /// # Safety
+    /// The descriptor may only be waited on for readiness. The caller must not read events
+    /// from it (`rdma_get_cm_event`, or the `write` of a command to the fd, which is how
+    /// librdmacm reads them), duplicate it for anything that does, close it, or change its
+    /// flags (it stays non-blocking). An event taken past the channel is never
+    /// acknowledged, and `rdma_destroy_id` then blocks forever in the id's drop. It is open
+    /// while the channel lives.
+    pub unsafe fn raw_fd(&self) -> RawFd {
+        self.fd()
+    }
+
+    /// The channel's descriptor, for the crate's own waits.
+    pub(crate) fn fd(&self) -> RawFd {
+        // SAFETY: the channel is live; librdmacm sets fd at creation and never changes it.
+        unsafe { (*self.as_raw()).fd }
     }
 
     /// Creates a CM id on this channel (`rdma_create_id`) in port space `ps`: TCP for RC,
@@ -114,7 +144,7 @@ impl EventChannel {
     /// (another reader may have taken it).
     fn wait_and_get(&self, ms: i32) -> Result<Option<CmEvent>> {
         let mut pfd = libc::pollfd {
-            fd: self.as_raw_fd(),
+            fd: self.fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -152,24 +182,10 @@ impl EventChannel {
     }
 }
 
-impl AsRawFd for EventChannel {
-    fn as_raw_fd(&self) -> RawFd {
-        // SAFETY: the channel is live.
-        unsafe { (*self.as_raw()).fd }
-    }
-}
-
-impl AsFd for EventChannel {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the fd stays open while the channel (and so this borrow) lives.
-        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
-    }
-}
-
 impl std::fmt::Debug for EventChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventChannel")
-            .field("fd", &self.as_raw_fd())
+            .field("fd", &self.fd())
             .finish()
     }
 }

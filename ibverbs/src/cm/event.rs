@@ -178,6 +178,8 @@ impl CmEvent {
             } else {
                 ev.id
             };
+            // SAFETY: the event's id is live until the event is acknowledged (below), and
+            // every id of the channel was made by CmId, which set its handle.
             (kind, ev.status, IdHandle::of(id))
         };
         // SAFETY: raw was not acknowledged yet (caller), and nothing points into it now.

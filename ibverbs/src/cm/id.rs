@@ -3,6 +3,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ use crate::qp_type::QpType;
 /// fields (its addresses, route) in calls on it, which must not run beside each other.
 pub struct CmId {
     raw: NonNull<cm::rdma_cm_id>,
+    /// Also the id's `context`, which its events carry.
+    handle: IdHandle,
     ps: PortSpace,
     /// Boxed: a QP carries its receive post table, and an id stays small inside a CM event.
     qp: Option<Box<QueuePair>>,
@@ -40,12 +43,34 @@ pub struct CmId {
 unsafe impl Send for CmId {}
 
 /// Which id a [`CmEvent`](super::CmEvent) is for: compare with [`CmId::handle`].
+///
+/// Each id gets a handle of its own, from a process-wide counter, kept in the id's
+/// `context` (which librdmacm hands back with its events): a handle never names another id,
+/// not even a new one at the address of an id destroyed before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct IdHandle(usize);
 
+/// The next id's handle.
+static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(1);
+
 impl IdHandle {
-    pub(super) fn of(raw: *mut cm::rdma_cm_id) -> Self {
-        IdHandle(raw as usize)
+    /// A handle no id had before.
+    fn new() -> Self {
+        IdHandle(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The handle of the live id `raw` (created or adopted by [`CmId`]).
+    ///
+    /// # Safety
+    /// `raw` must be a live id.
+    pub(super) unsafe fn of(raw: *mut cm::rdma_cm_id) -> Self {
+        // SAFETY: live (caller); the context holds the handle, set when the CmId was made.
+        IdHandle(unsafe { (*raw).context } as usize)
+    }
+
+    /// The handle as an id's `context` (a number, never dereferenced).
+    fn as_context(self) -> *mut std::ffi::c_void {
+        self.0 as *mut std::ffi::c_void
     }
 }
 
@@ -63,13 +88,17 @@ impl CmId {
     /// `rdma_create_id` on `channel`.
     pub(super) fn create(channel: &EventChannel, ps: PortSpace) -> Result<Self> {
         let mut raw = ptr::null_mut();
-        // SAFETY: the channel is live; raw is a valid out pointer; no context pointer.
-        let rc =
-            unsafe { cm::rdma_create_id(channel.as_raw(), &mut raw, ptr::null_mut(), ps.raw()) };
+        let handle = IdHandle::new();
+        // SAFETY: the channel is live; raw is a valid out pointer; the context is a number
+        // that librdmacm only hands back.
+        let rc = unsafe {
+            cm::rdma_create_id(channel.as_raw(), &mut raw, handle.as_context(), ps.raw())
+        };
         check("rdma_create_id", rc)?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::last("rdma_create_id"))?;
         Ok(CmId {
             raw,
+            handle,
             ps,
             qp: None,
             _channel: Arc::clone(&channel.inner),
@@ -84,9 +113,14 @@ impl CmId {
     pub(super) unsafe fn adopt_request(channel: &EventChannel, raw: *mut cm::rdma_cm_id) -> Self {
         // SAFETY: a connect request's id is a live id of librdmacm (caller).
         let ps = PortSpace::from_raw(unsafe { (*raw).ps.0 } as i32).unwrap_or(PortSpace::Tcp);
+        // librdmacm gave it the listening id's context: it gets a handle of its own.
+        let handle = IdHandle::new();
+        // SAFETY: as above; the id is ours, and librdmacm keeps but never reads the context.
+        unsafe { (*raw).context = handle.as_context() };
         CmId {
             // SAFETY: an event's id is never null.
             raw: unsafe { NonNull::new_unchecked(raw) },
+            handle,
             ps,
             qp: None,
             _channel: Arc::clone(&channel.inner),
@@ -100,7 +134,7 @@ impl CmId {
 
     /// What identifies this id in events ([`CmEvent::id`](super::CmEvent::id)).
     pub fn handle(&self) -> IdHandle {
-        IdHandle::of(self.as_raw())
+        self.handle
     }
 
     /// The port space the id was created in.
@@ -303,7 +337,7 @@ impl CmId {
     }
 
     /// Takes the id's QP out of it, to be owned on its own (for example by a
-    /// `tokio::AsyncQp`, feature `tokio`, which must be the only one to post on it). Take
+    /// `tokio::AsyncQp`, feature `tokio`, which wraps only a QP nothing was posted on). Take
     /// it once the connection is established: librdmacm moves only the id's QP through
     /// its states. The id forgets the QP (librdmacm's pointer to it is cleared), so
     /// [`disconnect`](Self::disconnect) then no longer moves it to the error state: call

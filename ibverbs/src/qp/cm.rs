@@ -65,6 +65,7 @@ impl QueuePair {
             _recv_cq: Arc::clone(what.recv_cq.inner()),
             _srq: None,
             mcast: (what.qp_type == QpType::Ud).then(Box::default),
+            posted: Default::default(),
         })
     }
 }

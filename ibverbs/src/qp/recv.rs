@@ -66,6 +66,7 @@ impl QueuePair {
     /// [`post_send`](Self::post_send) checks sends.
     #[inline]
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
+        self.mark_posted();
         // Only the QP is kept across the provider call, in the frame next to `bad`.
         let mut frame = Frame::<ffi::ibv_recv_wr, _>::new(self);
         if let [one] = wrs {

@@ -15,7 +15,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
@@ -28,6 +27,9 @@ use futures_core::Stream;
 use super::cq::{check_runtime, reactor_error, RawFdOf};
 use crate::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, PortSpace};
 use crate::error::{Error, Result};
+use crate::ffi;
+use crate::wake::wake_all;
+use crate::{CompletionQueue, ProtectionDomain, QueuePair};
 
 /// An rdma_cm event channel on tokio's reactor (features `tokio` and `cm`).
 #[derive(Clone)]
@@ -69,7 +71,7 @@ impl std::task::Wake for FanOut {
             .values_mut()
             .filter_map(|queue| queue.waker.take())
             .collect();
-        wakers.into_iter().for_each(Waker::wake);
+        wake_all(wakers);
     }
 }
 
@@ -100,7 +102,7 @@ impl AsyncCmChannel {
     pub fn new() -> Result<Self> {
         check_runtime("async CM event channel")?;
         let channel = EventChannel::new()?;
-        let raw = RawFdOf(channel.as_raw_fd());
+        let raw = RawFdOf(channel.fd());
         // SAFETY: the fd is the channel's, open while an id or handle of it lives; the
         // registration is dropped before the channel handle it is kept with.
         let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
@@ -149,10 +151,14 @@ impl AsyncCmChannel {
         loop {
             {
                 let mut ids = lock(&self.shared.ids);
-                let queue = ids
-                    .0
-                    .get_mut(&id)
-                    .expect("an id's queue lives as long as it");
+                // An AsyncCmId's queue lives as long as it, and its id cannot be swapped
+                // out (there is no `&mut CmId`): not reached, but no reason to panic.
+                let Some(queue) = ids.0.get_mut(&id) else {
+                    return Poll::Ready(Err(Error::InvalidArgument {
+                        what: "CM id",
+                        reason: "not an id of this async channel".into(),
+                    }));
+                };
                 if let Some(event) = queue.events.pop_front() {
                     queue.waker = None;
                     return Poll::Ready(Ok(event));
@@ -200,12 +206,21 @@ impl AsyncCmChannel {
             }
         }
         drop(dropped);
-        woken.into_iter().for_each(Waker::wake);
+        wake_all(woken);
         Ok(())
     }
 }
 
 /// A CM id whose events are awaited; destroyed on drop (`rdma_destroy_id`, after its QP).
+///
+/// Its events are queued for it by its channel, so the id is never handed out mutably: the
+/// calls that need `&mut CmId` are its own ([`create_qp`](Self::create_qp),
+/// [`take_qp`](Self::take_qp)). Swapping it with an id of another channel does not compile:
+/// ```compile_fail,E0624
+/// # fn f(mut a: rdma_verbs::tokio::cm::AsyncCmId, mut b: rdma_verbs::tokio::cm::AsyncCmId) {
+/// std::mem::swap(a.id_mut(), b.id_mut());
+/// # }
+/// ```
 pub struct AsyncCmId {
     /// Taken only by drop.
     id: Option<CmId>,
@@ -218,9 +233,26 @@ impl AsyncCmId {
         self.id.as_ref().expect("taken only by drop")
     }
 
-    /// The id, mutably: to create its QP ([`CmId::create_qp`]) before connecting or
-    /// accepting.
-    pub fn id_mut(&mut self) -> &mut CmId {
+    /// Creates the id's QP ([`CmId::create_qp`]), before connecting or accepting.
+    pub fn create_qp(
+        &mut self,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+        caps: ffi::ibv_qp_cap,
+    ) -> Result<&QueuePair> {
+        self.id_mut().create_qp(pd, send_cq, recv_cq, caps)
+    }
+
+    /// Takes the id's QP out of it ([`CmId::take_qp`]), for example into an
+    /// [`AsyncQp`](crate::tokio::AsyncQp) once connected.
+    pub fn take_qp(&mut self) -> Option<QueuePair> {
+        self.id_mut().take_qp()
+    }
+
+    /// The id, mutably, for the calls above only: a `&mut CmId` handed out could be
+    /// swapped with an id of another channel, whose events this one's channel never sees.
+    fn id_mut(&mut self) -> &mut CmId {
         self.id.as_mut().expect("taken only by drop")
     }
 

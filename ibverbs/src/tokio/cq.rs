@@ -12,6 +12,7 @@ use futures_core::Stream;
 use crate::channel::CompletionChannel;
 use crate::cq::{CompletionQueue, WorkCompletion};
 use crate::error::{Error, Result};
+use crate::wake::wake_all;
 
 /// How many empty polls [`AsyncCq`] makes by default before it arms the CQ and waits for
 /// an event.
@@ -99,7 +100,7 @@ impl AsyncCq {
             // Under the channel's lock, so that it is registered once.
             let _events = channel.lock();
             if channel.reactor().get().is_none() {
-                let raw = RawFdOf(channel.as_raw_fd());
+                let raw = RawFdOf(channel.fd());
                 // SAFETY: the fd is the channel's, open until ibv_destroy_comp_channel, which
                 // runs after the channel drops this registration.
                 let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
@@ -143,7 +144,8 @@ impl AsyncCq {
     /// Gives up a wait for the CQ's event: the channel drops the task's waker.
     pub(crate) fn stop_waiting(&mut self) {
         if std::mem::take(&mut self.waiting) {
-            self.channel.lock().stop_waiting(self.cq.as_raw());
+            let waker = self.channel.lock().stop_waiting(self.cq.as_raw());
+            drop(waker); // outside the lock
         }
     }
 
@@ -154,6 +156,21 @@ impl AsyncCq {
         &mut self,
         cx: &mut TaskContext<'_>,
         wc: &mut [WorkCompletion],
+    ) -> Poll<Result<usize>> {
+        let mut wakes = Vec::new();
+        let polled = self.poll_deferred(cx, wc, &mut wakes);
+        wake_all(wakes);
+        polled
+    }
+
+    /// [`poll_completions`](Self::poll_completions), leaving every wake to the caller: the
+    /// wakers to wake (the task's own, to yield; the waiters of the CQs whose events it
+    /// read) go to `wakes`, so that a caller holding a lock wakes them after releasing it.
+    pub(crate) fn poll_deferred(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+        wc: &mut [WorkCompletion],
+        wakes: &mut Vec<Waker>,
     ) -> Poll<Result<usize>> {
         if wc.is_empty() {
             return Poll::Ready(Ok(0));
@@ -170,7 +187,7 @@ impl AsyncCq {
                     std::hint::spin_loop();
                     continue;
                 }
-                cx.waker().wake_by_ref();
+                wakes.push(cx.waker().clone());
                 return Poll::Pending;
             }
             if !self.armed {
@@ -178,7 +195,7 @@ impl AsyncCq {
                 self.armed = true;
                 continue; // poll once more: what came before the arm raises no event
             }
-            match self.poll_event(cx)? {
+            match self.poll_event(cx, wakes)? {
                 Poll::Ready(()) => {
                     self.armed = false;
                     self.spun = 0;
@@ -195,7 +212,8 @@ impl AsyncCq {
     /// Takes this CQ's next event, draining the channel's fd when the reactor says it is
     /// readable; `Pending` with the waker kept for the CQ's next event (and for the fd's
     /// next readiness: the reactor holds the channel's fan-out waker, not this task's).
-    fn poll_event(&self, cx: &mut TaskContext<'_>) -> Result<Poll<()>> {
+    /// Wakers to wake go to `wakes` ([`poll_deferred`](Self::poll_deferred)).
+    fn poll_event(&self, cx: &mut TaskContext<'_>, wakes: &mut Vec<Waker>) -> Result<Poll<()>> {
         let raw = self.cq.as_raw();
         let reactor = self.channel.reactor().get().expect("registered in new");
         let mut fan_out = TaskContext::from_waker(&reactor.fan_out);
@@ -203,18 +221,25 @@ impl AsyncCq {
             {
                 let mut events = self.channel.lock();
                 if events.take(raw) {
-                    events.stop_waiting(raw);
+                    let waker = events.stop_waiting(raw);
+                    drop(events);
+                    drop(waker);
                     return Ok(Poll::Ready(()));
                 }
                 events.wait(raw, cx.waker());
             }
-            // Not under the lock: tokio wakes the fan-out (which locks) at once when the
-            // task's budget is spent. An event counted meanwhile wakes this task.
+            // With the task's budget spent, tokio's readiness poll would wake the fan-out
+            // at once, here: deferred to the caller instead. An event counted meanwhile
+            // wakes this task.
+            if !::tokio::task::coop::has_budget_remaining() {
+                wakes.push(reactor.fan_out.clone());
+                return Ok(Poll::Pending);
+            }
             match reactor.fd.poll_read_ready(&mut fan_out) {
                 Poll::Pending => return Ok(Poll::Pending),
                 Poll::Ready(ready) => {
                     let mut ready = ready.map_err(reactor_error)?;
-                    self.channel.drain(&mut self.channel.lock())?;
+                    self.channel.drain(wakes)?;
                     ready.clear_ready();
                 }
             }

@@ -45,7 +45,7 @@ impl AsyncEvents {
     /// context exists.
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
         check_runtime("async event stream")?;
-        let raw = ctx.async_fd_raw();
+        let raw = ctx.async_fd();
         crate::channel::set_nonblocking(raw)?;
         // SAFETY: the fd is the context's, open until the context closes, which the clone
         // kept in the stream delays until the registration is dropped (or forever, if the

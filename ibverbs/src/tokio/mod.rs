@@ -22,7 +22,7 @@
 //! | [`AsyncCq`] | a CQ's completions: busy-polls, then its channel's fd on the reactor | [`AsyncCq::new`] (a CQ with a channel) |
 //! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
 //! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
-//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP and its [`AsyncCq`]; a connected rdma_cm id's QP is taken out of it with `CmId::take_qp`) |
+//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP on which nothing was posted yet, alone on its [`AsyncCq`]; a connected rdma_cm id's QP is taken out of it with `cm::AsyncCmId::take_qp`) |
 //! | `cm::AsyncCmChannel`, `cm::AsyncCmId`, `cm::Listener` (feature `cm` too) | rdma_cm events: resolve, connect, accept, incoming requests as a `Stream`, disconnect | `cm::AsyncCmChannel::new` |
 //! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
 //!
@@ -74,6 +74,15 @@
 //! completion it takes; an op kept but never polled again stalls only itself.
 //! Completions of requests whose op was dropped are only taken when some op is awaited or
 //! [`AsyncQp::settle`] runs.
+//!
+//! # Wakers
+//! A waker is the runtime's code. The crate calls one only with none of its locks held and
+//! its state consistent: the channel acknowledges an event before it wakes the task
+//! waiting for it, and the table hands a whole batch of completions to their ops (and
+//! frees the regions of dropped ops after that, outside the lock) before it wakes anyone.
+//! So a waker that panics leaves nothing half done (every other waker is still woken, then
+//! its panic goes on in the task that woke it), and one that polls a future of the crate
+//! again finds nothing locked. The crate docs' Soundness section has a row for each future.
 //!
 //! The reactor is the current runtime's when the first [`AsyncCq`] of a channel (or the
 //! [`AsyncEvents`] of a context) is made: outside a runtime that fails with

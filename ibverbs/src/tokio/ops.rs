@@ -13,6 +13,7 @@ use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::{AlignedBuffer, MemoryRegion, RegistrableMemory};
 use crate::qp::QueuePair;
+use crate::wake::wake_all;
 use crate::wr::{RecvRequest, RemoteMemory, SendRequest};
 
 /// A connected QP whose operations are futures that own their buffer (feature `tokio`).
@@ -24,11 +25,12 @@ use crate::wr::{RecvRequest, RemoteMemory, SendRequest};
 /// dropping the future cannot free or reuse memory the HCA may still touch; see the
 /// [module docs](super) for how cancellation and `mem::forget` are handled.
 ///
-/// The QP's send and receive CQ must be the [`AsyncCq`] given. Completions of other QPs on
-/// that CQ are not this table's and are dropped (their QP number is not this QP's), and the
-/// QP itself is not reachable to post on (only its number, endpoint and state are), so
-/// every completion with this QP's number is of a request the table posted, provided
-/// every request posted before the QP was wrapped has completed.
+/// The table takes every completion of its CQ, so [`new`](Self::new) makes sure that each
+/// is of a request the table posted: the QP's send and receive CQ is the [`AsyncCq`] given,
+/// no other QP uses that CQ (and none can later: the CQ is the table's), the QP takes no
+/// receives from a shared receive queue, and nothing was ever posted on it (so no request
+/// of the caller's can complete under one of the table's ids); after that the QP is not
+/// reachable to post on (only its number, endpoint and state are).
 pub struct AsyncQp<B: RegistrableMemory = AlignedBuffer> {
     shared: Arc<Shared<B>>,
 }
@@ -77,7 +79,7 @@ impl std::task::Wake for FanOut {
         let mut all: Vec<Waker> = wakers.ops.drain().map(|(_, waker)| waker).collect();
         all.append(&mut wakers.settling);
         drop(wakers);
-        all.into_iter().for_each(Waker::wake);
+        wake_all(all);
     }
 }
 
@@ -105,18 +107,47 @@ enum Slot<B: RegistrableMemory> {
 const BATCH: usize = 16;
 
 impl<B: RegistrableMemory> AsyncQp<B> {
-    /// Wraps a connected QP whose send and receive CQ is `cq`'s.
+    /// Wraps a connected QP whose send and receive CQ is `cq`'s, on which nothing was
+    /// posted yet.
     ///
-    /// Fails with [`Error::InvalidArgument`] if either of the QP's CQs is another one.
+    /// Fails with [`Error::InvalidArgument`], naming the reason, if either of the QP's CQs
+    /// is another one, if another QP uses the CQ, if the QP takes its receives from a shared
+    /// receive queue, or if a request was ever posted on the QP (its completion, or a
+    /// later one under the same `wr_id`, could not be told from the table's). Completions
+    /// still on the CQ (of QPs destroyed before: no live one has any) are discarded.
     pub fn new(qp: QueuePair, cq: AsyncCq) -> Result<Self> {
-        // SAFETY: the QP is live; libibverbs set both CQ pointers at creation.
-        let (send_cq, recv_cq) = unsafe { ((*qp.as_raw()).send_cq, (*qp.as_raw()).recv_cq) };
-        if send_cq != cq.cq().as_raw() || recv_cq != cq.cq().as_raw() {
-            return Err(Error::InvalidArgument {
+        // SAFETY: the QP is live; libibverbs set its CQ and SRQ pointers at creation.
+        let (send_cq, recv_cq, srq) = unsafe {
+            let raw = &*qp.as_raw();
+            (raw.send_cq, raw.recv_cq, raw.srq)
+        };
+        let refused = |reason: &str| {
+            Err(Error::InvalidArgument {
                 what: "async queue pair",
-                reason: "its send and receive CQ must be the async CQ given".into(),
-            });
+                reason: reason.into(),
+            })
+        };
+        if send_cq != cq.cq().as_raw() || recv_cq != cq.cq().as_raw() {
+            return refused("its send and receive CQ must be the async CQ given");
         }
+        // The CQ's holders: the AsyncCq and this QP (as send and as receive CQ); each other
+        // QP on it holds it too, and nothing else does.
+        if Arc::strong_count(cq.cq().inner()) != 3 {
+            return refused("another QP uses its CQ, whose completions the table would take");
+        }
+        if !srq.is_null() {
+            return refused(
+                "it takes receives from a shared receive queue, posted under ids of the caller's",
+            );
+        }
+        if qp.has_posted() {
+            return refused(
+                "requests were posted on it before: their completions could not be told from \
+                 the table's (wrap the QP before posting)",
+            );
+        }
+        let mut stale = [WorkCompletion::default(); BATCH];
+        while !cq.cq().poll(&mut stale)?.is_empty() {}
         let qp_num = qp.qp_num();
         let wakers = Arc::default();
         let fan_out = Waker::from(Arc::new(FanOut(Arc::clone(&wakers))));
@@ -278,22 +309,26 @@ impl<B: RegistrableMemory> Future for Settle<'_, B> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let mut after = After::default();
         let mut state = self.qp.shared.lock();
-        loop {
+        let polled = loop {
             if !state.any_in_flight() {
-                return Poll::Ready(Ok(()));
+                break Poll::Ready(Ok(()));
             }
             let mut wakers = lock(&state.wakers);
             if !wakers.settling.iter().any(|w| w.will_wake(cx.waker())) {
                 wakers.settling.push(cx.waker().clone());
             }
             drop(wakers);
-            match state.poll_cq() {
+            match state.poll_cq(&mut after) {
                 Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => break Poll::Ready(Err(e)),
+                Poll::Pending => break Poll::Pending,
             }
-        }
+        };
+        drop(state);
+        after.run();
+        polled
     }
 }
 
@@ -309,14 +344,45 @@ impl<B: RegistrableMemory> Shared<B> {
     }
 }
 
+/// What a poll or a drop leaves for after the table's lock is released: the runtime's
+/// wakers to wake or to drop, and the regions to free (a buffer's drop is the caller's
+/// code). Nothing of the caller's or the runtime's runs under the lock, so none of it can
+/// find the table locked by its own thread, or leave it half updated by a panic.
+struct After<B: RegistrableMemory> {
+    wake: Vec<Waker>,
+    drop: Vec<Waker>,
+    free: Vec<MemoryRegion<B>>,
+}
+
+impl<B: RegistrableMemory> Default for After<B> {
+    fn default() -> Self {
+        After {
+            wake: Vec::new(),
+            drop: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<B: RegistrableMemory> After<B> {
+    /// Wakes first (so that no task is left waiting if a drop panics), then drops.
+    fn run(self) {
+        let After { wake, drop, free } = self;
+        wake_all(wake);
+        std::mem::drop((drop, free));
+    }
+}
+
 impl<B: RegistrableMemory> State<B> {
     /// Polls the CQ once (busy-polling and waiting as the [`AsyncCq`] does, with the
     /// table's fan-out waker) and hands each completion to its slot: `Ready` if some came.
-    fn poll_cq(&mut self) -> Poll<Result<()>> {
+    /// The wakers to wake and the regions to free go to `after`, run by the caller once it
+    /// released the table's lock.
+    fn poll_cq(&mut self, after: &mut After<B>) -> Poll<Result<()>> {
         let mut wc = [WorkCompletion::default(); BATCH];
         let fan_out = self.fan_out.clone();
         let mut cx = TaskContext::from_waker(&fan_out);
-        let n = match self.cq.poll_completions(&mut cx, &mut wc) {
+        let n = match self.cq.poll_deferred(&mut cx, &mut wc, &mut after.wake) {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
@@ -325,13 +391,12 @@ impl<B: RegistrableMemory> State<B> {
             let id = wc.wr_id();
             match self.slots.remove(&id) {
                 Some(Slot::InFlight {
-                    abandoned: true, ..
-                }) => {} // the HCA is done with it: deregistered and freed here
+                    mr,
+                    abandoned: true,
+                }) => after.free.push(mr), // the HCA is done with it
                 Some(Slot::InFlight { mr, .. }) => {
                     self.slots.insert(id, Slot::Done { mr, wc: *wc });
-                    if let Some(waker) = lock(&self.wakers).ops.remove(&id) {
-                        waker.wake();
-                    }
+                    after.wake.extend(lock(&self.wakers).ops.remove(&id));
                 }
                 Some(done @ Slot::Done { .. }) => {
                     self.slots.insert(id, done);
@@ -340,8 +405,7 @@ impl<B: RegistrableMemory> State<B> {
             }
         }
         if !self.any_in_flight() {
-            let settling = std::mem::take(&mut lock(&self.wakers).settling);
-            settling.into_iter().for_each(Waker::wake);
+            after.wake.append(&mut lock(&self.wakers).settling);
         }
         Poll::Ready(Ok(()))
     }
@@ -373,38 +437,51 @@ impl<B: RegistrableMemory> Future for Op<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let mut after = After::default();
         let mut state = this.shared.lock();
-        loop {
-            match state.slots.get_mut(&this.id) {
-                Some(Slot::Done { .. }) => {
-                    let Some(Slot::Done { mr, wc }) = state.slots.remove(&this.id) else {
-                        unreachable!("matched above");
-                    };
-                    this.taken = true;
-                    return Poll::Ready(Ok((mr, wc)));
-                }
-                Some(Slot::InFlight { .. }) => {
-                    let mut wakers = lock(&state.wakers);
-                    if !wakers
-                        .ops
-                        .get(&this.id)
-                        .is_some_and(|w| w.will_wake(cx.waker()))
-                    {
-                        wakers.ops.insert(this.id, cx.waker().clone());
-                    }
-                }
-                None => {
-                    return Poll::Ready(Err(Error::InvalidArgument {
-                        what: "async operation",
-                        reason: "polled after it completed".into(),
-                    }))
+        let polled = poll_op(this.id, &mut this.taken, &mut state, cx, &mut after);
+        drop(state);
+        after.run();
+        polled
+    }
+}
+
+/// [`Op::poll`] of the op of request `id` under the table's lock (`taken`: the op's flag);
+/// what is left for after it goes to `after`.
+fn poll_op<B: RegistrableMemory>(
+    id: u64,
+    taken: &mut bool,
+    state: &mut State<B>,
+    cx: &mut TaskContext<'_>,
+    after: &mut After<B>,
+) -> Poll<Result<(MemoryRegion<B>, WorkCompletion)>> {
+    loop {
+        match state.slots.get_mut(&id) {
+            Some(Slot::Done { .. }) => {
+                let Some(Slot::Done { mr, wc }) = state.slots.remove(&id) else {
+                    unreachable!("matched above");
+                };
+                *taken = true;
+                return Poll::Ready(Ok((mr, wc)));
+            }
+            Some(Slot::InFlight { .. }) => {
+                let mut wakers = lock(&state.wakers);
+                if !wakers.ops.get(&id).is_some_and(|w| w.will_wake(cx.waker())) {
+                    let old = wakers.ops.insert(id, cx.waker().clone());
+                    after.drop.extend(old);
                 }
             }
-            match state.poll_cq() {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
+            None => {
+                return Poll::Ready(Err(Error::InvalidArgument {
+                    what: "async operation",
+                    reason: "polled after it completed".into(),
+                }))
             }
+        }
+        match state.poll_cq(after) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
         }
     }
 }
@@ -414,14 +491,21 @@ impl<B: RegistrableMemory> Drop for Op<B> {
         if self.taken {
             return;
         }
+        let mut after = After::default();
         let mut state = self.shared.lock();
         match state.slots.get_mut(&self.id) {
             Some(Slot::InFlight { abandoned, .. }) => *abandoned = true,
-            // Completed: the HCA is done with the region; freed here.
-            Some(Slot::Done { .. }) => drop(state.slots.remove(&self.id)),
+            // Completed: the HCA is done with the region; freed below, outside the lock.
+            Some(Slot::Done { .. }) => {
+                if let Some(Slot::Done { mr, .. }) = state.slots.remove(&self.id) {
+                    after.free.push(mr);
+                }
+            }
             None => {}
         }
-        lock(&state.wakers).ops.remove(&self.id);
+        after.drop.extend(lock(&state.wakers).ops.remove(&self.id));
+        drop(state);
+        after.run();
     }
 }
 

@@ -31,7 +31,7 @@ fn add_qp(id: &mut AsyncCmId) -> ProtectionDomain {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    id.id_mut().create_qp(&pd, &cq, &cq, caps).unwrap();
+    id.create_qp(&pd, &cq, &cq, caps).unwrap();
     pd
 }
 
@@ -232,7 +232,7 @@ fn add_async_qp(id: &mut AsyncCmId) -> (ProtectionDomain, AsyncCq) {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    id.id_mut().create_qp(&pd, cq.cq(), cq.cq(), caps).unwrap();
+    id.create_qp(&pd, cq.cq(), cq.cq(), caps).unwrap();
     (pd, cq)
 }
 
@@ -245,7 +245,7 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
     let dst = listener.local_addr().unwrap();
     let connect = async {
         let mut id = channel.create_id(PortSpace::Tcp).unwrap();
-        assert!(id.id_mut().take_qp().is_none(), "no QP yet");
+        assert!(id.take_qp().is_none(), "no QP yet");
         timeout(LIMIT, id.resolve(None, dst, RESOLVE))
             .await
             .expect("resolved in time")
@@ -262,9 +262,9 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
         timeout(LIMIT, async { tokio::join!(connect, accept) })
             .await
             .expect("connected in time");
-    let client_qp = client.id_mut().take_qp().expect("the client's QP");
-    let server_qp = server.id_mut().take_qp().expect("the server's QP");
-    assert!(client.id().qp().is_none() && client.id_mut().take_qp().is_none());
+    let client_qp = client.take_qp().expect("the client's QP");
+    let server_qp = server.take_qp().expect("the server's QP");
+    assert!(client.id().qp().is_none() && client.take_qp().is_none());
     let client_qp = AsyncQp::new(client_qp, client_cq).unwrap();
     let server_qp = AsyncQp::new(server_qp, server_cq).unwrap();
 

@@ -1,4 +1,7 @@
-//! Connected RC pairs whose CQs report to completion channels.
+//! Connected RC pairs whose CQs report to completion channels, and a waker that panics.
+
+use std::sync::Arc;
+use std::task::{Wake, Waker};
 
 use rdma_verbs::tokio::AsyncCq;
 use rdma_verbs::{
@@ -43,4 +46,16 @@ impl Pair {
     pub fn mr(&self, len: usize) -> MemoryRegion {
         self.pd.alloc_mr(len, ALL).unwrap()
     }
+}
+
+/// A waker whose `wake` panics: the runtime's code, as the crate sees it, which must run
+/// with no lock of the crate held and the crate's state consistent.
+pub fn panicking_waker() -> Waker {
+    struct Panics;
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker that panics");
+        }
+    }
+    Waker::from(Arc::new(Panics))
 }

@@ -1,15 +1,18 @@
 //! `AsyncCq` and `CompletionStream`: completions busy-polled or awaited on the channel's
 //! event, several CQs on one channel, and the errors of making one.
 
-use std::task::Poll;
-use std::time::Duration;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
 use rdma_verbs::tokio::AsyncCq;
-use rdma_verbs::{Error, QueuePair, RecvRequest, SendRequest, WcOpcode, WorkCompletion};
-use rdma_verbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs::{
+    ConnectOptions, Error, QpType, QueuePair, RecvRequest, SendRequest, WcOpcode, WorkCompletion,
+};
+use rdma_verbs_test_kit::{assert_clean_drops, child_test, open, ALL};
 use tokio::time::timeout;
 
-use crate::common::{Pair, LIMIT};
+use crate::common::{panicking_waker, Pair, LIMIT};
 
 /// One completion from `cq`, within [`LIMIT`].
 async fn next(cq: &mut AsyncCq) -> WorkCompletion {
@@ -319,5 +322,47 @@ fn outside_a_runtime_is_refused() {
         "{err}"
     );
     drop((channel, ctx));
+    assert_clean_drops();
+}
+
+/// A blocking wait on one CQ of a channel reads the event of an async CQ of the same
+/// channel, whose waiting task's waker panics: the event is counted and acknowledged before
+/// the waker runs (outside the channel's lock), the panic reaches the wait, the async CQ
+/// still gets its completion, and both CQs drop. Before, the waker ran under the lock
+/// before the acknowledgement, and the async CQ's drop (`ibv_destroy_cq`) then waited
+/// forever; so the test runs in a child, given 20 s.
+#[tokio::test]
+async fn a_panicking_waker_leaves_the_event_acknowledged() {
+    const CHILD: &str = "IBVERBS_TEST_WAKER_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let name = "cq::a_panicking_waker_leaves_the_event_acknowledged";
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let done = child_test(name, CHILD).finish_by(deadline);
+        let done = done.unwrap_or_else(|output| panic!("the child hung:\n{output}"));
+        assert!(done.status.success(), "{}", done.context());
+        return;
+    }
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let blocking = ctx.create_cq(16, Some(&channel)).unwrap();
+    let raw = ctx.create_cq(16, Some(&channel)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let qp = pd.create_qp(QpType::Rc, &raw, &raw).access(ALL).build();
+    let qp = qp.unwrap();
+    let me = qp.endpoint();
+    let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
+    let mut cq = AsyncCq::new(raw).unwrap().with_spin(0);
+    let mut wc = [WorkCompletion::default()];
+    let waker = panicking_waker();
+    let polled = cq.poll_completions(&mut TaskContext::from_waker(&waker), &mut wc);
+    assert!(polled.is_pending(), "nothing was posted yet");
+    let mr = pd.alloc_mr(64, ALL).unwrap();
+    let sge = [mr.sge(0..8).unwrap()];
+    qp.post_send(&mut [SendRequest::write(1, &sge, mr.remote()).signaled()])
+        .unwrap();
+    let waited = catch_unwind(AssertUnwindSafe(|| blocking.wait_timeout(LIMIT)));
+    assert!(waited.is_err(), "the waker did not run: {waited:?}");
+    assert_eq!(next(&mut cq).await.wr_id(), 1);
+    drop((qp, mr, pd, cq, blocking, channel, ctx));
     assert_clean_drops();
 }

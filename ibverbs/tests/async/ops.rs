@@ -1,20 +1,25 @@
 //! `AsyncQp`: operations that own their regions, and what dropping or forgetting their
-//! futures does while the HCA may still use the memory.
+//! futures (or a waker that panics) does while the HCA may still use the memory; the QPs
+//! and CQs it refuses to wrap.
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
-use rdma_verbs::tokio::{AsyncQp, Op};
-use rdma_verbs::{Error, MemoryRegion, ProtectionDomain, RegistrableMemory, WcOpcode, WcStatus};
+use rdma_verbs::tokio::{AsyncCq, AsyncQp, Op};
+use rdma_verbs::{
+    AlignedBuffer, ConnectOptions, Error, MemoryRegion, ProtectionDomain, QpType,
+    RegistrableMemory, SendRequest, WcOpcode, WcStatus,
+};
 use rdma_verbs_test_kit::{assert_clean_drops, open, ALL};
 use tokio::time::timeout;
 
-use crate::common::{Pair, LIMIT};
+use crate::common::{panicking_waker, Pair, LIMIT};
 
 /// A buffer that counts its drops, to tell when a region's memory is freed.
 struct Tracked {
@@ -254,22 +259,152 @@ async fn a_forgotten_op_only_leaks() {
     assert_clean_drops();
 }
 
+/// Asserts that `wrapped` is the refusal of a QP whose `reason` mentions `why`.
+fn assert_refused(wrapped: rdma_verbs::Result<AsyncQp>, why: &str) {
+    match wrapped {
+        Err(Error::InvalidArgument {
+            what: "async queue pair",
+            reason,
+        }) => assert!(reason.contains(why), "{reason}"),
+        Err(other) => panic!("{other}"),
+        Ok(qp) => panic!("wrapped: {qp:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_qp_of_another_cq_is_refused() {
     let ctx = open();
     let channel = ctx.create_comp_channel().unwrap();
     let p = Pair::new(&ctx, &channel, 0);
-    let err = AsyncQp::<rdma_verbs::AlignedBuffer>::new(p.a, p.b_cq).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::InvalidArgument {
-                what: "async queue pair",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_refused(AsyncQp::new(p.a, p.b_cq), "send and receive CQ");
     drop((p.b, p.a_cq, p.pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// A QP on which a request was posted before it is wrapped is refused. Before, the table's
+/// first op (id 0) took the completion of the caller's request posted under `wr_id` 0: an
+/// RDMA write resolved with an RDMA read's completion.
+#[tokio::test]
+async fn a_qp_with_work_posted_before_is_refused() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let p = Pair::new(&ctx, &channel, 0);
+    let (target, local) = (p.mr(4096), p.mr(4096));
+    let sge = [local.sge(..).unwrap()];
+    p.a.post_send(&mut [SendRequest::read(0, &sge, target.remote()).signaled()])
+        .unwrap();
+    assert_refused(AsyncQp::new(p.a, p.a_cq), "posted on it before");
+    // A receive posted ahead of the connection counts too.
+    p.b.post_recv(&mut [rdma_verbs::RecvRequest::new(0, &sge)])
+        .unwrap();
+    assert_refused(AsyncQp::new(p.b, p.b_cq), "posted on it before");
+    drop((target, local, p.pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// A CQ that another QP uses is refused (before, the table took that QP's completions and
+/// dropped them), and so is a QP on a shared receive queue (whose receives are posted under
+/// ids of the caller's). Completions that a QP destroyed before left on the CQ are
+/// discarded when it is wrapped: the table's first op (id 0) gets its own completion, not
+/// the stale one of `wr_id` 0.
+#[tokio::test]
+async fn a_shared_cq_or_an_srq_qp_is_refused_and_stale_completions_are_discarded() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let peer_cq = ctx.create_cq(64, None).unwrap();
+    let connected = |on: &rdma_verbs::CompletionQueue| {
+        let x = pd
+            .create_qp(QpType::Rc, on, on)
+            .access(ALL)
+            .build()
+            .unwrap();
+        let y = pd.create_qp(QpType::Rc, &peer_cq, &peer_cq).access(ALL);
+        let y = y.build().unwrap();
+        let (ex, ey) = (x.endpoint(), y.endpoint());
+        let opts = ConnectOptions::default();
+        (
+            x.connect(&ey, &opts).unwrap(),
+            y.connect(&ex, &opts).unwrap(),
+        )
+    };
+    let target = pd.alloc_mr(64, ALL).unwrap();
+    let sge = [target.sge(0..8).unwrap()];
+
+    let cq = ctx.create_cq(64, Some(&channel)).unwrap();
+    let (gone, gone_peer) = connected(&cq);
+    gone.post_send(&mut [SendRequest::write(0, &sge, target.remote()).signaled()])
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop((gone, gone_peer));
+    let (a, _a_peer) = connected(&cq);
+    let a = AsyncQp::new(a, AsyncCq::new(cq).unwrap()).unwrap();
+    let mr = pd.alloc_mr(64, ALL).unwrap();
+    let (_, wc) = done(a.read(mr, 0..8, target.remote()).unwrap()).await;
+    assert_eq!(
+        (wc.ok().unwrap().opcode(), wc.wr_id()),
+        (WcOpcode::RdmaRead, 0)
+    );
+
+    let cq = ctx.create_cq(64, Some(&channel)).unwrap();
+    let (b, _b_peer) = connected(&cq);
+    let (_other, _other_peer) = connected(&cq);
+    assert_refused(
+        AsyncQp::new(b, AsyncCq::new(cq).unwrap()),
+        "another QP uses its CQ",
+    );
+
+    let srq = pd.create_srq(16, 1).unwrap();
+    let cq = ctx.create_cq(64, Some(&channel)).unwrap();
+    let on_srq = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .srq(&srq)
+        .build()
+        .unwrap();
+    let me = on_srq.endpoint();
+    let on_srq = on_srq.connect(&me, &ConnectOptions::default()).unwrap();
+    assert_refused(
+        AsyncQp::new(on_srq, AsyncCq::new(cq).unwrap()),
+        "shared receive queue",
+    );
+    drop((a, srq, target, peer_cq, pd, channel, ctx));
+    assert_clean_drops();
+}
+
+/// A waker that panics when another task's poll takes its op's completion: the panic
+/// reaches that poll only after every completion it took was handed to its op (and the
+/// table's lock was released), so the other ops still resolve. Before, the waker ran in
+/// the middle of the batch, under the table's lock, and the completions after it were
+/// lost: their ops never resolved.
+#[tokio::test]
+async fn a_panicking_waker_loses_no_completion() {
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let (pd, a, b) = async_pair::<AlignedBuffer>(Pair::new(&ctx, &channel, 0));
+    let mut first = b.recv(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap();
+    let waker = panicking_waker();
+    let polled = Pin::new(&mut first).poll(&mut TaskContext::from_waker(&waker));
+    assert!(polled.is_pending(), "nothing was sent yet");
+    let second = b.recv(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap();
+    // Both messages arrive without a yield to the runtime, whose reactor would wake the
+    // first op's waker on the channel's event.
+    let sends = [
+        a.send(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap(),
+        a.send(pd.alloc_mr(16, ALL).unwrap(), ..).unwrap(),
+    ];
+    std::thread::sleep(Duration::from_millis(200));
+    let mut settle = b.settle();
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    let settled = catch_unwind(AssertUnwindSafe(|| Pin::new(&mut settle).poll(&mut cx)));
+    assert!(settled.is_err(), "the first op's waker did not run");
+    drop(settle);
+    let (_, got) = done(second).await;
+    assert_eq!(got.ok().unwrap().opcode(), WcOpcode::Recv);
+    let (_, got) = done(first).await;
+    assert_eq!(got.ok().unwrap().opcode(), WcOpcode::Recv);
+    for op in sends {
+        done(op).await.1.ok().unwrap();
+    }
+    drop((a, b, pd, channel, ctx));
     assert_clean_drops();
 }

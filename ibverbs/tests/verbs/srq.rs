@@ -164,3 +164,36 @@ fn srq_resize_keeps_posted_receives() {
     drop(srq);
     assert_clean_drops();
 }
+
+/// A size under the receives posted and not yet consumed: the provider refuses it
+/// (`EINVAL`), which comes back as a typed error naming the size asked for and the SRQ's
+/// (it was `Error::Verb` with the raw errno); the SRQ keeps its size.
+#[test]
+fn srq_resize_under_its_posted_receives_is_a_typed_error() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let srq = pd.create_srq(64, 1).unwrap();
+    let resizable = ctx.query_device().unwrap().device_cap_flags;
+    if !resizable.contains(rdma_verbs::DeviceCapFlags::SRQ_RESIZE) {
+        assert!(matches!(srq.resize(20), Err(Error::Unsupported { .. })));
+        return;
+    }
+    let buf = pd.alloc_mr(40, ALL).unwrap();
+    let sges: Vec<_> = (0..40).map(|i| [buf.sge(i..i + 1).unwrap()]).collect();
+    let mut wrs: Vec<_> = sges.iter().map(|sge| RecvRequest::new(0, sge)).collect();
+    srq.post_recv(&mut wrs).unwrap();
+    let (size, queried) = (srq.max_wr(), srq.query().unwrap().max_wr);
+    match srq.resize(20) {
+        Err(Error::InvalidArgument {
+            what: "SRQ size",
+            reason,
+        }) => assert!(
+            reason.contains("refused 20") && reason.contains(&format!("size is {size}")),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((srq.max_wr(), srq.query().unwrap().max_wr), (size, queried));
+    drop((srq, buf, pd, ctx));
+    assert_clean_drops();
+}

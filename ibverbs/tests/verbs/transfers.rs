@@ -355,7 +355,8 @@ fn event_driven_completion() {
             .unwrap();
         // The channel's fd becomes readable.
         let mut pfd = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(&channel),
+            // SAFETY: only polled; the event is taken by wait.
+            fd: unsafe { channel.raw_fd() },
             events: libc::POLLIN,
             revents: 0,
         };
