@@ -3,11 +3,11 @@
 use std::fmt;
 use std::ptr::NonNull;
 
+use crate::context::port::LinkLayer;
 use crate::drop_error;
 use crate::error::{check_ptr, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
-use crate::port::LinkLayer;
 use crate::route::{Endpoint, Route};
 
 /// An address handle (`ibv_create_ah`): where UD sends go.

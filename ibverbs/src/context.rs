@@ -1,5 +1,10 @@
 //! An open device: `struct ibv_context`.
 
+pub(crate) mod async_event; // asynchronous events (ibv_get_async_event)
+pub(crate) mod device_attr; // ibv_query_device_ex and its attributes
+pub(crate) mod gid; // Gid and the GID table (ibv_query_gid_ex)
+pub(crate) mod port; // ibv_query_port and its attributes
+
 use std::fmt;
 use std::panic::RefUnwindSafe;
 use std::ptr::NonNull;

@@ -1,16 +1,21 @@
 //! Completion queues: `struct ibv_cq` and `struct ibv_wc`.
 
+pub(crate) mod channel; // CompletionChannel (ibv_create_comp_channel)
+pub(crate) mod ex; // ExtendedCq (ibv_create_cq_ex, ibv_start_poll)
+pub(crate) mod modify; // moderation: CompletionQueue::modify (ibv_modify_cq)
+pub(crate) mod wc_status; // WcStatus
+
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::channel::CompletionChannel;
 use crate::context::Context;
+use crate::cq::channel::CompletionChannel;
+use crate::cq::wc_status::WcStatus;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::wc_status::WcStatus;
 
 /// The operation a work completion reports (`enum ibv_wc_opcode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

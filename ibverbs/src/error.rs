@@ -2,10 +2,10 @@
 
 use std::io;
 
-use crate::opcode::WrOpcode;
-use crate::qp_state::QpState;
-use crate::qp_type::QpType;
-use crate::wc_status::WcStatus;
+use crate::cq::wc_status::WcStatus;
+use crate::qp::qp_type::QpType;
+use crate::qp::state::QpState;
+use crate::wr::opcode::WrOpcode;
 
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

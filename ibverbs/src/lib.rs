@@ -525,83 +525,61 @@
 pub use rdma_verbs_sys as ffi;
 
 mod ah;
-mod async_event;
-mod atomic_copy;
-mod channel;
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod cm;
 mod context;
 mod cq;
-mod cq_ex;
-mod cq_modify;
 mod device;
-mod device_attr;
-mod dmabuf;
-mod domain;
 pub mod drop_error;
 mod error;
 mod fork;
-mod gid;
-mod limits;
-mod mapping;
-mod mcast;
 mod mr;
 mod mw;
-mod odp;
-mod opcode;
 mod pd;
-mod port;
-mod post_error;
 mod qp;
-mod qp_attr;
-mod qp_ex;
-mod qp_state;
-mod qp_type;
-mod rereg;
 mod route;
 mod srq;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 mod wake;
-mod wc_status;
 mod wr;
 
 pub use ah::AddressHandle;
-pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
-pub use channel::CompletionChannel;
-pub use context::Context;
-pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
-pub use cq_ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
-pub use device::{Device, DeviceList, NodeType, Transport};
-pub use device_attr::{
+pub use context::async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
+pub use context::device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
-pub use dmabuf::{DmaBuf, DmaBufRegion};
-pub use domain::ThreadDomain;
-pub use error::{Error, Result, WrError};
-pub use fork::{fork_init, fork_status, ForkStatus};
-pub use gid::{Gid, GidEntry, GidType};
-pub use mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};
-pub use mcast::MULTICAST_QPN;
-pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
-pub use mw::{MemoryWindow, MwType};
-pub use odp::{Advice, ImplicitOdp};
-pub use opcode::{SendOps, WrOpcode};
-pub use pd::ProtectionDomain;
-pub use port::{
+pub use context::gid::{Gid, GidEntry, GidType};
+pub use context::port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
-pub use post_error::PostError;
+pub use context::Context;
+pub use cq::channel::CompletionChannel;
+pub use cq::ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
+pub use cq::wc_status::WcStatus;
+pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
+pub use device::{Device, DeviceList, NodeType, Transport};
+pub use error::{Error, Result, WrError};
+pub use fork::{fork_init, fork_status, ForkStatus};
+pub use mr::dmabuf::{DmaBuf, DmaBufRegion};
+pub use mr::mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};
+pub use mr::odp::{Advice, ImplicitOdp};
+pub use mr::rereg::{Rereg, ReregState};
+pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
+pub use mw::{MemoryWindow, MwType};
+pub use pd::domain::ThreadDomain;
+pub use pd::ProtectionDomain;
+pub use qp::attr::QpAttributes;
+pub use qp::ex::WrBatch;
+pub use qp::mcast::MULTICAST_QPN;
+pub use qp::qp_type::QpType;
+pub use qp::state::QpState;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
-pub use qp_attr::QpAttributes;
-pub use qp_ex::WrBatch;
-pub use qp_state::QpState;
-pub use qp_type::QpType;
-pub use rereg::{Rereg, ReregState};
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
-pub use wc_status::WcStatus;
+pub use wr::opcode::{SendOps, WrOpcode};
+pub use wr::post_error::PostError;
 pub use wr::{DeviceMemory, HostMemory, RecvRequest, RemoteMemory, SendRequest, Sge, SgeMemory};

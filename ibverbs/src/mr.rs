@@ -9,6 +9,12 @@
 //! The registration is shared with the memory windows bound to it: it ends
 //! (`ibv_dereg_mr`) when the region and every window bound to it are gone.
 
+mod atomic_copy; // copies to and from registered memory (relaxed atomics)
+pub(crate) mod dmabuf; // DmaBufRegion (ibv_reg_dmabuf_mr)
+pub(crate) mod mapping; // Mapping: the memory sources the crate maps, and their rules
+pub(crate) mod odp; // on-demand paging: ImplicitOdp, advise_mr
+pub(crate) mod rereg; // MemoryRegion::rereg (ibv_rereg_mr)
+
 use std::alloc::{self, Layout};
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
@@ -17,7 +23,6 @@ use std::sync::Arc;
 
 use bitflags::bitflags;
 
-use crate::atomic_copy;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
@@ -271,8 +276,8 @@ impl ProtectionDomain {
             reason: "RegistrableMemory::as_mut_ptr returned null".into(),
         })?;
         if access.contains(AccessFlags::ON_DEMAND) {
-            crate::odp::check_start(mem, access)?;
-            crate::odp::check_caps(self, access)?;
+            crate::mr::odp::check_start(mem, access)?;
+            crate::mr::odp::check_caps(self, access)?;
         }
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
@@ -388,7 +393,7 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// region invalid.
     pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_>> {
         if !self.reg.valid {
-            return Err(crate::rereg::invalid_region());
+            return Err(crate::mr::rereg::invalid_region());
         }
         let (start, end) = self.bounds(range)?;
         let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {

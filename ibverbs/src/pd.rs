@@ -1,14 +1,16 @@
 //! Protection domains: `struct ibv_pd`.
 
+pub(crate) mod domain; // ThreadDomain and parent domains (ibv_alloc_td, ibv_alloc_parent_domain)
+
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::context::Context;
-use crate::domain::ThreadDomain;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
+use crate::pd::domain::ThreadDomain;
 
 /// A protection domain (`ibv_alloc_pd`), deallocated when the last clone and the last object
 /// created in it (MRs, QPs, AHs, SRQs, MWs) are dropped.

@@ -5,35 +5,40 @@
 //! [`PreparedQueuePair::connect`] (RC, UC) or [`PreparedQueuePair::ready`] (UD) moves it
 //! through RTR to RTS and gives a [`QueuePair`], the only type with `post_send`.
 
+pub(crate) mod attr; // QueuePair::query (ibv_query_qp) and QpAttributes
+#[cfg(feature = "cm")]
+pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
+mod inline_limit; // the error of a creation asking for too much inline data
+pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
+pub(crate) mod qp_type; // QpType
+mod recv; // posting receives: QueuePair::post_recv
+pub(crate) mod state; // QpState
+
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::context::device_attr::DeviceCapFlags;
+use crate::context::gid::Gid;
+use crate::context::port::{LinkLayer, Mtu};
 use crate::cq::{CompletionQueue, CqInner};
-use crate::device_attr::DeviceCapFlags;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::gid::Gid;
-use crate::limits::{RecvLimits, SendLimits};
 use crate::mr::AccessFlags;
-use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
-use crate::port::{LinkLayer, Mtu};
-use crate::post_error::PostError;
-use crate::qp_ex::ExSend;
-use crate::qp_state::QpState;
-use crate::qp_type::QpType;
+use crate::qp::ex::ExSend;
+use crate::qp::qp_type::QpType;
+use crate::qp::state::QpState;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
+use crate::wr::limits::{RecvLimits, SendLimits};
+use crate::wr::opcode::SendOps;
+use crate::wr::post_error::PostError;
 use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
 use recv::RecvQueue;
-
-#[cfg(feature = "cm")]
-pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
-mod inline_limit; // the error of a creation asking for too much inline data
-mod recv; // posting receives: QueuePair::post_recv
 
 /// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
 /// (the peer's [`Endpoint`] carries only its address); the defaults are perftest's.

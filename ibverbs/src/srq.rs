@@ -5,13 +5,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::device_attr::DeviceCapFlags;
+use crate::context::device_attr::DeviceCapFlags;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result, WrError};
 use crate::ffi;
-use crate::limits::RecvLimits;
 use crate::pd::ProtectionDomain;
-use crate::post_error::PostError;
+use crate::wr::limits::RecvLimits;
+use crate::wr::post_error::PostError;
 use crate::wr::{post_list, Limits, RecvRequest};
 
 /// A shared receive queue (`ibv_create_srq`): receives that several QPs draw from.

@@ -1,4 +1,8 @@
-//! Event channels: `struct rdma_event_channel`, the fd CM events arrive on.
+//! Event channels: `struct rdma_event_channel`, the fd CM events arrive on, with what lives
+//! on a channel as its children: the ids created on it and the events it delivers.
+
+pub(super) mod event; // CmEvent: what the channel delivers, copied and acknowledged
+pub(super) mod id; // CmId: the ids created on the channel
 
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
@@ -7,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use rdmacm_sys as cm;
 
-use super::event::CmEvent;
-use super::id::CmId;
+use self::event::CmEvent;
+use self::id::CmId;
 use super::PortSpace;
 use crate::error::{check_ptr, Error, Result};
 

@@ -67,15 +67,14 @@
 mod addr;
 mod channel;
 mod device;
-mod event;
-mod id;
+
 mod param;
 mod ud;
 
 pub use addr::{getaddrinfo, AddrHints, AddrInfo};
+pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
+pub use channel::id::{CmId, IdHandle};
 pub use channel::EventChannel;
-pub use event::{reject_reason_text, CmEvent, CmEventKind};
-pub use id::{CmId, IdHandle};
 pub use param::{private_data_limit, ConnParam, Message};
 /// The raw librdmacm bindings (`rdmacm-sys`).
 pub use rdmacm_sys as ffi;

@@ -5,14 +5,14 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::{random_psn, QueuePair, RecvQueue};
+use crate::context::port::LinkLayer;
 use crate::cq::CompletionQueue;
 use crate::error::Result;
 use crate::ffi;
-use crate::limits::{RecvLimits, SendLimits};
-use crate::opcode::SendOps;
 use crate::pd::ProtectionDomain;
-use crate::port::LinkLayer;
-use crate::qp_type::QpType;
+use crate::qp::qp_type::QpType;
+use crate::wr::limits::{RecvLimits, SendLimits};
+use crate::wr::opcode::SendOps;
 
 /// What [`QueuePair::adopt`] needs to know of the QP besides its handle.
 pub(crate) struct Adopted<'a> {

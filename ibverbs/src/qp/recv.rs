@@ -1,6 +1,6 @@
 //! Posting receives to a queue pair (`ibv_post_recv`), checked by a table lookup.
 //!
-//! A receive's requirement word is one bit, its class ([`recv_need`](crate::limits)):
+//! A receive's requirement word is one bit, its class ([`recv_need`](crate::wr::limits)):
 //! `1 << n` for `n` entries, or the class that needs the exact check. The QP keeps, per
 //! class, the function a single request of that class is posted with: the provider's
 //! `post_recv` (`ibv_context::ops`, read once at creation; `ibv_post_recv` calls the same
@@ -15,8 +15,8 @@ use std::ptr;
 
 use super::QueuePair;
 use crate::ffi;
-use crate::limits::{RecvLimits, RECV_CLASSES};
-use crate::post_error::PostError;
+use crate::wr::limits::{RecvLimits, RECV_CLASSES};
+use crate::wr::post_error::PostError;
 use crate::wr::{post_failed, post_many, Frame, Limits, Linked, RecvRequest};
 
 /// The signature of `ibv_context_ops::post_recv`.

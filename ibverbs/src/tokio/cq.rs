@@ -9,7 +9,7 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::io::Interest;
 use futures_core::Stream;
 
-use crate::channel::CompletionChannel;
+use crate::cq::channel::CompletionChannel;
 use crate::cq::{CompletionQueue, WorkCompletion};
 use crate::error::{Error, Result};
 use crate::wake::wake_all;

@@ -9,7 +9,7 @@ use ::tokio::io::Interest;
 use futures_core::Stream;
 
 use super::cq::{check_runtime, reactor_error};
-use crate::async_event::AsyncEvent;
+use crate::context::async_event::AsyncEvent;
 use crate::context::Context;
 use crate::error::Result;
 
@@ -46,7 +46,7 @@ impl AsyncEvents {
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
         check_runtime("async event stream")?;
         let raw = ctx.async_fd();
-        crate::channel::set_nonblocking(raw)?;
+        crate::cq::channel::set_nonblocking(raw)?;
         // SAFETY: the fd is the context's, open until the context closes, which the clone
         // kept in the stream delays until the registration is dropped (or forever, if the
         // stream is leaked).

@@ -22,7 +22,7 @@ use std::ptr::NonNull;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
-use crate::mapping::Mapping;
+use crate::mr::mapping::Mapping;
 use crate::mr::{page_size, AccessFlags};
 use crate::pd::ProtectionDomain;
 use crate::wr::{DeviceMemory, RemoteMemory, Sge};

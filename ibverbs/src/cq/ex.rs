@@ -21,12 +21,12 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use crate::channel::CompletionChannel;
 use crate::context::Context;
+use crate::cq::channel::CompletionChannel;
+use crate::cq::wc_status::WcStatus;
 use crate::cq::{CompletionQueue, WcOpcode};
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::wc_status::WcStatus;
 
 bitflags::bitflags! {
     /// The fields an extended CQ's completions carry (`enum ibv_create_cq_wc_flags`). The

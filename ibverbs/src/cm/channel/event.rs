@@ -2,9 +2,9 @@
 
 use rdmacm_sys as cm;
 
-use super::channel::EventChannel;
 use super::id::{CmId, IdHandle};
-use super::ud::UdPeer;
+use super::EventChannel;
+use crate::cm::ud::UdPeer;
 use crate::error::{check, Error, Result};
 
 /// One event of an [`EventChannel`], already acknowledged: what it said, copied.
@@ -24,7 +24,7 @@ pub struct CmEvent {
 /// On InfiniBand and RoCE the CM does not send the length of the private data: a peer's
 /// private data arrives zero-padded to the message's whole field (56 bytes for a connect
 /// request, 196 for an accept, 148 for a reject; 180 and 136 for UD's; see
-/// [`private_data_limit`](super::private_data_limit)).
+/// [`private_data_limit`](crate::cm::private_data_limit)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CmEventKind {

@@ -19,10 +19,10 @@
 //! `ip addr add GROUP/32 dev NETDEV autojoin`. The netdev needs no `MULTICAST` flag (rxe on
 //! `lo` works).
 
+use crate::context::gid::Gid;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
 use crate::ffi;
-use crate::gid::Gid;
 use crate::qp::QueuePair;
 
 /// The destination QP number of a multicast send (`0xFFFFFF`).

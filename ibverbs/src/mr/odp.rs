@@ -15,7 +15,7 @@ use std::ptr::NonNull;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::mapping::{huge_page_size, MemoryRule};
+use crate::mr::mapping::{huge_page_size, MemoryRule};
 use crate::mr::{check_access, page_size, AccessFlags, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::{OdpGeneralCaps, OdpTransportCaps};

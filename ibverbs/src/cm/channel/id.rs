@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use rdmacm_sys as cm;
 
-use super::addr::{from_c, to_c};
-use super::channel::{ChannelInner, EventChannel};
-use super::param::{check_private_data, ConnParam, Message};
-use super::PortSpace;
+use super::{ChannelInner, EventChannel};
+use crate::cm::addr::{from_c, to_c};
+use crate::cm::param::{check_private_data, ConnParam, Message};
+use crate::cm::PortSpace;
 use crate::context::Context;
 use crate::cq::CompletionQueue;
 use crate::drop_error;
@@ -20,8 +20,8 @@ use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::qp::cm::Adopted;
+use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
-use crate::qp_type::QpType;
 
 /// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
 ///
@@ -42,7 +42,7 @@ pub struct CmId {
 // SAFETY: an id may be used from any thread, one call at a time (it is not Sync).
 unsafe impl Send for CmId {}
 
-/// Which id a [`CmEvent`](super::CmEvent) is for: compare with [`CmId::handle`].
+/// Which id a [`CmEvent`](crate::cm::CmEvent) is for: compare with [`CmId::handle`].
 ///
 /// Each id gets a handle of its own, from a process-wide counter, kept in the id's
 /// `context` (which librdmacm hands back with its events): a handle never names another id,
@@ -132,7 +132,7 @@ impl CmId {
         self.raw.as_ptr()
     }
 
-    /// What identifies this id in events ([`CmEvent::id`](super::CmEvent::id)).
+    /// What identifies this id in events ([`CmEvent::id`](crate::cm::CmEvent::id)).
     pub fn handle(&self) -> IdHandle {
         self.handle
     }
@@ -153,7 +153,7 @@ impl CmId {
     }
 
     /// `rdma_listen`: waits for connect requests
-    /// ([`ConnectRequest`](super::CmEventKind::ConnectRequest) events) on the bound address;
+    /// ([`ConnectRequest`](crate::cm::CmEventKind::ConnectRequest) events) on the bound address;
     /// `backlog` pending at most.
     pub fn listen(&self, backlog: i32) -> Result<()> {
         // SAFETY: the id is live.
@@ -260,7 +260,7 @@ impl CmId {
             reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
                 .into(),
         })?;
-        super::device::context(verbs)
+        crate::cm::device::context(verbs)
     }
 
     /// `rdma_create_qp`: creates the id's QP in `pd` (of [`context`](Self::context)) on the

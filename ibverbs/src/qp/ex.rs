@@ -27,10 +27,10 @@ use std::ptr::NonNull;
 
 use crate::error::{check, Error, Result, WrError};
 use crate::ffi;
-use crate::limits::SendLimits;
-use crate::opcode::WrOpcode;
+use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
-use crate::qp_type::QpType;
+use crate::wr::limits::SendLimits;
+use crate::wr::opcode::WrOpcode;
 use crate::wr::{check_each, refused, Limits, Linked, SendRequest};
 
 /// The extended view of a QP built with send ops, and the limits its batches check
@@ -349,7 +349,7 @@ impl Drop for WrBatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opcode::SendOps;
+    use crate::wr::opcode::SendOps;
 
     unsafe extern "C" fn never() {}
 

@@ -5,10 +5,10 @@ use std::fmt;
 use std::net::Ipv6Addr;
 use std::str::FromStr;
 
+use crate::context::port::{LinkLayer, PortAttr};
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::ffi;
-use crate::port::{LinkLayer, PortAttr};
 
 /// A 128-bit global identifier (`union ibv_gid`): an IPv6 address on RoCE, subnet prefix and
 /// port GUID on InfiniBand.

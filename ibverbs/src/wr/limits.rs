@@ -21,8 +21,8 @@
 
 use crate::error::WrError;
 use crate::ffi;
-use crate::opcode::{SendOps, WrOpcode};
-use crate::qp_type::QpType;
+use crate::qp::qp_type::QpType;
+use crate::wr::opcode::{SendOps, WrOpcode};
 use crate::wr::{Limits, RecvRequest, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
