@@ -5,6 +5,7 @@
 //! baseline any C program pays. The raw path is also the crate's unsafe fast path: `as_raw()`
 //! handles passed to `rdma_verbs::ffi`.
 
+use rdma_verbs::AsRaw;
 use std::hint::black_box;
 use std::ptr;
 use std::time::{Duration, Instant};
@@ -120,8 +121,9 @@ fn hot_path(c: &mut Criterion) {
     });
     let mut raw_wc = [ffi::ibv_wc::default(); 1];
     g.bench_function("poll_empty_cq/raw", |b| {
+        let cq = l.a_cq.as_raw().as_ptr();
         // SAFETY: the CQ is live; raw_wc has room for one entry.
-        b.iter(|| black_box(unsafe { ffi::ibv_poll_cq(l.a_cq.as_raw(), 1, raw_wc.as_mut_ptr()) }))
+        b.iter(|| black_box(unsafe { ffi::ibv_poll_cq(cq, 1, raw_wc.as_mut_ptr()) }))
     });
 
     for (name, inline) in [("write_64B", false), ("write_64B_inline", true)] {
@@ -145,9 +147,9 @@ fn hot_path(c: &mut Criterion) {
                 let mut wr = raw_write(&l, &mut sge, 64, flag);
                 let mut bad = ptr::null_mut();
                 // SAFETY: the QP is live and wr references a live region.
-                let rc = unsafe { ffi::ibv_post_send(l.a.as_raw(), &mut wr, &mut bad) };
+                let rc = unsafe { ffi::ibv_post_send(l.a.as_raw().as_ptr(), &mut wr, &mut bad) };
                 assert_eq!(rc, 0);
-                drain_raw(l.a_cq.as_raw(), 1);
+                drain_raw(l.a_cq.as_raw().as_ptr(), 1);
             })
         });
     }
@@ -189,7 +191,11 @@ fn hot_path(c: &mut Criterion) {
                 while n < 16 {
                     // SAFETY: the CQ is live; wc[n..] has room for 16 - n entries.
                     let got = unsafe {
-                        ffi::ibv_poll_cq(l.a_cq.as_raw(), (16 - n) as i32, wc[n..].as_mut_ptr())
+                        ffi::ibv_poll_cq(
+                            l.a_cq.as_raw().as_ptr(),
+                            (16 - n) as i32,
+                            wc[n..].as_mut_ptr(),
+                        )
                     };
                     n += usize::try_from(got).unwrap();
                 }
@@ -239,11 +245,17 @@ fn hot_path(c: &mut Criterion) {
             let (mut bad_r, mut bad_s) = (ptr::null_mut(), ptr::null_mut());
             // SAFETY: the QPs are live and the requests reference live regions.
             unsafe {
-                assert_eq!(ffi::ibv_post_recv(l.b.as_raw(), &mut rwr, &mut bad_r), 0);
-                assert_eq!(ffi::ibv_post_send(l.a.as_raw(), &mut swr, &mut bad_s), 0);
+                assert_eq!(
+                    ffi::ibv_post_recv(l.b.as_raw().as_ptr(), &mut rwr, &mut bad_r),
+                    0
+                );
+                assert_eq!(
+                    ffi::ibv_post_send(l.a.as_raw().as_ptr(), &mut swr, &mut bad_s),
+                    0
+                );
             }
-            drain_raw(l.a_cq.as_raw(), 1);
-            drain_raw(l.b_cq.as_raw(), 1);
+            drain_raw(l.a_cq.as_raw().as_ptr(), 1);
+            drain_raw(l.b_cq.as_raw().as_ptr(), 1);
         })
     });
 
@@ -271,9 +283,10 @@ fn hot_path(c: &mut Criterion) {
             }
             let mut bad = ptr::null_mut();
             // SAFETY: the QP is live and the list references a live region.
-            let rc = unsafe { ffi::ibv_post_send(l.a.as_raw(), list.as_mut_ptr(), &mut bad) };
+            let rc =
+                unsafe { ffi::ibv_post_send(l.a.as_raw().as_ptr(), list.as_mut_ptr(), &mut bad) };
             assert_eq!(rc, 0);
-            drain_raw(l.a_cq.as_raw(), 1);
+            drain_raw(l.a_cq.as_raw().as_ptr(), 1);
         })
     });
     g.finish();
@@ -301,7 +314,7 @@ fn memory_registration(c: &mut Criterion) {
                 // SAFETY: the PD is live; the buffer outlives the registration.
                 unsafe {
                     let mr = ffi::ibv_reg_mr(
-                        pd.as_raw(),
+                        pd.as_raw().as_ptr(),
                         raw_buf.as_mut_ptr().cast(),
                         size,
                         ALL.bits() as i32,
@@ -342,8 +355,8 @@ fn raw_qp_create_connect(
 ) {
     use ffi::ibv_qp_attr_mask as M;
     let mut init = ffi::ibv_qp_init_attr {
-        send_cq: cq.as_raw(),
-        recv_cq: cq.as_raw(),
+        send_cq: cq.as_raw().as_ptr(),
+        recv_cq: cq.as_raw().as_ptr(),
         cap: ffi::ibv_qp_cap {
             max_send_wr: 128,
             max_recv_wr: 128,
@@ -356,7 +369,7 @@ fn raw_qp_create_connect(
     };
     // SAFETY: all objects are live; each attribute struct is initialised for its mask.
     unsafe {
-        let qp = ffi::ibv_create_qp(pd.as_raw(), &mut init);
+        let qp = ffi::ibv_create_qp(pd.as_raw().as_ptr(), &mut init);
         assert!(!qp.is_null());
         let mut a = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,

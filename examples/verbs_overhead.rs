@@ -23,6 +23,7 @@
 //! used (`black_box`), so that the compiler cannot drop the return-code check of either
 //! path as dead code.
 
+use rdma_verbs::AsRaw;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::ptr;
@@ -179,7 +180,7 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
             "poll_empty" => {
                 if raw {
                     let mut wc = [ffi::ibv_wc::default(); 1];
-                    black_box(measured_raw_poll(s.a_cq.as_raw(), &mut wc));
+                    black_box(measured_raw_poll(s.a_cq.as_raw().as_ptr(), &mut wc));
                 } else {
                     let mut wc = [WorkCompletion::default(); 1];
                     black_box(measured_safe_poll(&s.a_cq, &mut wc));
@@ -215,7 +216,7 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
                     for i in 0..last {
                         list[i].next = &mut list[i + 1];
                     }
-                    measured_raw_post(s.a.as_raw(), list.as_mut_ptr())
+                    measured_raw_post(s.a.as_raw().as_ptr(), list.as_mut_ptr())
                 } else {
                     let mut list: Vec<SendRequest<'_>> = (0..list_len)
                         .map(|i| {
@@ -249,7 +250,7 @@ fn run(op: &str, path: &str, n: u64) -> Result<(), String> {
                         sg_list: &mut raw_rsge,
                         num_sge: 1,
                     };
-                    measured_raw_recv(s.b.as_raw(), &mut wr)
+                    measured_raw_recv(s.b.as_raw().as_ptr(), &mut wr)
                 } else {
                     measured_safe_recv(&s.b, &mut [RecvRequest::new(0, &rsge)])
                 };
@@ -434,11 +435,11 @@ fn run_ex(op: &str, raw: bool, n: u64) -> Result<(), String> {
             }
             ("poll16", true) => {
                 let mut wc = [ffi::ibv_wc::default(); 16];
-                measured_raw_poll16(s.a_cq.as_raw(), &mut wc)
+                measured_raw_poll16(s.a_cq.cq().as_raw().as_ptr(), &mut wc)
             }
             (_, false) => measured_safe_poll_ex(&mut s.a_cq),
-            ("poll_ex16_restart", true) => measured_raw_poll_ex_restart(s.a_cq.as_raw_ex()),
-            (_, true) => measured_raw_poll_ex(s.a_cq.as_raw_ex(), 16),
+            ("poll_ex16_restart", true) => measured_raw_poll_ex_restart(s.a_cq.as_raw().as_ptr()),
+            (_, true) => measured_raw_poll_ex(s.a_cq.as_raw().as_ptr(), 16),
         };
         // 16 writes of 8 bytes, ids 0..16: 120 + 16 * (1 + 8 + 1).
         let want = if op == "poll_ex_empty" { 0 } else { 280 };

@@ -53,7 +53,7 @@ impl AddressHandle {
     /// librdmacm's for a UD peer).
     pub(crate) fn from_attr(pd: &ProtectionDomain, attr: &mut ffi::ibv_ah_attr) -> Result<Self> {
         // SAFETY: the PD is live and attr is fully initialised.
-        let raw = unsafe { ffi::ibv_create_ah(pd.as_raw(), attr) };
+        let raw = unsafe { ffi::ibv_create_ah(pd.ptr(), attr) };
         Ok(AddressHandle {
             raw: check_ptr("ibv_create_ah", raw)?,
             pd: pd.clone(),
@@ -61,7 +61,7 @@ impl AddressHandle {
     }
 
     /// The raw `ibv_ah`, valid while the handle lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_ah {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_ah {
         self.raw.as_ptr()
     }
 
@@ -83,7 +83,7 @@ impl Drop for AddressHandle {
 impl fmt::Debug for AddressHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // SAFETY: the AH is live.
-        let handle = unsafe { (*self.as_raw()).handle };
+        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("AddressHandle")
             .field("handle", &handle)
             .finish()

@@ -85,7 +85,7 @@ impl Context {
     }
 
     /// The raw `ibv_context`, valid while this context lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_context {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_context {
         self.inner.raw.as_ptr()
     }
 
@@ -93,7 +93,7 @@ impl Context {
     pub fn name(&self) -> &str {
         // SAFETY: the context is open, so its device and the device's name are valid.
         let name =
-            unsafe { std::ffi::CStr::from_ptr(ffi::ibv_get_device_name((*self.as_raw()).device)) };
+            unsafe { std::ffi::CStr::from_ptr(ffi::ibv_get_device_name((*self.ptr()).device)) };
         name.to_str().unwrap_or("")
     }
 
@@ -105,7 +105,7 @@ impl Context {
         let mut attr = ffi::ibv_device_attr::default();
         // SAFETY: the context is open and attr is writable.
         crate::error::check("ibv_query_device", unsafe {
-            ffi::ibv_query_device(self.as_raw(), &mut attr)
+            ffi::ibv_query_device(self.ptr(), &mut attr)
         })?;
         Ok(self.inner.attr.get_or_init(|| attr))
     }

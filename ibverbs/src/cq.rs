@@ -201,7 +201,7 @@ impl Drop for CqInner {
 }
 
 impl CqInner {
-    pub(crate) fn as_raw(&self) -> *mut ffi::ibv_cq {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
         self.raw.as_ptr()
     }
 
@@ -238,10 +238,10 @@ impl Context {
             self.check_same(channel.context(), "completion channel")?;
         }
         let cqe = self.checked_cqe(min_entries)?;
-        let chan = channel.map_or(std::ptr::null_mut(), |c| c.as_raw());
+        let chan = channel.map_or(std::ptr::null_mut(), |c| c.ptr());
         // SAFETY: the context is open; the channel (if any) belongs to it and is kept alive
         // by the CQ.
-        let raw = unsafe { ffi::ibv_create_cq(self.as_raw(), cqe, std::ptr::null_mut(), chan, 0) };
+        let raw = unsafe { ffi::ibv_create_cq(self.ptr(), cqe, std::ptr::null_mut(), chan, 0) };
         let raw = check_ptr("ibv_create_cq", raw)?;
         // SAFETY: raw was just created on this context with `channel`.
         Ok(unsafe { CompletionQueue::from_created(self, raw, channel) })
@@ -264,8 +264,8 @@ impl Context {
 
 impl CompletionQueue {
     /// The raw `ibv_cq`, valid while the CQ lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_cq {
-        self.inner.as_raw()
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
+        self.inner.ptr()
     }
 
     /// Takes ownership of `raw`, registering it with `channel`.
@@ -296,7 +296,7 @@ impl CompletionQueue {
     /// The number of entries the CQ actually has.
     pub fn capacity(&self) -> u32 {
         // SAFETY: the CQ is live.
-        u32::try_from(unsafe { (*self.as_raw()).cqe }).unwrap_or(0)
+        u32::try_from(unsafe { (*self.ptr()).cqe }).unwrap_or(0)
     }
 
     /// Polls up to `wc.len()` completions into `wc` (`ibv_poll_cq`) and returns the filled
@@ -315,7 +315,7 @@ impl CompletionQueue {
         let max = i32::try_from(wc.len()).unwrap_or(i32::MAX);
         // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
         // repr(transparent) over ibv_wc.
-        let n = unsafe { ffi::ibv_poll_cq(self.as_raw(), max, wc.as_mut_ptr().cast()) };
+        let n = unsafe { ffi::ibv_poll_cq(self.ptr(), max, wc.as_mut_ptr().cast()) };
         // 0..=max, in one compare (a negative errno is a large u32). Over `max` is no count
         // of entries written: a provider writes at most `max` into `wc`, and libibverbs's
         // stub for a missing `poll_cq` returns EOPNOTSUPP (95) having written none.
@@ -330,7 +330,7 @@ impl CompletionQueue {
     /// (`ibv_req_notify_cq`).
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         // SAFETY: the CQ is live.
-        let rc = unsafe { ffi::ibv_req_notify_cq(self.as_raw(), i32::from(solicited_only)) };
+        let rc = unsafe { ffi::ibv_req_notify_cq(self.ptr(), i32::from(solicited_only)) };
         check("ibv_req_notify_cq", rc)
             .map_err(|e| e.or_unsupported("ibv_req_notify_cq", "req_notify_cq in its provider"))
     }
@@ -408,7 +408,7 @@ impl CompletionQueue {
                 Some(channel) => {
                     self.req_notify(false)?;
                     n += self.poll_count(&mut wc[n..])?;
-                    if n >= min || !channel.take_event(self.as_raw(), deadline)? {
+                    if n >= min || !channel.take_event(self.ptr(), deadline)? {
                         break;
                     }
                 }
@@ -428,7 +428,7 @@ impl CompletionQueue {
     /// On a channel shared by several CQs, an event read here for another CQ is kept for
     /// that CQ's next wait.
     pub fn wait(&self) -> Result<()> {
-        self.channel()?.take_event(self.as_raw(), None)?;
+        self.channel()?.take_event(self.ptr(), None)?;
         Ok(())
     }
 
@@ -436,7 +436,7 @@ impl CompletionQueue {
     /// already there). True if an event was taken.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.channel()?
-            .take_event(self.as_raw(), Some(Instant::now() + timeout))
+            .take_event(self.ptr(), Some(Instant::now() + timeout))
     }
 
     /// The CQ's channel; [`Error::InvalidArgument`] if it has none.

@@ -208,7 +208,7 @@ impl<'list> Device<'list> {
     }
 
     /// The raw `ibv_device`, valid while the list lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_device {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_device {
         self.raw.as_ptr()
     }
 }

@@ -316,7 +316,8 @@
 //! open batch and poll session (closures), and the memory behind an entry
 //! (`Sge<'_, DeviceMemory>`).
 //!
-//! The raw path stays open: every type has `as_raw()`, and [`ffi`] is the complete
+//! The raw path stays open: every verbs object gives its C object through [`AsRaw`] (the
+//! one escape hatch, with the rules its use must keep), and [`ffi`] is the complete
 //! `rdma-verbs-sys` binding, including Rust ports of the `static inline` verbs.
 //!
 //! # What does not compile
@@ -538,6 +539,7 @@ mod mr;
 mod mw;
 mod pd;
 mod qp;
+mod raw;
 mod route;
 mod srq;
 #[cfg(feature = "tokio")]
@@ -578,6 +580,7 @@ pub use qp::mcast::MULTICAST_QPN;
 pub use qp::qp_type::QpType;
 pub use qp::state::QpState;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
+pub use raw::AsRaw;
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use wr::opcode::{SendOps, WrOpcode};

@@ -281,7 +281,7 @@ impl ProtectionDomain {
         }
         // SAFETY: the PD is live; buf's memory is valid for len bytes and stays in place
         // until it is deregistered (RegistrableMemory).
-        let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), ptr.cast(), len, bits) };
+        let raw = unsafe { ffi::ibv_reg_mr(self.ptr(), ptr.cast(), len, bits) };
         let raw = check_ptr("ibv_reg_mr", raw).map_err(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP) if access.contains(AccessFlags::HUGETLB) => Error::Unsupported {
                 what: "on-demand paging in huge pages (AccessFlags::HUGETLB)",
@@ -312,7 +312,7 @@ impl ProtectionDomain {
 
 impl<B: RegistrableMemory> MemoryRegion<B> {
     /// The raw `ibv_mr`, valid while the region lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_mr {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_mr {
         self.reg.raw.as_ptr()
     }
 

@@ -52,7 +52,7 @@ impl ProtectionDomain {
             MwType::Type2 => ffi::ibv_mw_type::IBV_MW_TYPE_2,
         };
         // SAFETY: the PD is live.
-        let raw = unsafe { ffi::ibv_alloc_mw(self.as_raw(), kind) };
+        let raw = unsafe { ffi::ibv_alloc_mw(self.ptr(), kind) };
         let raw = check_ptr("ibv_alloc_mw", raw).map_err(|e| {
             e.or_unsupported("memory windows (ibv_alloc_mw)", "alloc_mw in its provider")
         })?;
@@ -66,7 +66,7 @@ impl ProtectionDomain {
 
 impl MemoryWindow {
     /// The raw `ibv_mw`, valid while the window lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_mw {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_mw {
         self.raw.as_ptr()
     }
 
@@ -138,7 +138,7 @@ fn bind_info<B: RegistrableMemory + Send + 'static>(
     let sge = mr.sge(range)?;
     mw.keep(mr);
     Ok(ffi::ibv_mw_bind_info {
-        mr: mr.as_raw(),
+        mr: mr.ptr(),
         addr: sge.addr(),
         length: sge.len().into(),
         mw_access_flags: access.bits(),
@@ -169,7 +169,7 @@ impl QueuePair {
             bind_info: info,
         };
         // SAFETY: the QP, MW and MR are live and share the PD (checked).
-        let rc = unsafe { ffi::ibv_bind_mw(self.as_raw(), mw.as_raw(), &mut bind) };
+        let rc = unsafe { ffi::ibv_bind_mw(self.ptr(), mw.ptr(), &mut bind) };
         check("ibv_bind_mw", rc).map_err(|e| {
             e.or_unsupported(
                 "type 1 memory window binds (ibv_bind_mw)",
@@ -206,7 +206,7 @@ impl<'a> SendRequest<'a> {
         Ok(SendRequest::bind(
             wr_id,
             ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
-                mw: mw.as_raw(),
+                mw: mw.ptr(),
                 rkey,
                 bind_info: info,
             },

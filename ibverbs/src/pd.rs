@@ -44,7 +44,7 @@ impl Context {
     /// Allocates a protection domain (`ibv_alloc_pd`).
     pub fn alloc_pd(&self) -> Result<ProtectionDomain> {
         // SAFETY: the context is open.
-        let raw = check_ptr("ibv_alloc_pd", unsafe { ffi::ibv_alloc_pd(self.as_raw()) })?;
+        let raw = check_ptr("ibv_alloc_pd", unsafe { ffi::ibv_alloc_pd(self.ptr()) })?;
         Ok(ProtectionDomain {
             inner: Arc::new(Inner {
                 raw,
@@ -73,7 +73,7 @@ impl ProtectionDomain {
     }
 
     /// The raw `ibv_pd`, valid while this PD lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_pd {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_pd {
         self.inner.raw.as_ptr()
     }
 
@@ -98,7 +98,7 @@ impl ProtectionDomain {
 impl fmt::Debug for ProtectionDomain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // SAFETY: the PD is live.
-        let handle = unsafe { (*self.as_raw()).handle };
+        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("ProtectionDomain")
             .field("device", &self.inner.ctx.name())
             .field("handle", &handle)

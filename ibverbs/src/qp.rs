@@ -244,14 +244,14 @@ impl<'a> QueuePairBuilder<'a> {
         };
 
         let mut init = ffi::ibv_qp_init_attr_ex {
-            send_cq: self.send_cq.as_raw(),
-            recv_cq: self.recv_cq.as_raw(),
-            srq: self.srq.map_or(std::ptr::null_mut(), |s| s.as_raw()),
+            send_cq: self.send_cq.ptr(),
+            recv_cq: self.recv_cq.ptr(),
+            srq: self.srq.map_or(std::ptr::null_mut(), |s| s.ptr()),
             cap: self.caps,
             qp_type: self.qp_type.raw(),
             sq_sig_all: i32::from(self.sq_sig_all),
             comp_mask: ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0,
-            pd: self.pd.as_raw(),
+            pd: self.pd.ptr(),
             ..Default::default()
         };
         if !self.send_ops.is_empty() {
@@ -261,15 +261,15 @@ impl<'a> QueuePairBuilder<'a> {
         let attr_asked = init;
         // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
         // are kept alive by the QueuePair below for as long as the QP exists.
-        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.as_raw(), &mut init) };
+        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.ptr(), &mut init) };
         let verb = if self.send_ops.is_empty() {
             "ibv_create_qp"
         } else {
             "ibv_create_qp_ex"
         };
         let raw = check_ptr(verb, raw)
-            .map_err(|err| inline_limit::creation_error(ctx.as_raw(), &attr_asked, err))?;
-        let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.as_raw());
+            .map_err(|err| inline_limit::creation_error(ctx.ptr(), &attr_asked, err))?;
+        let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
         let qp_ex = if self.send_ops.is_empty() {
             None
         } else {
@@ -366,8 +366,8 @@ impl PreparedQueuePair {
     }
 
     /// The raw `ibv_qp`, valid while the QP lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_qp {
-        self.qp.as_raw()
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_qp {
+        self.qp.ptr()
     }
 
     /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
@@ -516,7 +516,7 @@ unsafe impl Sync for QueuePair {}
 
 impl QueuePair {
     /// The raw `ibv_qp`, valid while the QP lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_qp {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_qp {
         self.raw.as_ptr()
     }
 
@@ -636,7 +636,7 @@ impl QueuePair {
         // SAFETY: the QP is live and the out structs are writable.
         let rc = unsafe {
             ffi::ibv_query_qp(
-                self.as_raw(),
+                self.ptr(),
                 &mut attr,
                 ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
                 &mut init,
@@ -672,7 +672,7 @@ impl QueuePair {
     /// [`modify`](Self::modify). A failed state change is [`Error::Transition`].
     fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
-        let rc = unsafe { ffi::ibv_modify_qp(self.as_raw(), attr, mask.0 as i32) };
+        let rc = unsafe { ffi::ibv_modify_qp(self.ptr(), attr, mask.0 as i32) };
         match check("ibv_modify_qp", rc) {
             Err(Error::Verb { source, .. })
                 if mask.0 & ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 != 0 =>
@@ -711,7 +711,7 @@ impl QueuePair {
             // SAFETY: the QP is live; every request was checked against its limits, the
             // list is linked and every SGE it references borrows a live registered region
             // (or was vouched for by Sge::from_raw).
-            unsafe { ffi::ibv_post_send(self.as_raw(), head, bad) }
+            unsafe { ffi::ibv_post_send(self.ptr(), head, bad) }
         })
     }
 

@@ -83,7 +83,7 @@ impl ProtectionDomain {
         attr.attr.max_wr = max_wr;
         attr.attr.max_sge = max_sge;
         // SAFETY: the PD is live and attr is initialised.
-        let raw = unsafe { ffi::ibv_create_srq(self.as_raw(), attr) };
+        let raw = unsafe { ffi::ibv_create_srq(self.ptr(), attr) };
         Ok(SharedReceiveQueue {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_srq", raw)?,
@@ -98,7 +98,7 @@ impl ProtectionDomain {
 
 impl SharedReceiveQueue {
     /// The raw `ibv_srq`, valid while the SRQ lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_srq {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_srq {
         self.inner.raw.as_ptr()
     }
 
@@ -125,7 +125,7 @@ impl SharedReceiveQueue {
         let mut attr = ffi::ibv_srq_attr::default();
         // SAFETY: the SRQ is live and attr is writable.
         check("ibv_query_srq", unsafe {
-            ffi::ibv_query_srq(self.as_raw(), &mut attr)
+            ffi::ibv_query_srq(self.ptr(), &mut attr)
         })?;
         Ok(SrqAttributes {
             max_wr: attr.max_wr,
@@ -224,7 +224,7 @@ impl SharedReceiveQueue {
     fn modify(&self, attr: &mut ffi::ibv_srq_attr, mask: ffi::ibv_srq_attr_mask) -> Result<()> {
         // SAFETY: the SRQ is live and attr is initialised; mask names the fields set.
         check("ibv_modify_srq", unsafe {
-            ffi::ibv_modify_srq(self.as_raw(), attr, mask.0 as i32)
+            ffi::ibv_modify_srq(self.ptr(), attr, mask.0 as i32)
         })
     }
 
@@ -241,7 +241,7 @@ impl SharedReceiveQueue {
         post_list(wrs, &*self.inner, queue, |head, bad| {
             // SAFETY: the SRQ is live; every request was checked against its limits and
             // every SGE borrows a live registered region.
-            unsafe { ffi::ibv_post_srq_recv(self.as_raw(), head, bad) }
+            unsafe { ffi::ibv_post_srq_recv(self.ptr(), head, bad) }
         })
     }
 }
@@ -282,7 +282,7 @@ pub struct SrqAttributes {
 impl fmt::Debug for SharedReceiveQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // SAFETY: the SRQ is live.
-        let handle = unsafe { (*self.as_raw()).handle };
+        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("SharedReceiveQueue")
             .field("handle", &handle)
             .finish()

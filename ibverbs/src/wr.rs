@@ -298,7 +298,7 @@ impl<'a> SendRequest<'a> {
     #[inline]
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.raw.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
-            ah: ah.as_raw(),
+            ah: ah.ptr(),
             remote_qpn,
             remote_qkey,
         };

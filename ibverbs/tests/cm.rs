@@ -382,8 +382,11 @@ fn a_new_id_never_matches_a_dropped_ids_handle() {
     for _ in 0..32 {
         let id = channel.create_id(PortSpace::Tcp).unwrap();
         assert!(dropped.iter().all(|&(_, handle)| handle != id.handle()));
-        same_address += dropped.iter().filter(|&&(at, _)| at == id.as_raw()).count();
-        dropped.push((id.as_raw(), id.handle()));
+        same_address += dropped
+            .iter()
+            .filter(|&&(at, _)| at == id.as_raw().as_ptr())
+            .count();
+        dropped.push((id.as_raw().as_ptr(), id.handle()));
     }
     assert!(
         same_address > 0,

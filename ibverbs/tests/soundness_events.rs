@@ -219,7 +219,9 @@ fn closed_stderr_child() {
     let buf = Box::leak(vec![0u8; 64].into_boxed_slice());
     // SAFETY: the PD is live and `buf` is leaked, so it outlives the region, which is never
     // deregistered (the process exits).
-    let raw = unsafe { rdma_verbs::ffi::ibv_reg_mr(pd.as_raw(), buf.as_mut_ptr().cast(), 64, 1) };
+    let raw = unsafe {
+        rdma_verbs::ffi::ibv_reg_mr(pd.as_raw().as_ptr(), buf.as_mut_ptr().cast(), 64, 1)
+    };
     assert!(!raw.is_null(), "ibv_reg_mr failed");
     let unwound = std::panic::catch_unwind(move || {
         let _pd = pd;

@@ -57,7 +57,7 @@ impl Drop for ChannelInner {
 }
 
 impl ChannelInner {
-    pub(super) fn as_raw(&self) -> *mut cm::rdma_event_channel {
+    pub(super) fn ptr(&self) -> *mut cm::rdma_event_channel {
         self.raw.as_ptr()
     }
 }
@@ -89,8 +89,8 @@ impl EventChannel {
     }
 
     /// The raw `rdma_event_channel`, valid while this channel lives.
-    pub fn as_raw(&self) -> *mut cm::rdma_event_channel {
-        self.inner.as_raw()
+    pub(crate) fn ptr(&self) -> *mut cm::rdma_event_channel {
+        self.inner.ptr()
     }
 
     /// The channel's file descriptor, to wait for its readiness in a poll loop of the
@@ -111,7 +111,7 @@ impl EventChannel {
     /// The channel's descriptor, for the crate's own waits.
     pub(crate) fn fd(&self) -> RawFd {
         // SAFETY: the channel is live; librdmacm sets fd at creation and never changes it.
-        unsafe { (*self.as_raw()).fd }
+        unsafe { (*self.ptr()).fd }
     }
 
     /// Creates a CM id on this channel (`rdma_create_id`) in port space `ps`: TCP for RC,
@@ -172,7 +172,7 @@ impl EventChannel {
     pub(crate) fn try_get_event(&self) -> Result<Option<CmEvent>> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the channel is live; raw is a valid out pointer.
-        let rc = unsafe { cm::rdma_get_cm_event(self.as_raw(), &mut raw) };
+        let rc = unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) };
         if rc != 0 {
             let err = Error::last("rdma_get_cm_event");
             if err.raw_os_error() == Some(libc::EAGAIN) {

@@ -247,7 +247,7 @@ impl Context {
     pub(crate) fn try_get_async_event(&self) -> Result<Option<AsyncEvent>> {
         let mut raw = MaybeUninit::<ffi::ibv_async_event>::uninit();
         // SAFETY: the context is open and raw is writable.
-        let rc = unsafe { ffi::ibv_get_async_event(self.as_raw(), raw.as_mut_ptr()) };
+        let rc = unsafe { ffi::ibv_get_async_event(self.ptr(), raw.as_mut_ptr()) };
         if rc != 0 {
             return match std::io::Error::last_os_error() {
                 err if err.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
@@ -316,6 +316,6 @@ impl Context {
     pub(crate) fn async_fd(&self) -> RawFd {
         // SAFETY: the context is open; libibverbs sets async_fd when opening it and never
         // changes it afterwards.
-        unsafe { (*self.as_raw()).async_fd }
+        unsafe { (*self.ptr()).async_fd }
     }
 }

@@ -492,7 +492,7 @@ impl Context {
         let mut raw = ffi::ibv_device_attr_ex::default();
         // SAFETY: the context is open, a null input is allowed, and raw is a writable
         // ibv_device_attr_ex.
-        let rc = unsafe { ffi::ibv_query_device_ex(self.as_raw(), ptr::null(), &mut raw) };
+        let rc = unsafe { ffi::ibv_query_device_ex(self.ptr(), ptr::null(), &mut raw) };
         check("ibv_query_device_ex", rc)?;
         Ok(DeviceAttr::from_raw(raw))
     }
@@ -501,6 +501,6 @@ impl Context {
     pub fn num_comp_vectors(&self) -> u32 {
         // SAFETY: the context is open; libibverbs sets this field when opening it and never
         // changes it afterwards.
-        count(unsafe { (*self.as_raw()).num_comp_vectors })
+        count(unsafe { (*self.ptr()).num_comp_vectors })
     }
 }

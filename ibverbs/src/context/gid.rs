@@ -250,7 +250,7 @@ impl Context {
         let mut raw = ffi::ibv_gid::default();
         // SAFETY: the context is open, port and index exist, raw is a writable ibv_gid.
         check("ibv_query_gid", unsafe {
-            ffi::ibv_query_gid(self.as_raw(), port, index.into(), &mut raw)
+            ffi::ibv_query_gid(self.ptr(), port, index.into(), &mut raw)
         })?;
         Ok(Gid::from_raw(raw))
     }
@@ -265,7 +265,7 @@ impl Context {
         let mut raw = ffi::ibv_gid_entry::default();
         // SAFETY: the context is open, port and index exist, raw is a writable entry.
         let rc =
-            unsafe { ffi::ibv_query_gid_ex(self.as_raw(), port.into(), index.into(), &mut raw, 0) };
+            unsafe { ffi::ibv_query_gid_ex(self.ptr(), port.into(), index.into(), &mut raw, 0) };
         if rc == libc::ENODATA {
             return Ok(None);
         }
@@ -328,7 +328,7 @@ impl Context {
         }
         let mut raw = vec![ffi::ibv_gid_entry::default(); capacity];
         // SAFETY: the context is open and raw has room for `capacity` entries.
-        let n = unsafe { ffi::ibv_query_gid_table(self.as_raw(), raw.as_mut_ptr(), capacity, 0) };
+        let n = unsafe { ffi::ibv_query_gid_table(self.ptr(), raw.as_mut_ptr(), capacity, 0) };
         let n = usize::try_from(n).map_err(|_| {
             Error::errno(
                 "ibv_query_gid_table",

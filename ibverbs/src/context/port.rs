@@ -637,7 +637,7 @@ impl Context {
         let mut raw = ffi::ibv_port_attr::default();
         // SAFETY: the context is open, the port exists and raw is a writable ibv_port_attr.
         check("ibv_query_port", unsafe {
-            ffi::ibv_query_port(self.as_raw(), port, &mut raw)
+            ffi::ibv_query_port(self.ptr(), port, &mut raw)
         })?;
         Ok(PortAttr::from_raw(raw))
     }

@@ -99,7 +99,7 @@ impl Context {
     /// descriptor.
     pub fn create_comp_channel(&self) -> Result<CompletionChannel> {
         // SAFETY: the context is open.
-        let raw = unsafe { ffi::ibv_create_comp_channel(self.as_raw()) };
+        let raw = unsafe { ffi::ibv_create_comp_channel(self.ptr()) };
         let channel = CompletionChannel {
             inner: Arc::new(Inner {
                 raw: check_ptr("ibv_create_comp_channel", raw)?,
@@ -131,7 +131,7 @@ impl CompletionChannel {
     ///
     /// Reading events from it directly (`ibv_get_cq_event`) bypasses the demultiplexing:
     /// the CQs of the channel then miss those events.
-    pub fn as_raw(&self) -> *mut ffi::ibv_comp_channel {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_comp_channel {
         self.inner.raw.as_ptr()
     }
 
@@ -176,7 +176,7 @@ impl CompletionChannel {
     /// The channel's descriptor, for the crate's own waits.
     pub(crate) fn fd(&self) -> RawFd {
         // SAFETY: the channel is live; libibverbs sets fd at creation and never changes it.
-        unsafe { (*self.as_raw()).fd }
+        unsafe { (*self.ptr()).fd }
     }
 
     /// The fd's registration with tokio's reactor (set by the first async CQ).
@@ -309,7 +309,7 @@ impl CompletionChannel {
         let mut cq = std::ptr::null_mut();
         let mut cq_ctx = std::ptr::null_mut();
         // SAFETY: the channel is live; the out pointers are valid.
-        if unsafe { ffi::ibv_get_cq_event(self.as_raw(), &mut cq, &mut cq_ctx) } == 0 {
+        if unsafe { ffi::ibv_get_cq_event(self.ptr(), &mut cq, &mut cq_ctx) } == 0 {
             return Ok(Some(cq));
         }
         match std::io::Error::last_os_error() {

@@ -180,14 +180,14 @@ impl Context {
         }
         let mut attr = ffi::ibv_cq_init_attr_ex {
             cqe: cqe as u32,
-            channel: channel.map_or(std::ptr::null_mut(), |c| c.as_raw()),
+            channel: channel.map_or(std::ptr::null_mut(), |c| c.ptr()),
             wc_flags: fields.bits(),
             ..Default::default()
         };
         // SAFETY: the context is open, attr is a valid attribute set (no comp_mask
         // extensions), and the channel (if any) belongs to the context and is kept alive by
         // the CQ.
-        let raw = unsafe { ffi::ibv_create_cq_ex(self.as_raw(), &mut attr) };
+        let raw = unsafe { ffi::ibv_create_cq_ex(self.ptr(), &mut attr) };
         let Some(raw) = NonNull::new(raw) else {
             let err = Error::last("ibv_create_cq_ex");
             if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
@@ -288,9 +288,9 @@ impl Deref for ExtendedCq {
 impl ExtendedCq {
     /// The raw `ibv_cq_ex`, valid while the CQ lives.
     #[inline]
-    pub fn as_raw_ex(&self) -> *mut ffi::ibv_cq_ex {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq_ex {
         // ibv_cq_ex begins with the ibv_cq of the same object.
-        self.cq.as_raw().cast()
+        self.cq.ptr().cast()
     }
 
     /// The fields the CQ was created with.
@@ -330,7 +330,7 @@ impl ExtendedCq {
         f: impl FnOnce(&mut PollSession<'_>) -> Result<R>,
     ) -> Result<R> {
         let mut session = PollSession {
-            cq: NonNull::new(self.as_raw_ex()).unwrap_or(NonNull::dangling()),
+            cq: NonNull::new(self.ptr()).unwrap_or(NonNull::dangling()),
             fields: self.fields,
             restart: self.restart,
             state: State::Idle,
@@ -663,7 +663,7 @@ impl Context {
             raw_clock: unsafe { std::mem::zeroed() },
         };
         // SAFETY: the context is open and values is a writable ibv_values_ex.
-        let rc = unsafe { ffi::ibv_query_rt_values_ex(self.as_raw(), &mut values) };
+        let rc = unsafe { ffi::ibv_query_rt_values_ex(self.ptr(), &mut values) };
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "the device clock (ibv_query_rt_values_ex)",

@@ -26,7 +26,7 @@ impl CompletionQueue {
         }
         // SAFETY: the CQ is live, and `&mut self` keeps every poll of it (and reads of its
         // `cqe`) out while the provider swaps its buffer.
-        let rc = unsafe { ffi::ibv_resize_cq(self.as_raw(), cqe) };
+        let rc = unsafe { ffi::ibv_resize_cq(self.ptr(), cqe) };
         let errno = if rc < 0 {
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
         } else {
@@ -95,7 +95,7 @@ impl CompletionQueue {
             },
         };
         // SAFETY: the CQ is live and attr is a valid moderation request.
-        let rc = unsafe { ffi::ibv_modify_cq(self.as_raw(), &mut attr) };
+        let rc = unsafe { ffi::ibv_modify_cq(self.ptr(), &mut attr) };
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "CQ moderation (ibv_modify_cq)",

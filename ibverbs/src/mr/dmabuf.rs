@@ -203,7 +203,7 @@ impl ProtectionDomain {
         })?;
         // SAFETY: the PD is live and the fd open; the kernel checks the dma-buf and range.
         let raw = unsafe {
-            ffi::ibv_reg_dmabuf_mr(self.as_raw(), offset, len, iova, buf.fd.as_raw_fd(), bits)
+            ffi::ibv_reg_dmabuf_mr(self.ptr(), offset, len, iova, buf.fd.as_raw_fd(), bits)
         };
         let raw = check_ptr("ibv_reg_dmabuf_mr", raw).map_err(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT) => Error::Unsupported {
@@ -225,7 +225,7 @@ impl ProtectionDomain {
 
 impl DmaBufRegion {
     /// The raw `ibv_mr`, valid while the region lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_mr {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_mr {
         self.raw.as_ptr()
     }
 

@@ -150,8 +150,7 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         };
         let flags = if wait { ADVISE_MR_FLAG_FLUSH } else { 0 };
         // SAFETY: the PD is live, and raw is one SGE of this registered region.
-        let rc =
-            unsafe { ffi::ibv_advise_mr(self.pd().as_raw(), advice.raw(), flags, &mut raw, 1) };
+        let rc = unsafe { ffi::ibv_advise_mr(self.pd().ptr(), advice.raw(), flags, &mut raw, 1) };
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "prefetch advice (ibv_advise_mr)",
@@ -211,7 +210,7 @@ impl ProtectionDomain {
         }
         // SAFETY: the PD is live; a null address with SIZE_MAX is the implicit form, which
         // registers no memory of ours.
-        let raw = unsafe { ffi::ibv_reg_mr(self.as_raw(), std::ptr::null_mut(), usize::MAX, bits) };
+        let raw = unsafe { ffi::ibv_reg_mr(self.ptr(), std::ptr::null_mut(), usize::MAX, bits) };
         Ok(ImplicitOdp {
             raw: check_ptr("ibv_reg_mr", raw)?,
             pd: self.clone(),

@@ -164,13 +164,13 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         }
         let mut pd = std::ptr::null_mut();
         if let Some(new) = &change.pd {
-            if new.context().as_raw() != reg.pd.context().as_raw() {
+            if new.context().ptr() != reg.pd.context().ptr() {
                 return Err(Error::Mismatch {
                     what: "protection domain",
                     owner: "device context",
                 });
             }
-            pd = new.as_raw();
+            pd = new.ptr();
             flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_PD.0;
         }
         if flags == 0 {

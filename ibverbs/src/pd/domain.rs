@@ -59,7 +59,7 @@ impl Context {
     pub fn alloc_td(&self) -> Result<ThreadDomain> {
         let mut attr = ffi::ibv_td_init_attr { comp_mask: 0 };
         // SAFETY: the context is open and attr is initialised.
-        let raw = unsafe { ffi::ibv_alloc_td(self.as_raw(), &mut attr) };
+        let raw = unsafe { ffi::ibv_alloc_td(self.ptr(), &mut attr) };
         let raw = NonNull::new(raw).ok_or_else(|| {
             unsupported(
                 "ibv_alloc_td",
@@ -78,7 +78,7 @@ impl Context {
 
 impl ThreadDomain {
     /// The raw `ibv_td`, valid while the TD lives.
-    pub fn as_raw(&self) -> *mut ffi::ibv_td {
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_td {
         self.inner.raw.as_ptr()
     }
 
@@ -124,8 +124,8 @@ impl ProtectionDomain {
 
     fn parent_domain_with(&self, td: Option<&ThreadDomain>) -> Result<ProtectionDomain> {
         let mut attr = ffi::ibv_parent_domain_init_attr {
-            pd: self.as_raw(),
-            td: td.map_or(std::ptr::null_mut(), ThreadDomain::as_raw),
+            pd: self.ptr(),
+            td: td.map_or(std::ptr::null_mut(), ThreadDomain::ptr),
             comp_mask: 0,
             alloc: None,
             free: None,
@@ -133,7 +133,7 @@ impl ProtectionDomain {
         };
         // SAFETY: the context, PD and TD are live and of one context; attr is initialised
         // with no allocator hooks.
-        let raw = unsafe { ffi::ibv_alloc_parent_domain(self.context().as_raw(), &mut attr) };
+        let raw = unsafe { ffi::ibv_alloc_parent_domain(self.context().ptr(), &mut attr) };
         let raw = NonNull::new(raw).ok_or_else(|| {
             unsupported(
                 "ibv_alloc_parent_domain",

@@ -94,7 +94,7 @@ impl QueuePair {
         // command cannot carry (it refuses masks with it, EOPNOTSUPP).
         let mask = ffi::ibv_qp_attr_mask::IBV_QP_RATE_LIMIT.0 - 1;
         // SAFETY: the QP is live and the out structs are writable.
-        let rc = unsafe { ffi::ibv_query_qp(self.as_raw(), &mut attr, mask as i32, &mut init) };
+        let rc = unsafe { ffi::ibv_query_qp(self.ptr(), &mut attr, mask as i32, &mut init) };
         check("ibv_query_qp", rc)?;
         let ah = &attr.ah_attr;
         Ok(QpAttributes {

@@ -48,7 +48,7 @@ impl QueuePair {
             send_ops: SendOps::empty(),
             qp_type: what.qp_type,
             caps: what.caps,
-            send_limits: SendLimits::new(what.qp_type, &what.caps, what.pd.as_raw()),
+            send_limits: SendLimits::new(what.qp_type, &what.caps, what.pd.ptr()),
             recv: RecvQueue::new(
                 raw.as_ptr(),
                 RecvLimits::new(what.caps.max_recv_wr, what.caps.max_recv_sge),

@@ -96,7 +96,7 @@ impl QueuePair {
         let raw = gid.to_raw();
         // SAFETY: the QP is live and raw is a valid GID for the call.
         check("ibv_attach_mcast", unsafe {
-            ffi::ibv_attach_mcast(self.as_raw(), &raw, lid)
+            ffi::ibv_attach_mcast(self.ptr(), &raw, lid)
         })?;
         groups.push((gid, lid));
         Ok(())
@@ -120,7 +120,7 @@ impl QueuePair {
         let raw = gid.to_raw();
         // SAFETY: the QP is live and attached to the group.
         check("ibv_detach_mcast", unsafe {
-            ffi::ibv_detach_mcast(self.as_raw(), &raw, lid)
+            ffi::ibv_detach_mcast(self.ptr(), &raw, lid)
         })?;
         groups.swap_remove(at);
         Ok(())
@@ -138,7 +138,7 @@ impl QueuePair {
         for (gid, lid) in self.take_mcast_groups() {
             let raw = gid.to_raw();
             // SAFETY: the QP is live and attached to the group.
-            let rc = unsafe { ffi::ibv_detach_mcast(self.as_raw(), &raw, lid) };
+            let rc = unsafe { ffi::ibv_detach_mcast(self.ptr(), &raw, lid) };
             drop_error::report("ibv_detach_mcast", rc);
         }
     }

@@ -87,7 +87,7 @@ impl QueuePair {
             // SAFETY: the QP is live; `post` is its provider's post_recv for a class it
             // takes (so the request fits its limits), or `refuse`. The request is alone
             // (next is null) and its SGEs borrow live registered regions.
-            return match unsafe { post(self.as_raw(), wr, frame.bad()) } {
+            return match unsafe { post(self.ptr(), wr, frame.bad()) } {
                 0 => Ok(()),
                 rc => frame.keep.one_failed(rc, frame.bad),
             };
@@ -126,7 +126,7 @@ impl QueuePair {
             |head, bad| {
                 // SAFETY: the QP is live; every request was checked against its limits,
                 // the list is linked and every SGE borrows a live registered region.
-                unsafe { ffi::ibv_post_recv(self.as_raw(), head, bad) }
+                unsafe { ffi::ibv_post_recv(self.ptr(), head, bad) }
             },
             wrs,
             &self.recv.limits,

@@ -144,7 +144,7 @@ impl AsyncCq {
     /// Gives up a wait for the CQ's event: the channel drops the task's waker.
     pub(crate) fn stop_waiting(&mut self) {
         if std::mem::take(&mut self.waiting) {
-            let waker = self.channel.lock().stop_waiting(self.cq.as_raw());
+            let waker = self.channel.lock().stop_waiting(self.cq.ptr());
             drop(waker); // outside the lock
         }
     }
@@ -214,7 +214,7 @@ impl AsyncCq {
     /// next readiness: the reactor holds the channel's fan-out waker, not this task's).
     /// Wakers to wake go to `wakes` ([`poll_deferred`](Self::poll_deferred)).
     fn poll_event(&self, cx: &mut TaskContext<'_>, wakes: &mut Vec<Waker>) -> Result<Poll<()>> {
-        let raw = self.cq.as_raw();
+        let raw = self.cq.ptr();
         let reactor = self.channel.reactor().get().expect("registered in new");
         let mut fan_out = TaskContext::from_waker(&reactor.fan_out);
         loop {

@@ -118,7 +118,7 @@ impl<B: RegistrableMemory> AsyncQp<B> {
     pub fn new(qp: QueuePair, cq: AsyncCq) -> Result<Self> {
         // SAFETY: the QP is live; libibverbs set its CQ and SRQ pointers at creation.
         let (send_cq, recv_cq, srq) = unsafe {
-            let raw = &*qp.as_raw();
+            let raw = &*qp.ptr();
             (raw.send_cq, raw.recv_cq, raw.srq)
         };
         let refused = |reason: &str| {
@@ -127,7 +127,7 @@ impl<B: RegistrableMemory> AsyncQp<B> {
                 reason: reason.into(),
             })
         };
-        if send_cq != cq.cq().as_raw() || recv_cq != cq.cq().as_raw() {
+        if send_cq != cq.cq().ptr() || recv_cq != cq.cq().ptr() {
             return refused("its send and receive CQ must be the async CQ given");
         }
         // The CQ's holders: the AsyncCq and this QP (as send and as receive CQ); each other

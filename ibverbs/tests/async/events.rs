@@ -55,7 +55,7 @@ async fn a_cq_overrun_arrives_on_the_stream() {
         }
     };
     match event.source {
-        EventSource::Cq(id) => assert_eq!(id.addr(), cq.as_raw() as usize),
+        EventSource::Cq(id) => assert_eq!(id.addr(), cq.as_raw().as_ptr() as usize),
         other => panic!("expected a CQ source, got {other:?}"),
     }
     drop(events);

@@ -352,7 +352,7 @@ fn an_extended_cq_takes_a_channel_and_wakes_poll_wait() {
         .unwrap();
     assert!(cq.capacity() >= 16);
     assert_eq!(cq.fields(), WcFields::BYTE_LEN | WcFields::QP_NUM);
-    assert_eq!(cq.cq().as_raw(), cq.as_raw_ex().cast());
+    assert_eq!(cq.cq().as_raw().as_ptr(), cq.as_raw().as_ptr().cast());
     let (a, _b) = rc_pair_on(&pd, &cq);
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let sge = [buf.sge(0..4).unwrap()];

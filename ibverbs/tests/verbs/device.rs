@@ -284,7 +284,7 @@ fn cq_overrun_is_an_async_event() {
     };
     assert_eq!(event.kind.to_string(), "CQ error");
     match event.source {
-        EventSource::Cq(id) => assert_eq!(id.addr(), cq.as_raw() as usize),
+        EventSource::Cq(id) => assert_eq!(id.addr(), cq.as_raw().as_ptr() as usize),
         other => panic!("expected a CQ source, got {other:?}"),
     }
     drop((qp, cq, pd, ctx));

@@ -53,7 +53,7 @@ fn with_op<T: Copy, R>(
     // SAFETY: the context is open, and used by this thread only; its ops table is plain
     // memory that the provider filled when it opened. The reference lives for this
     // statement only: the ports read the table through raw pointers at each call.
-    let slot: *mut Option<T> = slot(unsafe { &mut (*ctx.as_raw()).ops });
+    let slot: *mut Option<T> = slot(unsafe { &mut (*ctx.as_raw().as_ptr()).ops });
     // SAFETY: `slot` points into the live table (above), and no reference to it is alive.
     let provider = unsafe { slot.replace(with) };
     let out = f();

@@ -578,7 +578,11 @@ fn posting_in_reset_and_init_fails() {
         }
     };
     let mut post_raw = post_raw;
-    assert_eq!(post_raw(qp.as_raw()), libc::EINVAL, "post_send in INIT");
+    assert_eq!(
+        post_raw(qp.as_raw().as_ptr()),
+        libc::EINVAL,
+        "post_send in INIT"
+    );
     // ...and in RESET.
     let mut attr = rdma_verbs::ffi::ibv_qp_attr {
         qp_state: rdma_verbs::ffi::ibv_qp_state::IBV_QPS_RESET,
@@ -587,13 +591,17 @@ fn posting_in_reset_and_init_fails() {
     // SAFETY: the QP is live; attr is initialised.
     let rc = unsafe {
         rdma_verbs::ffi::ibv_modify_qp(
-            qp.as_raw(),
+            qp.as_raw().as_ptr(),
             &mut attr,
             rdma_verbs::ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
         )
     };
     assert_eq!(rc, 0);
-    assert_eq!(post_raw(qp.as_raw()), libc::EINVAL, "post_send in RESET");
+    assert_eq!(
+        post_raw(qp.as_raw().as_ptr()),
+        libc::EINVAL,
+        "post_send in RESET"
+    );
     drop((qp, buf, cq));
     assert_clean_drops();
 }
@@ -652,7 +660,7 @@ fn cq_overrun_raises_a_cq_error_event() {
 
     // The overrun is reported as an asynchronous CQ error; nothing is written past the queue.
     // SAFETY: the context is open; the fd is its async event fd.
-    let fd = unsafe { (*ctx.as_raw()).async_fd };
+    let fd = unsafe { (*ctx.as_raw().as_ptr()).async_fd };
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -663,7 +671,8 @@ fn cq_overrun_raises_a_cq_error_event() {
     assert_eq!(ready, 1, "no async event within 10 s");
     let mut event = std::mem::MaybeUninit::<rdma_verbs::ffi::ibv_async_event>::zeroed();
     // SAFETY: the context is open and event is writable.
-    let rc = unsafe { rdma_verbs::ffi::ibv_get_async_event(ctx.as_raw(), event.as_mut_ptr()) };
+    let rc =
+        unsafe { rdma_verbs::ffi::ibv_get_async_event(ctx.as_raw().as_ptr(), event.as_mut_ptr()) };
     assert_eq!(rc, 0);
     // SAFETY: ibv_get_async_event filled it.
     let mut event = unsafe { event.assume_init() };
@@ -672,7 +681,7 @@ fn cq_overrun_raises_a_cq_error_event() {
         rdma_verbs::ffi::ibv_event_type::IBV_EVENT_CQ_ERR
     );
     // SAFETY: for a CQ event the union holds the CQ.
-    assert_eq!(unsafe { event.element.cq }, small.as_raw());
+    assert_eq!(unsafe { event.element.cq }, small.as_raw().as_ptr());
     // SAFETY: the event was returned by ibv_get_async_event and is acknowledged once.
     unsafe { rdma_verbs::ffi::ibv_ack_async_event(&mut event) };
 

@@ -20,7 +20,7 @@ fn path_mtu(qp: &QueuePair) -> Mtu {
     let mut init = ffi::ibv_qp_init_attr::default();
     let mask = ffi::ibv_qp_attr_mask::IBV_QP_PATH_MTU.0 as i32;
     // SAFETY: the QP is live and the out structs are writable.
-    let rc = unsafe { ffi::ibv_query_qp(qp.as_raw(), &mut attr, mask, &mut init) };
+    let rc = unsafe { ffi::ibv_query_qp(qp.as_raw().as_ptr(), &mut attr, mask, &mut init) };
     assert_eq!(rc, 0, "ibv_query_qp");
     Mtu::from_raw(attr.path_mtu)
 }

@@ -193,7 +193,7 @@ fn rereg_then_use(
             say(format!("rereg {change:?}: {what}: {missing}"));
             assert!(mr.is_valid());
             assert_eq!((mr.offset(), mr.len(), mr.access()), (0, 3 * 4096, access));
-            assert_eq!(mr.pd().as_raw(), pd.as_raw());
+            assert_eq!(mr.pd().as_raw().as_ptr(), pd.as_raw().as_ptr());
             None
         }
         Err(other) => panic!("rereg {change:?}: {other:?}"),
@@ -239,7 +239,7 @@ fn rereg_access_pd_and_range() {
     let change = Rereg::new().access(ALL).pd(&p.pd);
     if let Some(mr) = rereg_then_use(&p, &other_pd, AccessFlags::LOCAL_WRITE, change) {
         assert_eq!(mr.access(), ALL);
-        assert_eq!(mr.pd().as_raw(), p.pd.as_raw());
+        assert_eq!(mr.pd().as_raw().as_ptr(), p.pd.as_raw().as_ptr());
     }
     // A range of the owned memory: the region moves, the memory comes back whole.
     if let Some(mr) = rereg_then_use(&p, &p.pd, ALL, Rereg::new().range(4096..3 * 4096)) {

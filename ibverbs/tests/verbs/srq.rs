@@ -48,7 +48,7 @@ fn wait_limit_event(ctx: &Context, srq: &SharedReceiveQueue) {
         };
         if ev.kind == AsyncEventKind::SrqLimitReached {
             match ev.source {
-                EventSource::Srq(id) => assert_eq!(id.addr(), srq.as_raw() as usize),
+                EventSource::Srq(id) => assert_eq!(id.addr(), srq.as_raw().as_ptr() as usize),
                 other => panic!("SRQ limit event about {other:?}"),
             }
             return;

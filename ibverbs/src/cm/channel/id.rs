@@ -91,9 +91,8 @@ impl CmId {
         let handle = IdHandle::new();
         // SAFETY: the channel is live; raw is a valid out pointer; the context is a number
         // that librdmacm only hands back.
-        let rc = unsafe {
-            cm::rdma_create_id(channel.as_raw(), &mut raw, handle.as_context(), ps.raw())
-        };
+        let rc =
+            unsafe { cm::rdma_create_id(channel.ptr(), &mut raw, handle.as_context(), ps.raw()) };
         check("rdma_create_id", rc)?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::last("rdma_create_id"))?;
         Ok(CmId {
@@ -128,7 +127,7 @@ impl CmId {
     }
 
     /// The raw `rdma_cm_id`, valid while this id lives.
-    pub fn as_raw(&self) -> *mut cm::rdma_cm_id {
+    pub(crate) fn ptr(&self) -> *mut cm::rdma_cm_id {
         self.raw.as_ptr()
     }
 
@@ -148,7 +147,7 @@ impl CmId {
         let mut sa = to_c(addr);
         // SAFETY: the id is live; sa holds a sockaddr of addr's family.
         check("rdma_bind_addr", unsafe {
-            cm::rdma_bind_addr(self.as_raw(), ptr::addr_of_mut!(sa).cast())
+            cm::rdma_bind_addr(self.ptr(), ptr::addr_of_mut!(sa).cast())
         })
     }
 
@@ -158,7 +157,7 @@ impl CmId {
     pub fn listen(&self, backlog: i32) -> Result<()> {
         // SAFETY: the id is live.
         check("rdma_listen", unsafe {
-            cm::rdma_listen(self.as_raw(), backlog)
+            cm::rdma_listen(self.ptr(), backlog)
         })
     }
 
@@ -178,7 +177,7 @@ impl CmId {
             .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
         // SAFETY: the id is live; the addresses are sockaddrs of their family or null.
         check("rdma_resolve_addr", unsafe {
-            cm::rdma_resolve_addr(self.as_raw(), src_ptr, ptr::addr_of_mut!(dst).cast(), ms)
+            cm::rdma_resolve_addr(self.ptr(), src_ptr, ptr::addr_of_mut!(dst).cast(), ms)
         })
     }
 
@@ -188,7 +187,7 @@ impl CmId {
         let ms = millis(timeout)?;
         // SAFETY: the id is live.
         check("rdma_resolve_route", unsafe {
-            cm::rdma_resolve_route(self.as_raw(), ms)
+            cm::rdma_resolve_route(self.ptr(), ms)
         })
     }
 
@@ -198,7 +197,7 @@ impl CmId {
         let mut c = param.to_c(Message::Connect, self.ps)?;
         // SAFETY: the id is live; c points into param, which outlives the call.
         check("rdma_connect", unsafe {
-            cm::rdma_connect(self.as_raw(), &mut c)
+            cm::rdma_connect(self.ptr(), &mut c)
         })
     }
 
@@ -207,7 +206,7 @@ impl CmId {
         let mut c = param.to_c(Message::Accept, self.ps)?;
         // SAFETY: the id is live; c points into param, which outlives the call.
         check("rdma_accept", unsafe {
-            cm::rdma_accept(self.as_raw(), &mut c)
+            cm::rdma_accept(self.ptr(), &mut c)
         })
     }
 
@@ -222,7 +221,7 @@ impl CmId {
         };
         // SAFETY: the id is live; data is null or valid for len bytes.
         check("rdma_reject", unsafe {
-            cm::rdma_reject(self.as_raw(), data, len)
+            cm::rdma_reject(self.ptr(), data, len)
         })
     }
 
@@ -233,20 +232,20 @@ impl CmId {
     pub fn disconnect(&self) -> Result<()> {
         // SAFETY: the id is live.
         check("rdma_disconnect", unsafe {
-            cm::rdma_disconnect(self.as_raw())
+            cm::rdma_disconnect(self.ptr())
         })
     }
 
     /// The local address (`rdma_get_local_addr`), once bound or resolved.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         // SAFETY: the id is live; the address inside it is as long as its family says.
-        unsafe { from_c(cm::rdma_get_local_addr(self.as_raw())) }
+        unsafe { from_c(cm::rdma_get_local_addr(self.ptr())) }
     }
 
     /// The peer's address (`rdma_get_peer_addr`), once resolved or connected.
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         // SAFETY: as above.
-        unsafe { from_c(cm::rdma_get_peer_addr(self.as_raw())) }
+        unsafe { from_c(cm::rdma_get_peer_addr(self.ptr())) }
     }
 
     /// The device context the id is bound to (librdmacm's, kept open while the returned
@@ -254,7 +253,7 @@ impl CmId {
     /// Fails before the id is bound to a device (bind, resolve or a connect request).
     pub fn context(&self) -> Result<Context> {
         // SAFETY: the id is live.
-        let verbs = unsafe { (*self.as_raw()).verbs };
+        let verbs = unsafe { (*self.ptr()).verbs };
         let verbs = NonNull::new(verbs).ok_or_else(|| Error::InvalidArgument {
             what: "CM id",
             reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
@@ -289,18 +288,18 @@ impl CmId {
             _ => QpType::Rc,
         };
         let mut init = ffi::ibv_qp_init_attr {
-            send_cq: send_cq.as_raw(),
-            recv_cq: recv_cq.as_raw(),
+            send_cq: send_cq.ptr(),
+            recv_cq: recv_cq.ptr(),
             cap: caps,
             qp_type: qp_type.raw(),
             ..Default::default()
         };
         // SAFETY: the id is live and bound to pd's device (checked); the CQs are of it too.
         check("rdma_create_qp", unsafe {
-            cm::rdma_create_qp(self.as_raw(), pd.as_raw(), &mut init)
+            cm::rdma_create_qp(self.ptr(), pd.ptr(), &mut init)
         })?;
         // SAFETY: the id is live and now has a QP.
-        let raw = unsafe { (*self.as_raw()).qp };
+        let raw = unsafe { (*self.ptr()).qp };
         let Some(raw) = NonNull::new(raw) else {
             return Err(Error::InvalidArgument {
                 what: "rdma_create_qp",
@@ -308,7 +307,7 @@ impl CmId {
             });
         };
         // SAFETY: the id is live.
-        let port = unsafe { (*self.as_raw()).port_num };
+        let port = unsafe { (*self.ptr()).port_num };
         let what = Adopted {
             qp_type,
             caps: init.cap,
@@ -324,7 +323,7 @@ impl CmId {
             Ok(qp) => Ok(self.qp.insert(Box::new(qp))),
             Err(err) => {
                 // SAFETY: the id is live with the QP just made, which nothing else owns.
-                unsafe { cm::rdma_destroy_qp(self.as_raw()) };
+                unsafe { cm::rdma_destroy_qp(self.ptr()) };
                 Err(err)
             }
         }
@@ -345,7 +344,7 @@ impl CmId {
     pub fn take_qp(&mut self) -> Option<QueuePair> {
         let qp = self.qp.take()?;
         // SAFETY: the id is live; librdmacm must not reach the QP once it is not the id's.
-        unsafe { (*self.as_raw()).qp = ptr::null_mut() };
+        unsafe { (*self.ptr()).qp = ptr::null_mut() };
         Some(*qp)
     }
 }
@@ -354,12 +353,12 @@ impl Drop for CmId {
     fn drop(&mut self) {
         if let Some(qp) = self.qp.take() {
             // SAFETY: the id is live; librdmacm must not reach the QP once it is destroyed.
-            unsafe { (*self.as_raw()).qp = ptr::null_mut() };
+            unsafe { (*self.ptr()).qp = ptr::null_mut() };
             drop(qp);
         }
         // SAFETY: the id is live, has no QP, and its events were all acknowledged when they
         // were read (CmEvent::take), so this does not wait.
-        let rc = unsafe { cm::rdma_destroy_id(self.as_raw()) };
+        let rc = unsafe { cm::rdma_destroy_id(self.ptr()) };
         drop_error::report("rdma_destroy_id", rc);
     }
 }
