@@ -365,8 +365,8 @@ fn run(o: &Options) -> Result<(), String> {
         me.gid = Gid::ZERO;
     }
     print_address("local address: ", &me);
-    // The RTR and RTS attributes of the C program. The route's `sgid_index` is `None`: the
-    // QP sends from its own GID (the one given to gid_index above).
+    // The RTR and RTS attributes of the C program. The QP sends from its own GID (the one
+    // given to gid_index above).
     let opts = ConnectOptions {
         path_mtu: Some(o.mtu),
         timeout: 14,

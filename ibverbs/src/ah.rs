@@ -22,19 +22,26 @@ unsafe impl Send for AddressHandle {}
 unsafe impl Sync for AddressHandle {}
 
 impl ProtectionDomain {
-    /// Creates an address handle for `remote`, leaving from local port `port` along `route`
-    /// (`ibv_create_ah`).
+    /// Creates an address handle for `remote`, leaving from local port `port` and its GID
+    /// `gid_index` along `route` (`ibv_create_ah`).
     ///
-    /// The source GID is `route.sgid_index`, or the port's
-    /// [`Context::default_gid`](crate::Context::default_gid) when that is `None`. Before
+    /// The source GID is the entry `gid_index` of the port's table, or the port's
+    /// [`Context::default_gid`](crate::Context::default_gid) when that is `None` (for a UD
+    /// queue pair's datagrams, give its [`QueuePair::gid_index`](crate::QueuePair::gid_index)). Before
     /// the call, the port is checked against the device's port count and the index
     /// against the port's GID table ([`Error::OutOfRange`](crate::Error::OutOfRange),
     /// naming the limit; an empty entry is [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
     /// On RoCE the handle always carries a GRH.
-    pub fn create_ah(&self, port: u8, remote: &Endpoint, route: &Route) -> Result<AddressHandle> {
+    pub fn create_ah(
+        &self,
+        port: u8,
+        gid_index: Option<u8>,
+        remote: &Endpoint,
+        route: &Route,
+    ) -> Result<AddressHandle> {
         let ctx = self.context();
         let roce = ctx.query_port(port)?.link_layer == LinkLayer::Ethernet;
-        let sgid_index = match route.sgid_index {
+        let sgid_index = match gid_index {
             Some(index) => {
                 ctx.used_gid(port, index)?;
                 index

@@ -40,9 +40,10 @@
 //! - **GID indexes** are `u8` everywhere, as in `struct ibv_ah_attr`. A QP tells the one it
 //!   sends from ([`QueuePair::gid_index`]); by default that is
 //!   [`Context::default_gid`] (on RoCE a routable RoCE v2 entry, never the link-local
-//!   entry 0). [`Route::sgid_index`] is `None` unless you pick one: `connect` then uses
-//!   the QP's, [`ProtectionDomain::create_ah`] the port's default; an index given is used
-//!   as given, after a check against the port's table.
+//!   entry 0). Each sender is given its GID once: a QP by its builder (`connect` sends
+//!   from it), an address handle by [`ProtectionDomain::create_ah`]'s `gid_index` (`None`
+//!   for the port's default); an index given is used as given, after a check against the
+//!   port's table.
 //! - **Errors name what failed**: a refused state change is [`Error::Transition`] (`ibv_modify_qp to
 //!   RTR failed: ...`), a size over a device cap [`Error::DeviceLimit`] naming the cap
 //!   (`max_cqe`, `max_srq_wr`, `max_srq_sge`), a port or GID index out of the device's

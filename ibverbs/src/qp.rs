@@ -65,7 +65,7 @@ pub struct ConnectOptions {
     pub max_rd_atomic: u8,
     /// Outstanding RDMA reads and atomics this QP accepts (clamped to the device).
     pub max_dest_rd_atomic: u8,
-    /// The route to the peer; its `sgid_index` of `None` sends from the QP's GID.
+    /// The route to the peer (the QP sends from its own GID, [`QueuePair::gid_index`]).
     pub route: Route,
 }
 
@@ -372,13 +372,11 @@ impl PreparedQueuePair {
 
     /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
     ///
-    /// The QP sends from GID `opts.route.sgid_index`, or from its own when that is `None`;
-    /// an index given there is checked against the port's table first and becomes the
-    /// QP's ([`QueuePair::gid_index`]). A failed transition is [`Error::Transition`],
-    /// naming the state.
+    /// The QP sends from the GID it was built with ([`QueuePair::gid_index`]). A failed
+    /// transition is [`Error::Transition`], naming the state.
     pub fn connect(self, remote: &Endpoint, opts: &ConnectOptions) -> Result<QueuePair> {
         use ffi::ibv_qp_attr_mask as M;
-        let mut qp = self.qp;
+        let qp = self.qp;
         if qp.qp_type == QpType::Ud {
             return Err(Error::InvalidArgument {
                 what: "queue pair type",
@@ -387,10 +385,6 @@ impl PreparedQueuePair {
         }
         let path_mtu = ffi::ibv_mtu(opts.path_mtu.unwrap_or(qp.active_mtu).raw());
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
-        if let Some(index) = opts.route.sgid_index {
-            qp.gid = qp.pd.context().used_gid(qp.port, index)?;
-            qp.gid_index = index;
-        }
         let mut route = opts.route;
         // RoCE packets always carry a GRH; on InfiniBand only when the peer gave a GID
         // (or the caller forces it), as peers that send no GID expect.
@@ -628,24 +622,6 @@ impl QueuePair {
         self.gid_index
     }
 
-    /// The current state (`ibv_query_qp`): RTS, or SQE or ERROR once a request failed or
-    /// after [`to_error`](Self::to_error).
-    pub fn state(&self) -> Result<QpState> {
-        let mut attr = ffi::ibv_qp_attr::default();
-        let mut init = ffi::ibv_qp_init_attr::default();
-        // SAFETY: the QP is live and the out structs are writable.
-        let rc = unsafe {
-            ffi::ibv_query_qp(
-                self.ptr(),
-                &mut attr,
-                ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
-                &mut init,
-            )
-        };
-        check("ibv_query_qp", rc)?;
-        Ok(QpState::from_raw(attr.qp_state))
-    }
-
     /// Modifies the QP (`ibv_modify_qp`) with the raw attributes selected by `mask`.
     ///
     /// The safe transitions are the typed ones ([`QueuePairBuilder::build`] to INIT,
@@ -656,7 +632,7 @@ impl QueuePair {
     /// The QP must keep what its type and the checks on posting rely on:
     /// - its state stays one a [`QueuePair`] may be in: RTS, or SQD, SQE or ERROR (where
     ///   the HCA also moves a QP by itself), never RESET, INIT or RTR, so that
-    ///   [`state`](Self::state) agrees with the type;
+    ///   the state [`query`](Self::query) reports agrees with the type;
     /// - its capabilities (`IBV_QP_CAP`) do not change: requests are checked against the
     ///   ones granted at creation;
     /// - its transport, port and protection domain stay as created.

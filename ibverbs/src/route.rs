@@ -22,16 +22,13 @@ pub struct Endpoint {
     pub gid: Gid,
 }
 
-/// How packets travel to a peer: the address vector fields of `struct ibv_ah_attr`.
+/// How packets travel to a peer: the path fields of `struct ibv_ah_attr`. The GID they leave
+/// from is the sender's, given once where the sender is made:
+/// [`QueuePairBuilder::gid_index`](crate::QueuePairBuilder::gid_index) for a queue pair,
+/// the `gid_index` of [`ProtectionDomain::create_ah`](crate::ProtectionDomain::create_ah)
+/// for an address handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
-    /// Index of the local GID to send from; `None` (the default) for the usual one:
-    /// [`PreparedQueuePair::connect`](crate::PreparedQueuePair::connect) uses the QP's own
-    /// ([`QueuePairBuilder::gid_index`](crate::QueuePairBuilder::gid_index)), and
-    /// [`ProtectionDomain::create_ah`](crate::ProtectionDomain::create_ah) the port's
-    /// [`Context::default_gid`](crate::Context::default_gid). `Some` is used as given (and
-    /// checked against the port's GID table first).
-    pub sgid_index: Option<u8>,
     /// Hop limit of the GRH (RoCE v2: IP TTL).
     pub hop_limit: u8,
     /// Traffic class of the GRH (RoCE v2: DSCP and ECN).
@@ -47,7 +44,6 @@ pub struct Route {
 impl Default for Route {
     fn default() -> Self {
         Route {
-            sgid_index: None,
             hop_limit: 64,
             traffic_class: 0,
             flow_label: 0,
@@ -58,8 +54,7 @@ impl Default for Route {
 }
 
 impl Route {
-    /// The address vector to `remote` from local `port`, sending from GID `sgid_index`
-    /// (the resolved [`sgid_index`](Self::sgid_index)).
+    /// The address vector to `remote` from local `port`, sending from GID `sgid_index`.
     pub(crate) fn ah_attr(&self, port: u8, sgid_index: u8, remote: &Endpoint) -> ffi::ibv_ah_attr {
         let global = self.force_grh || !remote.gid.is_zero();
         ffi::ibv_ah_attr {

@@ -604,12 +604,8 @@ fn reply_ah(sid: &CmId, side: &Side) -> AddressHandle {
         lid: 0,
         gid: ip_gid(sid.peer_addr().expect("a peer address").ip()),
     };
-    let route = Route {
-        sgid_index: Some(entry.index),
-        ..Route::default()
-    };
     side.pd
-        .create_ah(port, &peer, &route)
+        .create_ah(port, Some(entry.index), &peer, &Route::default())
         .expect("ibv_create_ah")
 }
 

@@ -93,13 +93,8 @@ impl Pair {
                 b.connect(&ea, &opts).unwrap(),
             )
         };
-        let ah = (qp_type == QpType::Ud).then(|| {
-            let route = Route {
-                sgid_index: Some(1),
-                ..Route::default()
-            };
-            pd.create_ah(1, &eb, &route).unwrap()
-        });
+        let ah = (qp_type == QpType::Ud)
+            .then(|| pd.create_ah(1, Some(1), &eb, &Route::default()).unwrap());
         Pair {
             a,
             a_cq,
@@ -150,11 +145,9 @@ fn ud_requests_without_an_address_handle_are_refused() {
     );
     // An address handle of another protection domain.
     let other_pd = ctx.alloc_pd().unwrap();
-    let route = Route {
-        sgid_index: Some(1),
-        ..Route::default()
-    };
-    let foreign = other_pd.create_ah(1, &p.b.endpoint(), &route).unwrap();
+    let foreign = other_pd
+        .create_ah(1, Some(1), &p.b.endpoint(), &Route::default())
+        .unwrap();
     let qpn = p.b.qp_num();
     assert_refused(
         p.a.post_send(&mut [SendRequest::send(4, &sge).ud(&foreign, qpn, DEFAULT_QKEY)]),
@@ -437,10 +430,10 @@ fn the_state_agrees_with_the_type() {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let p = Pair::new(&pd, QpType::Rc, 1, 0);
-    assert_eq!(p.a.state().unwrap(), QpState::Rts);
-    assert_eq!(p.b.state().unwrap(), QpState::Rts);
+    assert_eq!(p.a.query().unwrap().state, QpState::Rts);
+    assert_eq!(p.b.query().unwrap().state, QpState::Rts);
     p.a.to_error().unwrap();
-    assert_eq!(p.a.state().unwrap(), QpState::Error);
+    assert_eq!(p.a.query().unwrap().state, QpState::Error);
     drop(p);
     assert_clean_drops();
 }
@@ -714,7 +707,7 @@ impl Bench {
             }
             (Ok(()), Ok(())) => !poll_one(&p.a_cq).is_success(),
         };
-        if broken || p.a.state().unwrap() != QpState::Rts {
+        if broken || p.a.query().unwrap().state != QpState::Rts {
             self.pairs[slot] = (
                 spec.qp_type,
                 Pair::new(&self.pd, spec.qp_type, MAX_SGE, MAX_INLINE),

@@ -651,10 +651,9 @@ impl Prepared {
     }
 }
 
-/// perftest's route to a peer QP: its GID (if any), hop limit 255, this side's GID index.
+/// perftest's route to a peer QP: hop limit 255, and a GRH where this side uses a GID.
 fn route(p: &Params, gid_index: Option<u8>) -> Route {
     Route {
-        sgid_index: gid_index,
         hop_limit: 0xff,
         traffic_class: 0,
         flow_label: 0,
@@ -680,7 +679,7 @@ pub fn ud_ah(
     gid_index: Option<u8>,
     r: &Record,
 ) -> Result<AddressHandle> {
-    pd.create_ah(p.ib_port, &endpoint(r), &route(p, gid_index))
+    pd.create_ah(p.ib_port, gid_index, &endpoint(r), &route(p, gid_index))
         .ctx("Failed to create AH")
 }
 

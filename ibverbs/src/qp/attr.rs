@@ -20,7 +20,8 @@ use crate::qp::{PreparedQueuePair, QueuePair};
 pub struct QpAttributes {
     /// The transport.
     pub qp_type: QpType,
-    /// The current state.
+    /// The current state: RTS, or SQE or ERROR once a request failed or after
+    /// [`QueuePair::to_error`](crate::QueuePair::to_error) (the one way to read it).
     pub state: QpState,
     /// The path MTU (RC, UC).
     pub path_mtu: Mtu,

@@ -324,7 +324,7 @@ fn sixty_four_rc_qps_with_full_send_queues_lose_nothing() {
     assert_empty(&send_cq, "send CQ after the last round");
     assert_empty(&recv_cq, "receive CQ after the last round");
     for qp in &qps {
-        assert_eq!(qp.state().unwrap(), QpState::Rts);
+        assert_eq!(qp.query().unwrap().state, QpState::Rts);
     }
     eprintln!(
         "load: {LOAD_QPS} RC QPs x {depth} WRs x {rounds} rounds = {} messages, {} MiB \

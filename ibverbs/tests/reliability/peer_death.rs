@@ -380,7 +380,7 @@ fn writer_whose_peer_is_killed_gets_an_error_completion() {
         how == "EOF" || how == "ConnectionReset",
         "TCP ended by {how}"
     );
-    assert_eq!(side.qp.state().unwrap(), QpState::Error);
+    assert_eq!(side.qp.query().unwrap().state, QpState::Error);
     assert_empty(&side.cq, "after the drain");
     let records = check_records(&side.inbox);
     assert!(records > 0, "the child wrote no record");
@@ -498,7 +498,7 @@ fn receiver_whose_peer_is_killed_keeps_receives_until_flushed() {
     let received = rx.done;
     assert_eq!(rx.posted - rx.done, RECVS as u64);
     assert_eq!(
-        rx.side.qp.state().unwrap(),
+        rx.side.qp.query().unwrap().state,
         QpState::Rts,
         "the receiver noticed something"
     );
@@ -528,7 +528,7 @@ fn receiver_whose_peer_is_killed_keeps_receives_until_flushed() {
         how == "EOF" || how == "ConnectionReset",
         "TCP ended by {how}"
     );
-    assert_eq!(rx.side.qp.state().unwrap(), QpState::Error);
+    assert_eq!(rx.side.qp.query().unwrap().state, QpState::Error);
     assert_empty(&rx.side.cq, "after the flush");
     drop(rx);
     assert_clean_drops();

@@ -161,11 +161,9 @@ fn ud_receive_reads_source_qp_grh_and_the_addressing_fields() {
     let rsge = [dst.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(7, &rsge)]).unwrap();
     let remote = p.b.endpoint();
-    let route = Route {
-        sgid_index: Some(1),
-        ..Route::default()
-    };
-    let ah = p.pd.create_ah(1, &remote, &route).unwrap();
+    let ah =
+        p.pd.create_ah(1, Some(1), &remote, &Route::default())
+            .unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send_with_imm(5, &sge, 77)
         .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)

@@ -528,7 +528,7 @@ fn sge_outside_its_region_is_a_local_protection_error() {
         ),
         "{err}"
     );
-    assert_eq!(p.a.state().unwrap(), QpState::Error);
+    assert_eq!(p.a.query().unwrap().state, QpState::Error);
     drop(p);
     assert_clean_drops();
 }
@@ -551,7 +551,7 @@ fn wrong_rkey_is_a_remote_access_error_and_errors_the_qp() {
     assert_eq!(wc.status().as_str(), "remote access error");
     let wc = poll_one(&p.a_cq);
     assert_eq!((wc.wr_id(), wc.status()), (2, WcStatus::WR_FLUSH_ERR));
-    assert_eq!(p.a.state().unwrap(), QpState::Error);
+    assert_eq!(p.a.query().unwrap().state, QpState::Error);
     drop(p);
     assert_clean_drops();
 }
@@ -627,7 +627,7 @@ fn connecting_to_a_missing_qpn_exceeds_retries() {
         .unwrap();
     let wc = poll_one(&cq);
     assert_eq!(wc.status(), WcStatus::RETRY_EXC_ERR, "{wc:?}");
-    assert_eq!(qp.state().unwrap(), QpState::Error);
+    assert_eq!(qp.query().unwrap().state, QpState::Error);
     drop((qp, buf, cq));
     assert_clean_drops();
 }

@@ -44,21 +44,14 @@ fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
     assert_eq!(addr, "::ffff:127.0.0.1".parse::<Ipv6Addr>().unwrap());
     assert_eq!(Gid::from(addr), gid());
 
-    // An index of the route is used, not replaced: an empty entry is refused before the
-    // transition (rxe's table is longer than any u8, so every index is in range).
+    // The QP's index is given once, to its builder: an empty entry is refused before the
+    // QP is created (rxe's table is longer than any u8, so every index is in range), and
+    // `connect` sends from the QP's own.
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let empty = ConnectOptions {
-        route: Route {
-            sgid_index: Some(200),
-            ..Route::default()
-        },
-        ..ConnectOptions::default()
-    };
     let err = pd
         .create_qp(QpType::Rc, &cq, &cq)
+        .gid_index(200)
         .build()
-        .unwrap()
-        .connect(&eb, &empty)
         .unwrap_err();
     assert!(
         matches!(
@@ -71,16 +64,8 @@ fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
         "{err}"
     );
     assert!(err.to_string().contains("entry 200"), "{err}");
-    // `None` is the QP's own index; `Some` is used as given.
-    let given = ConnectOptions {
-        route: Route {
-            sgid_index: Some(1),
-            ..Route::default()
-        },
-        ..ConnectOptions::default()
-    };
     let a = a.connect(&eb, &ConnectOptions::default()).unwrap();
-    let b = b.connect(&ea, &given).unwrap();
+    let b = b.connect(&ea, &ConnectOptions::default()).unwrap();
     assert_eq!((a.gid_index(), b.gid_index()), (1, 1));
     drop((a, b, cq, pd));
     assert_clean_drops();
@@ -91,7 +76,9 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
     let p = Pair::new(QpType::Ud);
     let remote = p.b.endpoint();
     // Port 9 and an empty GID entry: typed errors before ibv_create_ah, naming the limit.
-    let err = p.pd.create_ah(9, &remote, &Route::default()).unwrap_err();
+    let err =
+        p.pd.create_ah(9, None, &remote, &Route::default())
+            .unwrap_err();
     assert!(
         matches!(
             err,
@@ -105,11 +92,9 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
         "{err}"
     );
     assert_eq!(err.to_string(), "port 9 is out of range (valid: 1..=1)");
-    let empty = Route {
-        sgid_index: Some(200),
-        ..Route::default()
-    };
-    let err = p.pd.create_ah(1, &remote, &empty).unwrap_err();
+    let err =
+        p.pd.create_ah(1, Some(200), &remote, &Route::default())
+            .unwrap_err();
     assert!(
         matches!(
             err,
@@ -122,7 +107,7 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
     );
 
     // Route::default() sends from the port's default GID, which reaches the peer.
-    let ah = p.pd.create_ah(1, &remote, &Route::default()).unwrap();
+    let ah = p.pd.create_ah(1, None, &remote, &Route::default()).unwrap();
     let mut src = p.mr(32);
     src.fill(0x77);
     let dst = p.mr(40 + 32);

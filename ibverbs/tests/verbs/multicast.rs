@@ -64,7 +64,7 @@ fn one_send_reaches_every_attached_qp_until_detached() {
         lid: 0,
         gid: group,
     };
-    let ah = pd.create_ah(1, &to_group, &Route::default()).unwrap();
+    let ah = pd.create_ah(1, None, &to_group, &Route::default()).unwrap();
     let payload = [mr.sge(3000..3018).unwrap()];
     let send = |wr_id| {
         qps[0]

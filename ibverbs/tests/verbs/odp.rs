@@ -240,11 +240,9 @@ fn odp_ud_send() {
     let rsge = [grh.sge(..).unwrap(), dst.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
     let remote = p.b.endpoint();
-    let route = Route {
-        sgid_index: Some(1),
-        ..Route::default()
-    };
-    let ah = p.pd.create_ah(1, &remote, &route).unwrap();
+    let ah =
+        p.pd.create_ah(1, Some(1), &remote, &Route::default())
+            .unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(2, &sge)
         .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)

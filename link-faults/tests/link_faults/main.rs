@@ -106,7 +106,7 @@ fn outage(kind: FaultKind, name: &str, expected: &[WcStatus]) {
         after <= bound,
         "the error came after {after:?}, beyond {bound:?}"
     );
-    assert_eq!(side.qp.state().unwrap(), QpState::Error);
+    assert_eq!(side.qp.query().unwrap().state, QpState::Error);
     assert_empty(&side.cq, "after the drain");
 
     let cleared = Instant::now();
@@ -133,7 +133,7 @@ fn outage(kind: FaultKind, name: &str, expected: &[WcStatus]) {
         format!("ok {RECORDS}"),
         "the peer's check of the new QP's writes"
     );
-    assert_eq!(side.qp.state().unwrap(), QpState::Rts);
+    assert_eq!(side.qp.query().unwrap().state, QpState::Rts);
     eprintln!(
         "{name}: a new QP pair wrote {RECORDS} records, verified by the peer, {:.2?} after \
          the fault was removed",
@@ -265,7 +265,7 @@ fn five_percent_loss_each_way_delivers_every_message_intact() {
         dropped_here > 0 && dropped_there > 0,
         "no packet was lost: the test tested nothing"
     );
-    assert_eq!(side.qp.state().unwrap(), QpState::Rts);
+    assert_eq!(side.qp.query().unwrap().state, QpState::Rts);
     drop(side);
     peer.assert_clean_drops();
     drop(host);
