@@ -533,6 +533,22 @@ pub struct Resources {
     pub recv_cq: Option<Cq>,
 }
 
+impl Resources {
+    /// The queues and both CQs, for the tests that receive (send tests): an error if the
+    /// test has no receive CQ.
+    pub fn with_recv_cq(&mut self) -> Result<(&mut Queues, &mut Cq, &mut Cq)> {
+        let Resources {
+            queues,
+            send_cq,
+            recv_cq,
+        } = self;
+        let recv_cq = recv_cq
+            .as_mut()
+            .ok_or_else(|| Error::new("no receive CQ"))?;
+        Ok((queues, send_cq, recv_cq))
+    }
+}
+
 /// The QPs of a connected test and what their work requests are built from: apart from
 /// the CQs, so that the loops can post while they poll.
 pub struct Queues {

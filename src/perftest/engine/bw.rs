@@ -12,7 +12,7 @@ use super::{Plan, POLL_BATCH};
 use crate::perftest::clock::Clock;
 use crate::perftest::rdma::{Queues, Resources};
 use crate::perftest::stats::BwSamples;
-use crate::perftest::types::{Ctx as _, Error, Result};
+use crate::perftest::types::{Ctx as _, Result};
 
 /// perftest's `--perform_warm_up`: a burst of a send queue's worth (or one post list) per
 /// QP, waited for. Unlike perftest, every request of the burst is signaled, so the wait
@@ -250,10 +250,7 @@ pub fn bw_send(
     } = res;
     let nq = queues.qps.len();
     let mut s = samples(plan, plan.iters * nq as u64);
-    let mut timer = Timer::of(plan, clock);
-    if let Some(t) = &mut timer {
-        t.begin(clock.now());
-    }
+    let mut timer = Timer::started(plan, clock);
     let sges = list_sges(plan, queues)?;
     let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
 
@@ -291,12 +288,7 @@ pub fn bw_recv(
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<BwSamples> {
-    let Resources {
-        queues, recv_cq, ..
-    } = res;
-    let recv_cq = recv_cq
-        .as_mut()
-        .ok_or_else(|| Error::new("no receive CQ"))?;
+    let (queues, _, recv_cq) = res.with_recv_cq()?;
     let plan = &Plan {
         no_peak: true,
         ..*plan
@@ -352,14 +344,7 @@ pub fn bw_bidir(
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<BwSamples> {
-    let Resources {
-        queues,
-        send_cq,
-        recv_cq,
-    } = res;
-    let recv_cq = recv_cq
-        .as_mut()
-        .ok_or_else(|| Error::new("no receive CQ"))?;
+    let (queues, send_cq, recv_cq) = res.with_recv_cq()?;
     let nq = queues.qps.len();
     let tot = plan.iters * nq as u64;
     let mut s = samples(plan, tot);
@@ -378,13 +363,7 @@ pub fn bw_bidir(
     let mut recvs = Recvs::new(plan, queues);
     let mut wc = [WorkCompletion::default(); POLL_BATCH];
     loop {
-        let ph = timer.as_mut().map(|t| {
-            if sending {
-                t.poll(clock.now())
-            } else {
-                Phase::Start
-            }
-        });
+        let ph = Timer::phase(&mut timer, sending, clock);
         let running = match ph {
             Some(p) => p != Phase::End,
             None => sends.totccnt < tot || recvs.rcnt < tot,

@@ -10,7 +10,7 @@ use super::watchdog::{Watchdog, IDLE_CHECK};
 use super::Plan;
 use crate::perftest::clock::Clock;
 use crate::perftest::rdma::{Resources, GRH};
-use crate::perftest::types::{Ctx as _, Error, Result};
+use crate::perftest::types::{Ctx as _, Result};
 
 /// What a latency loop measured: post timestamps with `-n`, or the count and interval
 /// with `-D`.
@@ -59,14 +59,7 @@ pub fn lat_send(
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<LatSamples> {
-    let Resources {
-        queues,
-        send_cq,
-        recv_cq,
-    } = res;
-    let recv_cq = recv_cq
-        .as_mut()
-        .ok_or_else(|| Error::new("no receive CQ"))?;
+    let (queues, send_cq, recv_cq) = res.with_recv_cq()?;
     // The same requests every time, as perftest: one send with and one without a
     // completion, one receive.
     let sge = [post::send_sge(plan, queues, 0, 0).ctx("building the scatter/gather entry")?];
@@ -89,13 +82,7 @@ pub fn lat_send(
     let iters = plan.iters;
     let mut wc = [WorkCompletion::default(); 1];
     loop {
-        let ph = timer.as_mut().map(|t| {
-            if started {
-                t.poll(clock.now())
-            } else {
-                Phase::Start
-            }
-        });
+        let ph = Timer::phase(&mut timer, started, clock);
         let running = match ph {
             Some(p) => p != Phase::End,
             None => scnt < iters || rcnt < iters,
@@ -140,13 +127,7 @@ pub fn lat_send(
                 break;
             }
         }
-        let ph = timer.as_mut().map(|t| {
-            if started {
-                t.poll(clock.now())
-            } else {
-                Phase::Start
-            }
-        });
+        let ph = Timer::phase(&mut timer, started, clock);
         if scnt < iters || ph.is_some_and(|p| p != Phase::End) {
             if ph.is_none() {
                 s.tposted[scnt as usize] = clock.now();
@@ -181,10 +162,7 @@ pub fn lat_write(
     wd: &mut Watchdog<'_>,
 ) -> Result<LatSamples> {
     let mut s = LatSamples::new(plan);
-    let mut timer = Timer::of(plan, clock);
-    if let Some(t) = &mut timer {
-        t.begin(clock.now());
-    }
+    let mut timer = Timer::started(plan, clock);
     let Resources {
         queues, send_cq, ..
     } = res;
@@ -268,10 +246,7 @@ pub fn lat_read(
     wd: &mut Watchdog<'_>,
 ) -> Result<LatSamples> {
     let mut s = LatSamples::new(plan);
-    let mut timer = Timer::of(plan, clock);
-    if let Some(t) = &mut timer {
-        t.begin(clock.now());
-    }
+    let mut timer = Timer::started(plan, clock);
     let Resources {
         queues, send_cq, ..
     } = res;

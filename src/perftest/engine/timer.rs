@@ -51,6 +51,29 @@ impl Timer {
         plan.duration.map(|(d, m)| Timer::new(clock, d, m))
     }
 
+    /// The timer of `plan`, its warm-up margin started now (the tests that time from their
+    /// first post).
+    pub fn started(plan: &Plan, clock: &Clock) -> Option<Timer> {
+        let mut timer = Timer::of(plan, clock);
+        if let Some(t) = &mut timer {
+            t.begin(clock.now());
+        }
+        timer
+    }
+
+    /// The phase of `timer` now (none without a timer): `Start` until the test has
+    /// `started` (the clock runs from the first post), then the timer's.
+    #[inline]
+    pub fn phase(timer: &mut Option<Timer>, started: bool, clock: &Clock) -> Option<Phase> {
+        timer.as_mut().map(|t| {
+            if started {
+                t.poll(clock.now())
+            } else {
+                Phase::Start
+            }
+        })
+    }
+
     /// Starts the warm-up margin at `now`.
     pub fn begin(&mut self, now: u64) {
         self.phase = Phase::Start;
