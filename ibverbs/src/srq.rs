@@ -139,7 +139,7 @@ impl SharedReceiveQueue {
     /// [`AsyncEventKind::SrqLimitReached`](crate::AsyncEventKind::SrqLimitReached) event
     /// (read it with [`Context::get_async_event`](crate::Context::get_async_event); its
     /// source is this SRQ, [`EventSource::Srq`](crate::EventSource::Srq) with the address
-    /// of [`as_raw`](Self::as_raw)) and disarms the limit. 0 disarms it.
+    /// of [`AsRaw::as_raw`](crate::AsRaw::as_raw)) and disarms the limit. 0 disarms it.
     ///
     /// A limit over [`max_wr`](Self::max_wr) is [`Error::OutOfRange`], before the call.
     pub fn set_limit(&self, limit: u32) -> Result<()> {

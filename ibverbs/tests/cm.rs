@@ -16,8 +16,8 @@ use rdma_verbs::cm::{
     EventChannel, Message, PortSpace, UDP_QKEY,
 };
 use rdma_verbs::{
-    AccessFlags, AddressHandle, CompletionQueue, Endpoint, Error, Gid, GidType, ProtectionDomain,
-    QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
+    AccessFlags, AddressHandle, AsRaw, CompletionQueue, Endpoint, Error, Gid, GidType,
+    ProtectionDomain, QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
 use rdma_verbs_test_kit::{cm_addr, Running};
 

@@ -6,7 +6,7 @@
 //! nor hangs. Runs on a device (rxe in CI) through `scripts/with-rdma`.
 //!
 //! What the compiler rejects (a forgotten batch, a raw `modify` without `unsafe`) is pinned
-//! by the `compile_fail` doc tests of the crate docs.
+//! by the cases of `tests/compile_fail/` (`tests/compile_fail.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -371,8 +371,8 @@ fn receives_of_every_entry_count_are_posted_or_refused() {
 }
 
 /// A batch that is never ended would leave rxe's send queue lock held. The batch lives in a
-/// closure (forgetting it does not compile, see the crate docs); every way out of the
-/// closure ends it, so the QP posts normally afterwards.
+/// closure (forgetting it does not compile: `tests/compile_fail/batch_*.rs`); every way out
+/// of the closure ends it, so the QP posts normally afterwards.
 #[test]
 fn a_batch_always_ends_even_when_its_closure_fails_or_panics() {
     let ctx = open();

@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::{
-    AccessFlags, AsyncEventKind, CompletionChannel, CompletionQueue, ConnectOptions, Context,
-    Error, MemoryRegion, MwType, ProtectionDomain, QpType, QueuePair, RecvRequest, SendRequest,
-    SharedReceiveQueue, WcOpcode, WorkCompletion,
+    AccessFlags, AsRaw, AsyncEventKind, CompletionChannel, CompletionQueue, ConnectOptions,
+    Context, Error, MemoryRegion, MwType, ProtectionDomain, QpType, QueuePair, RecvRequest,
+    SendRequest, SharedReceiveQueue, WcOpcode, WorkCompletion,
 };
 
 use rdma_verbs_test_kit::{assert_clean_drops, child_test, open, poll_one, ALL};

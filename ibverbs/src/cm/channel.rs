@@ -25,13 +25,7 @@ use crate::error::{check_ptr, Error, Result};
 /// copied out and acknowledged (`rdma_ack_cm_event`) before it is returned, so none is left
 /// unacknowledged and `rdma_destroy_id` never waits for one; the fd is not handed to safe
 /// code (no `AsFd`, no `AsRawFd`), through which an event could be taken and never
-/// acknowledged:
-/// ```compile_fail,E0599
-/// # fn f(channel: rdma_verbs::cm::EventChannel) {
-/// use std::os::fd::AsFd;
-/// let fd = channel.as_fd().try_clone_to_owned();
-/// # }
-/// ```
+/// acknowledged.
 #[derive(Clone)]
 pub struct EventChannel {
     pub(super) inner: Arc<ChannelInner>,

@@ -215,12 +215,7 @@ impl AsyncCmChannel {
 ///
 /// Its events are queued for it by its channel, so the id is never handed out mutably: the
 /// calls that need `&mut CmId` are its own ([`create_qp`](Self::create_qp),
-/// [`take_qp`](Self::take_qp)). Swapping it with an id of another channel does not compile:
-/// ```compile_fail,E0624
-/// # fn f(mut a: rdma_verbs::tokio::cm::AsyncCmId, mut b: rdma_verbs::tokio::cm::AsyncCmId) {
-/// std::mem::swap(a.id_mut(), b.id_mut());
-/// # }
-/// ```
+/// [`take_qp`](Self::take_qp)), and it cannot be swapped with an id of another channel.
 pub struct AsyncCmId {
     /// Taken only by drop.
     id: Option<CmId>,

@@ -29,7 +29,8 @@ pub enum HostMemory {}
 /// Memory addressed by the device only: a [`DmaBufRegion`](crate::DmaBufRegion), whose
 /// entries hold device addresses (IOVAs) that mean nothing to the CPU. Such entries are
 /// posted as any other, but never inline: the provider would copy the inline data from the
-/// device address with the CPU ([`WrError::InlineFromDeviceMemory`]).
+/// device address with the CPU
+/// ([`WrError::InlineFromDeviceMemory`](crate::WrError::InlineFromDeviceMemory)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceMemory {}
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use rdma_verbs::tokio::AsyncEvents;
 use rdma_verbs::{
-    AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest, Sge,
+    AsRaw, AsyncEventKind, ConnectOptions, EventSource, QpType, RecvRequest, SendRequest, Sge,
 };
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 use tokio::time::timeout;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
-    Context, Error, ExtendedCq, MemoryRegion, ProtectionDomain, QpType, QueuePair, RecvRequest,
-    Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
+    AsRaw, Context, Error, ExtendedCq, MemoryRegion, ProtectionDomain, QpType, QueuePair,
+    RecvRequest, Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use crate::common::{connect, contents, rc_pair_on, ALL};

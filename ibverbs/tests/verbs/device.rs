@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rdma_verbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
 
 use rdma_verbs::{
-    AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
+    AsRaw, AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
     LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Sge, Transport,
 };
 

@@ -8,8 +8,8 @@ use std::ffi::c_int;
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty};
 
 use rdma_verbs::{
-    ffi, AccessFlags, Context, DeviceMemory, DmaBufRegion, Error, MwType, QpType, RecvRequest,
-    SendOps, SendRequest, Sge, WcOpcode, WorkCompletion, WrError, WrOpcode,
+    ffi, AccessFlags, AsRaw, Context, DeviceMemory, DmaBufRegion, Error, MwType, QpType,
+    RecvRequest, SendOps, SendRequest, Sge, WcOpcode, WorkCompletion, WrError, WrOpcode,
 };
 
 use crate::common::{poll_one, refusal, Pair, ALL};

@@ -5,7 +5,7 @@
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendOps,
+    AccessFlags, AsRaw, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendOps,
     SendRequest, WcStatus, WorkCompletion, WrError, WrOpcode,
 };
 

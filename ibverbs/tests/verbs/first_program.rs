@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use rdma_verbs_test_kit::{assert_clean_drops, gid, open};
 
 use rdma_verbs::{
-    ffi, page_size, ConnectOptions, Endpoint, Error, Gid, Mtu, QpType, QueuePair, RecvRequest,
-    Route, SendRequest, WcStatus, WorkCompletion,
+    ffi, page_size, AsRaw, ConnectOptions, Endpoint, Error, Gid, Mtu, QpType, QueuePair,
+    RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
 
 use crate::common::{contents, poll_one, Pair, ALL};

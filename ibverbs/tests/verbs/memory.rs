@@ -12,8 +12,8 @@ use std::os::fd::AsRawFd;
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
-    huge_page_size, AccessFlags, DmaBuf, Error, Mapping, MappingKind, MemoryRegion, MwType, QpType,
-    RegistrableMemory, Rereg,
+    huge_page_size, AccessFlags, AsRaw, DmaBuf, Error, Mapping, MappingKind, MemoryRegion, MwType,
+    QpType, RegistrableMemory, Rereg,
 };
 
 use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL};

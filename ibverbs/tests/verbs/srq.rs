@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
-    AsyncEventKind, CompletionQueue, ConnectOptions, Context, Error, EventSource, ProtectionDomain,
-    QpType, QueuePair, RecvRequest, SendRequest, SharedReceiveQueue,
+    AsRaw, AsyncEventKind, CompletionQueue, ConnectOptions, Context, Error, EventSource,
+    ProtectionDomain, QpType, QueuePair, RecvRequest, SendRequest, SharedReceiveQueue,
 };
 
 use crate::common::{poll_one, ALL};
