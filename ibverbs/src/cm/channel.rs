@@ -165,8 +165,13 @@ impl EventChannel {
     /// acknowledges it; `None` if there was none.
     pub(crate) fn try_get_event(&self) -> Result<Option<CmEvent>> {
         let mut raw = std::ptr::null_mut();
-        // SAFETY: the channel is live; raw is a valid out pointer.
-        let rc = unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) };
+        let rc = {
+            // A connect request's event carries a new id (see `id_table`); the fd is
+            // non-blocking, so the table is held only while librdmacm reads the event.
+            let _table = id::id_table();
+            // SAFETY: the channel is live; raw is a valid out pointer.
+            unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) }
+        };
         if rc != 0 {
             let err = Error::last("rdma_get_cm_event");
             if err.raw_os_error() == Some(libc::EAGAIN) {

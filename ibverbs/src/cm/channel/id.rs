@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rdmacm_sys as cm;
@@ -84,15 +84,31 @@ fn millis(timeout: Duration) -> Result<i32> {
     })
 }
 
+/// Held around every librdmacm call that adds an id to librdmacm's table of ids or takes
+/// one out (`rdma_create_id`, `rdma_get_cm_event`, which creates the id of a connect
+/// request, and `rdma_destroy_id`). rdma-core 44 adds under a lock of its own but takes out
+/// without it, after the kernel has freed the id's number, which a new id on another thread
+/// may already have been given: the removal can then clear the new id's entry, or free the
+/// table's chunk while the new entry is written into it (found by valgrind DRD over the
+/// async tests). Id set-up is not a hot path; one lock for the process closes it.
+static ID_TABLE: Mutex<()> = Mutex::new(());
+
+/// Takes [`ID_TABLE`] (a panic while it was held left nothing to repair: it guards no data).
+pub(crate) fn id_table() -> MutexGuard<'static, ()> {
+    ID_TABLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl CmId {
     /// `rdma_create_id` on `channel`.
     pub(super) fn create(channel: &EventChannel, ps: PortSpace) -> Result<Self> {
         let mut raw = ptr::null_mut();
         let handle = IdHandle::new();
-        // SAFETY: the channel is live; raw is a valid out pointer; the context is a number
-        // that librdmacm only hands back.
-        let rc =
-            unsafe { cm::rdma_create_id(channel.ptr(), &mut raw, handle.as_context(), ps.raw()) };
+        let rc = {
+            let _table = id_table();
+            // SAFETY: the channel is live; raw is a valid out pointer; the context is a
+            // number that librdmacm only hands back.
+            unsafe { cm::rdma_create_id(channel.ptr(), &mut raw, handle.as_context(), ps.raw()) }
+        };
         check("rdma_create_id", rc)?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::last("rdma_create_id"))?;
         Ok(CmId {
@@ -356,8 +372,9 @@ impl Drop for CmId {
             unsafe { (*self.ptr()).qp = ptr::null_mut() };
             drop(qp);
         }
+        let _table = id_table();
         // SAFETY: the id is live, has no QP, and its events were all acknowledged when they
-        // were read (CmEvent::take), so this does not wait.
+        // were read (CmEvent::take), so this does not wait (nor, so, hold the table long).
         let rc = unsafe { cm::rdma_destroy_id(self.ptr()) };
         drop_error::report("rdma_destroy_id", rc);
     }
