@@ -7,9 +7,8 @@
 use std::ffi::OsString;
 
 use super::dest::DestType;
-use super::getopt::{getopt_long, Item, LongOpt};
 use super::getpass::getpass;
-use crate::cli::{strtoull as strtoul, Output};
+use crate::cli::{getopt_long, optstring_of, strtoull as strtoul, HasArg, Item, LongOpt, Output};
 use crate::ibdiag;
 
 /// The configuration file the C tools read before their options.
@@ -135,22 +134,23 @@ pub fn parse(
         .iter()
         .map(|o| LongOpt {
             name: o.name,
-            letter: o.letter,
-            has_arg: o.value.is_some(),
+            has_arg: if o.value.is_some() {
+                HasArg::Required
+            } else {
+                HasArg::No
+            },
+            val: o.letter,
         })
-        .collect();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let mut common = Common::default();
     read_config(CONFIG, &mut common);
-    let (items, operands) = getopt_long(prog, &args, &long);
-    for item in items {
+    // As `make_str_opts`: every option's letter is also a short option.
+    let parsed = getopt_long(&crate::cli::arg_strings(args), &optstring_of(&long), &long);
+    for item in parsed.items {
         let (letter, value) = match item {
             Item::Opt(letter, value) => (letter, value),
-            Item::Error(msg) => {
-                out.error(&msg);
+            Item::Error(err) => {
+                out.error(&err.message(prog));
                 return Err(usage(prog, tool, out));
             }
         };
@@ -169,7 +169,7 @@ pub fn parse(
         }
         common_opt(prog, tool, &mut common, letter, value, out)?;
     }
-    Ok((common, operands))
+    Ok((common, parsed.operands))
 }
 
 /// The tool's options then the common ones it keeps (the C `make_long_opts`).
