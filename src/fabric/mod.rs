@@ -2,6 +2,7 @@
 //! their option loop ([`options`], on [`getopt`](crate::cli::getopt)), destination operands ([`dest`]) and the
 //! port their requests go through ([`rpc`]).
 
+pub mod addr;
 pub mod dest;
 pub mod dump;
 #[cfg(test)]

@@ -6,8 +6,9 @@
 
 use std::ffi::OsString;
 
-use super::dest::DestType;
+use super::addr::DestType;
 use super::getpass::getpass;
+use super::rpc::{Rpc, RpcConfig};
 use crate::cli::{getopt_long, optstring_of, strtoull as strtoul, HasArg, Item, LongOpt, Output};
 use crate::ibdiag;
 
@@ -103,6 +104,31 @@ pub struct Common {
     pub verbose: u32,
     /// `-d`, counted.
     pub debug: u32,
+}
+
+impl Common {
+    /// What the transport needs of these options.
+    pub fn rpc_config(&self) -> RpcConfig {
+        RpcConfig {
+            ca: self.ca.clone(),
+            port: self.port,
+            timeout_ms: self.timeout_ms,
+            show_errors: self.show_errors,
+            debug: self.debug,
+            m_key: self.m_key,
+        }
+    }
+}
+
+/// `mad_rpc_open_port`, then `IBEXIT` as the tools do when it fails: opens `-C`/`-P`'s
+/// port, or returns the status to exit with (after libibmad's warning and the tool's
+/// message on stderr).
+pub fn open_rpc(prog: &str, common: &Common, out: &mut Output) -> Result<Rpc, i32> {
+    Rpc::open(&common.rpc_config()).map_err(|err| {
+        ibdiag::warn(out, "mad_rpc_open_port", &err.to_string());
+        let msg = format!("Failed to open '{}' port '{}'", err.shown_ca(), err.port);
+        ibdiag::exit(out, prog, common.debug, "main", &msg)
+    })
 }
 
 /// What a tool's handler does with an option it is given first.
