@@ -104,8 +104,8 @@ pub(crate) fn non_utf8() -> impl Strategy<Value = OsString> {
     })
 }
 
-/// A long option written as any prefix of itself (`--ib`, `--ib-d`), as getopt_long and
-/// clap's inferred long options accept it when it is unambiguous.
+/// A long option written as any prefix of itself (`--ib`, `--ib-d`), as getopt_long accepts
+/// it when it is unambiguous.
 pub(crate) fn long_prefix(longs: &'static [&'static str]) -> impl Strategy<Value = String> {
     (prop::sample::select(longs), 0.0..1.0f64).prop_map(|(long, f)| {
         let keep = 1 + ((long.len() - 1) as f64 * f) as usize;
@@ -343,5 +343,170 @@ proptest! {
             },
         };
         prop_assert_eq!(ibstat::parse(&argv), expected);
+    }
+}
+
+/// The option table of the differential property below: names sharing prefixes (some of
+/// options that mean the same, which glibc does not call ambiguous), values required and
+/// optional, and a long-only option.
+const GETOPT_LONGS: &[crate::cli::LongOpt] = {
+    use crate::cli::{HasArg, LongOpt};
+    &[
+        LongOpt::value("ib-dev", 'd'),
+        LongOpt::value("ib-port", 'i'),
+        LongOpt::flag("verbose", 'v'),
+        LongOpt::flag("version", 'V'),
+        LongOpt::flag("verbosely", 'v'),
+        LongOpt::flag("list", 'l'),
+        LongOpt {
+            name: "opt",
+            has_arg: HasArg::Optional,
+            val: 'o',
+        },
+        LongOpt::flag("long-only", '\u{e000}'),
+    ]
+};
+const GETOPT_SHORTS: &str = "d:i:vVlo::x";
+const GETOPT_NAMES: &[&str] = &[
+    "ib-dev",
+    "ib-port",
+    "verbose",
+    "version",
+    "verbosely",
+    "list",
+    "opt",
+    "long-only",
+    "bogus",
+];
+
+/// What glibc's `getopt_long` returns for `args` (the program name first): each return
+/// value with its `optarg` (`optopt` for `?`, where it stops), then the operands as the
+/// permuted `argv` holds them after `optind` (only if no error).
+fn glibc_getopt_long(
+    args: &[String],
+    optstring: &str,
+    longopts: &[crate::cli::LongOpt],
+) -> (Vec<(u32, Option<String>)>, Vec<String>) {
+    use std::ffi::{c_char, c_int, CStr, CString};
+    use std::sync::Mutex;
+
+    use crate::cli::HasArg;
+
+    extern "C" {
+        static mut optarg: *mut c_char;
+        static mut optind: c_int;
+        static mut opterr: c_int;
+        static mut optopt: c_int;
+    }
+    /// getopt's state is global: one caller at a time.
+    static GLIBC: Mutex<()> = Mutex::new(());
+    let _guard = GLIBC.lock().unwrap_or_else(|e| e.into_inner());
+
+    let texts: Vec<CString> = args
+        .iter()
+        .map(|a| CString::new(a.as_str()).expect("no NUL"))
+        .collect();
+    let mut argv: Vec<*mut c_char> = texts.iter().map(|t| t.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    let names: Vec<CString> = longopts
+        .iter()
+        .map(|o| CString::new(o.name).expect("no NUL"))
+        .collect();
+    let mut table: Vec<libc::option> = longopts
+        .iter()
+        .zip(&names)
+        .map(|(o, name)| libc::option {
+            name: name.as_ptr(),
+            has_arg: match o.has_arg {
+                HasArg::No => 0,
+                HasArg::Required => 1,
+                HasArg::Optional => 2,
+            },
+            flag: std::ptr::null_mut(),
+            val: o.val as c_int,
+        })
+        .collect();
+    table.push(libc::option {
+        name: std::ptr::null(),
+        has_arg: 0,
+        flag: std::ptr::null_mut(),
+        val: 0,
+    });
+    let optstring = CString::new(optstring).expect("no NUL");
+    let argc = c_int::try_from(texts.len()).expect("a few arguments");
+    let mut returned = Vec::new();
+    // SAFETY: getopt's globals are only touched under GLIBC's lock; `argv` is a
+    // NULL-terminated array of `argc` C strings that outlive the calls (glibc permutes the
+    // pointers, never the strings), `table` ends with a zero entry, and `optind = 0` makes
+    // glibc start over.
+    unsafe {
+        optind = 0;
+        opterr = 0;
+        loop {
+            let c = libc::getopt_long(
+                argc,
+                argv.as_ptr(),
+                optstring.as_ptr(),
+                table.as_ptr(),
+                std::ptr::null_mut(),
+            );
+            if c == -1 {
+                break;
+            }
+            if c == c_int::from(b'?') {
+                returned.push((
+                    u32::from(b'?'),
+                    Some(std::ptr::addr_of!(optopt).read().to_string()),
+                ));
+                return (returned, Vec::new());
+            }
+            let value =
+                (!optarg.is_null()).then(|| CStr::from_ptr(optarg).to_string_lossy().into_owned());
+            returned.push((c as u32, value));
+        }
+        let first = usize::try_from(optind).expect("optind >= 0");
+        let operands = argv[first..texts.len()]
+            .iter()
+            .map(|&p| CStr::from_ptr(p).to_string_lossy().into_owned())
+            .collect();
+        (returned, operands)
+    }
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// The getopt parser does what glibc's `getopt_long` does with the same table: the same
+    /// options and values in the same order, the same error (by `optopt`) at the same place,
+    /// the same operands (in GNU's permuted order). ASCII command lines only (glibc reads
+    /// bytes, the parser characters).
+    #[test]
+    fn getopt_is_glibcs(args in argv("p", "dilvVoxz:", GETOPT_NAMES, WORDS)) {
+        use crate::cli::{getopt_long, GetoptError, Item};
+        let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        if args.is_empty() || !args.iter().all(|a| a.is_ascii() && !a.contains('\0')) {
+            return Ok(());
+        }
+        let ours = getopt_long(&args[1..], GETOPT_SHORTS, GETOPT_LONGS);
+        let val = |name: &str| GETOPT_LONGS.iter().find(|o| o.name == name).map_or(0, |o| o.val as u32);
+        let returned: Vec<(u32, Option<String>)> = ours
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::Opt(c, v) => (*c as u32, v.clone()),
+                Item::Error(e) => {
+                    let optopt = match e {
+                        GetoptError::InvalidShort(c) | GetoptError::MissingShortValue(c) => *c as u32,
+                        GetoptError::Unrecognized(_) | GetoptError::Ambiguous { .. } => 0,
+                        GetoptError::MissingLongValue(name) | GetoptError::UnexpectedValue(name) => val(name),
+                    };
+                    (u32::from(b'?'), Some(optopt.to_string()))
+                }
+            })
+            .collect();
+        let failed = matches!(ours.items.last(), Some(Item::Error(_)));
+        let operands = if failed { Vec::new() } else { ours.operands };
+        let glibc = glibc_getopt_long(&args, GETOPT_SHORTS, GETOPT_LONGS);
+        prop_assert_eq!((returned, operands), glibc, "{:?}", args);
     }
 }

@@ -48,6 +48,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::cli::{getopt_long, Item};
 use rdma_verbs::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
     AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, RecvRequest, RemoteMemory,
@@ -109,8 +110,9 @@ fn usage() {
     }
 }
 
-/// Parses the C program's options (getopt style: `-vV`, `-C5` and `-C 5` all work).
-fn parse(args: &[String]) -> Result<Options, String> {
+/// Parses the C program's options (`args` after the program name) with its getopt string:
+/// `-vV`, `-C5` and `-C 5` all work; a bad option gets glibc's message, as `prog` says it.
+fn parse(prog: &str, args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         server: false,
         addr: None,
@@ -123,45 +125,34 @@ fn parse(args: &[String]) -> Result<Options, String> {
         debug: false,
     };
     let mut side = None;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
-            return Err(format!("unexpected argument {arg}"));
+    let parsed = getopt_long(args, "vVdsca:I:p:C:S:", &[]);
+    for item in parsed.items {
+        let (flag, value) = match item {
+            Item::Opt(flag, value) => (flag, value.unwrap_or_default()),
+            Item::Error(err) => return Err(err.message(prog)),
         };
-        for (i, flag) in flags.char_indices() {
-            let mut value = || -> Result<String, String> {
-                let rest = &flags[i + 1..];
-                if rest.is_empty() {
-                    args.next().cloned().ok_or(format!("-{flag} needs a value"))
-                } else {
-                    Ok(rest.to_owned())
+        match flag {
+            's' => side = Some(true),
+            'c' => side = Some(false),
+            'v' => o.verbose = true,
+            'V' => o.validate = true,
+            'd' => o.debug = true,
+            'a' => o.addr = Some(value),
+            'I' => o.source = Some(value),
+            'p' => o.port = number(&value, "port")?,
+            'C' => o.count = number(&value, "count")?,
+            _ => {
+                o.size = number(&value, "size")?;
+                if !(MIN_SIZE..BUF_SIZE).contains(&o.size) {
+                    return Err(format!(
+                        "Invalid size {value} (valid range is {MIN_SIZE} to {BUF_SIZE})"
+                    ));
                 }
-            };
-            match flag {
-                's' => side = Some(true),
-                'c' => side = Some(false),
-                'v' => o.verbose = true,
-                'V' => o.validate = true,
-                'd' => o.debug = true,
-                'a' => o.addr = Some(value()?),
-                'I' => o.source = Some(value()?),
-                'p' => o.port = number(&value()?, "port")?,
-                'C' => o.count = number(&value()?, "count")?,
-                'S' => {
-                    let v = value()?;
-                    o.size = number(&v, "size")?;
-                    if !(MIN_SIZE..BUF_SIZE).contains(&o.size) {
-                        return Err(format!(
-                            "Invalid size {v} (valid range is {MIN_SIZE} to {BUF_SIZE})"
-                        ));
-                    }
-                }
-                _ => return Err(format!("unknown option -{flag}")),
-            }
-            if matches!(flag, 'a' | 'I' | 'p' | 'C' | 'S') {
-                break; // the rest of this argument was the value
             }
         }
+    }
+    if let Some(operand) = parsed.operands.first() {
+        return Err(format!("unexpected argument {operand}"));
     }
     o.server = side.ok_or("either -s or -c")?;
     if !o.server && o.addr.is_none() {
@@ -555,11 +546,8 @@ fn run_client(o: &Options) -> Result<(), String> {
 
 /// Runs `rping` with the command line `args` (`argv[0]` first).
 pub fn rping(args: Vec<OsString>) -> ExitCode {
-    let args: Vec<String> = args
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let o = match parse(args.get(1..).unwrap_or_default()) {
+    let prog = crate::cli::prog_name(&args, "rping");
+    let o = match parse(&prog, &crate::cli::arg_strings(&args)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("{e}");

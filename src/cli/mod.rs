@@ -1,21 +1,30 @@
-//! What the tools share to behave like their C originals: C number parsing, `strerror`
-//! text, getopt-style messages for clap errors (in `getopt`), exit statuses, and writing
-//! output that may go to a closed pipe.
+//! What the tools share to behave like their C originals: the option parser (glibc's
+//! `getopt_long`, in [`getopt`]), C number parsing, `strerror` text, exit statuses, and
+//! writing output that may go to a closed pipe.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-mod getopt;
+pub mod getopt;
 
-pub use getopt::{acting_before_error, getopt_message};
+pub use getopt::{getopt_long, optstring_of, GetoptError, HasArg, Item, LongOpt, Parsed};
 
 /// The program name as invoked (`argv[0]`), which the C tools print in messages.
 pub fn prog_name(args: &[OsString], default: &str) -> String {
     args.first()
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_else(|| default.to_owned())
+}
+
+/// The arguments after the program name as text (bytes that are not UTF-8 replaced), for
+/// [`getopt_long`].
+pub fn arg_strings(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The exit code of a C `main` returning `status` (or of `exit(status)`): its low 8 bits,

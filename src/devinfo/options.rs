@@ -3,35 +3,16 @@
 
 use std::ffi::OsString;
 
-use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use crate::cli::{self, getopt_long, Item, LongOpt};
 
-use crate::cli;
-
-/// The options of `ibv_devinfo` (getopt `d:i:lv`, long `ib-dev`, `ib-port`, `list`, `verbose`).
-#[derive(Parser, Debug)]
-#[command(
-    name = "ibv_devinfo",
-    disable_help_flag = true,
-    disable_version_flag = true,
-    infer_long_args = true
-)]
-struct Args {
-    /// Use IB device DEV (default: every device).
-    #[arg(short = 'd', long = "ib-dev", action = ArgAction::Append, allow_hyphen_values = true)]
-    ib_dev: Vec<String>,
-    /// Use port PORT of the device (default: all ports).
-    #[arg(short = 'i', long = "ib-port", action = ArgAction::Append, allow_hyphen_values = true)]
-    ib_port: Vec<String>,
-    /// Print only the device names.
-    #[arg(short = 'l', long = "list", action = ArgAction::Append, num_args = 0, default_missing_value = "")]
-    list: Vec<String>,
-    /// Print all the attributes of the devices.
-    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
-    verbose: u8,
-    /// Operands, which ibv_devinfo ignores.
-    #[arg(hide = true)]
-    operands: Vec<String>,
-}
+/// The long options of `ibv_devinfo`, in the C tool's order (the order of glibc's
+/// ambiguity messages).
+const LONG: &[LongOpt] = &[
+    LongOpt::value("ib-dev", 'd'),
+    LongOpt::value("ib-port", 'i'),
+    LongOpt::flag("verbose", 'v'),
+    LongOpt::flag("list", 'l'),
+];
 
 /// What `ibv_devinfo`'s arguments ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,57 +37,44 @@ pub enum Command {
     },
 }
 
-/// The options of `ibv_devinfo` that take a value.
-const WITH_VALUE: &[(char, &str)] = &[('d', "ib-dev"), ('i', "ib-port")];
-
 /// Parses `ibv_devinfo`'s arguments (with the program name first) like its getopt loop:
-/// `-l` acts where it stands, so a `-i` with a value that is not positive before it gives
-/// the usage and status 1, after it is never read.
+/// `-l` acts where it stands, and a `-i` whose value is not positive gives the usage and
+/// status 1 where it stands.
 pub fn parse(args: &[OsString]) -> Command {
     let prog = cli::prog_name(args, "ibv_devinfo");
-    let usage = |err: clap::Error| Command::Usage {
-        status: -1,
-        message: Some(cli::getopt_message(&prog, &Args::command(), args, &err)),
-    };
-    let matches = match Args::command().try_get_matches_from(args) {
-        Ok(matches) => matches,
-        Err(err)
-            if cli::acting_before_error(args, &err, &[('l', "list")], WITH_VALUE).is_some() =>
-        {
-            return Command::List
-        }
-        Err(err) => return usage(err),
-    };
-    let parsed = match Args::from_arg_matches(&matches) {
-        Ok(parsed) => parsed,
-        Err(err) => return usage(err),
-    };
-    let first_list = matches.indices_of("list").and_then(|mut i| i.next());
-    let ports: Vec<(usize, i32)> = matches
-        .indices_of("ib_port")
-        .map(|i| i.collect::<Vec<usize>>())
-        .unwrap_or_default()
-        .into_iter()
-        // strtol into an int, as C assigns it.
-        .zip(parsed.ib_port.iter().map(|v| cli::strtol(v) as i32))
-        .collect();
-    let first_bad_port = ports.iter().find(|(_, p)| *p <= 0).map(|(i, _)| *i);
-    match (first_list, first_bad_port) {
-        (Some(list), Some(bad)) if list < bad => return Command::List,
-        (Some(_), None) => return Command::List,
-        (_, Some(_)) => {
-            return Command::Usage {
-                status: 1,
-                message: None,
+    let parsed = getopt_long(&cli::arg_strings(args), "d:i:lv", LONG);
+    let mut device = None;
+    let mut port = 0;
+    let mut verbose = false;
+    for item in parsed.items {
+        match item {
+            Item::Opt('d', value) => device = value,
+            Item::Opt('i', value) => {
+                // strtol into an int, as C assigns it.
+                let p = cli::strtol(value.as_deref().unwrap_or("")) as i32;
+                if p <= 0 {
+                    return Command::Usage {
+                        status: 1,
+                        message: None,
+                    };
+                }
+                // print_hca_cap takes the port as uint8_t.
+                port = p as u8;
+            }
+            Item::Opt('l', _) => return Command::List,
+            Item::Opt(_, _) => verbose = true,
+            Item::Error(err) => {
+                return Command::Usage {
+                    status: -1,
+                    message: Some(err.message(&prog)),
+                }
             }
         }
-        (None, None) => {}
     }
     Command::Show {
-        device: parsed.ib_dev.last().cloned(),
-        // print_hca_cap takes the port as uint8_t.
-        port: ports.last().map_or(0, |(_, p)| *p as u8),
-        verbose: parsed.verbose > 0,
+        device,
+        port,
+        verbose,
     }
 }
 

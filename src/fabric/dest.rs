@@ -2,84 +2,16 @@
 //! `ibdiag_common.c`): a LID (`-L`, the default), a directed-route path such as `0,1,3`
 //! (`-D`) or a port GUID (`-G`, turned into a LID by a PathRecord query to the SA).
 
-use std::fmt;
-
 use ibumad::mad::{PathRecord, SaMad};
 use ibumad::Ca;
 
+pub use super::addr::{Combined, Dest, DestType};
 use super::rpc::Rpc;
 use crate::cli::{strtol, strtoull, Output};
 use crate::ibdiag;
 
 /// The subnet prefix a GID gets when the local port shows none.
 const DEFAULT_PREFIX: u64 = 0xfe80_0000_0000_0000;
-
-/// How the destination operand is written (`-L`, `-D`, `-G`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DestType {
-    /// A LID.
-    #[default]
-    Lid,
-    /// A directed-route path.
-    DrPath,
-    /// A port GUID.
-    Guid,
-    /// A LID and a directed route from it (`smpquery -c`).
-    Combined,
-}
-
-/// A resolved destination (the C `ib_portid_t` as these tools use it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Dest {
-    /// LID-routed.
-    Lid(u16),
-    /// Directed route: entry 0 as given (the local port, not sent), then the port to leave
-    /// by at each hop.
-    Dr(Vec<u8>),
-}
-
-impl fmt::Display for Dest {
-    /// The C `portid2str`: `Lid 5` or `DR path slid 65535; dlid 65535; 0,1`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Dest::Lid(lid) => write!(f, "Lid {lid}"),
-            Dest::Dr(path) => {
-                write!(f, "DR path slid 65535; dlid 65535; {}", path[0])?;
-                path[1..].iter().try_for_each(|p| write!(f, ",{p}"))
-            }
-        }
-    }
-}
-
-/// A combined route (`smpquery -c`, the C `IB_DEST_DRSLID`): LID-routed to `lid`, then
-/// directed along `path` (entry 0 as given, not sent) with DrSLID `slid`, the local port's
-/// LID.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Combined {
-    /// The LID the route starts from.
-    pub lid: u16,
-    /// DrSLID: the local port's LID.
-    pub slid: u16,
-    /// The directed part.
-    pub path: Vec<u8>,
-}
-
-impl fmt::Display for Combined {
-    /// The C `portid2str`: `Lid 2 DR path slid 1; dlid 65535; 0,5`, or `Lid 2` alone for a
-    /// path of no hop.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Lid {}", self.lid)?;
-        if self.path.len() > 1 {
-            write!(
-                f,
-                " DR path slid {}; dlid 65535; {}",
-                self.slid, self.path[0]
-            )?;
-            self.path[1..].iter().try_for_each(|p| write!(f, ",{p}"))?;
-        }
-        Ok(())
-    }
-}
 
 /// Resolves `text`, `<lid> <path>`, as a combined route: the LID as `strtol` reads it, then
 /// the path after the one character that follows the number (C skips it blindly).

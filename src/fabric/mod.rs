@@ -1,12 +1,12 @@
 //! infiniband-diags' fabric tools, over libibumad (the `ibumad` crate), and what they share:
-//! their option loop ([`options`], on [`getopt`]), destination operands ([`dest`]) and the
+//! their option loop ([`options`], on [`getopt`](crate::cli::getopt)), destination operands ([`dest`]) and the
 //! port their requests go through ([`rpc`]).
 
+pub mod addr;
 pub mod dest;
 pub mod dump;
 #[cfg(test)]
 mod fuzz;
-pub mod getopt;
 pub mod getpass;
 pub mod ibnetdiscover;
 pub mod ibportstate;

@@ -6,10 +6,10 @@
 
 use std::ffi::OsString;
 
-use super::dest::DestType;
-use super::getopt::{getopt_long, Item, LongOpt};
+use super::addr::DestType;
 use super::getpass::getpass;
-use crate::cli::{strtoull as strtoul, Output};
+use super::rpc::{Rpc, RpcConfig};
+use crate::cli::{getopt_long, optstring_of, strtoull as strtoul, HasArg, Item, LongOpt, Output};
 use crate::ibdiag;
 
 /// The configuration file the C tools read before their options.
@@ -106,6 +106,31 @@ pub struct Common {
     pub debug: u32,
 }
 
+impl Common {
+    /// What the transport needs of these options.
+    pub fn rpc_config(&self) -> RpcConfig {
+        RpcConfig {
+            ca: self.ca.clone(),
+            port: self.port,
+            timeout_ms: self.timeout_ms,
+            show_errors: self.show_errors,
+            debug: self.debug,
+            m_key: self.m_key,
+        }
+    }
+}
+
+/// `mad_rpc_open_port`, then `IBEXIT` as the tools do when it fails: opens `-C`/`-P`'s
+/// port, or returns the status to exit with (after libibmad's warning and the tool's
+/// message on stderr).
+pub fn open_rpc(prog: &str, common: &Common, out: &mut Output) -> Result<Rpc, i32> {
+    Rpc::open(&common.rpc_config()).map_err(|err| {
+        ibdiag::warn(out, "mad_rpc_open_port", &err.to_string());
+        let msg = format!("Failed to open '{}' port '{}'", err.shown_ca(), err.port);
+        ibdiag::exit(out, prog, common.debug, "main", &msg)
+    })
+}
+
 /// What a tool's handler does with an option it is given first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handled {
@@ -135,22 +160,23 @@ pub fn parse(
         .iter()
         .map(|o| LongOpt {
             name: o.name,
-            letter: o.letter,
-            has_arg: o.value.is_some(),
+            has_arg: if o.value.is_some() {
+                HasArg::Required
+            } else {
+                HasArg::No
+            },
+            val: o.letter,
         })
-        .collect();
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let mut common = Common::default();
     read_config(CONFIG, &mut common);
-    let (items, operands) = getopt_long(prog, &args, &long);
-    for item in items {
+    // As `make_str_opts`: every option's letter is also a short option.
+    let parsed = getopt_long(&crate::cli::arg_strings(args), &optstring_of(&long), &long);
+    for item in parsed.items {
         let (letter, value) = match item {
             Item::Opt(letter, value) => (letter, value),
-            Item::Error(msg) => {
-                out.error(&msg);
+            Item::Error(err) => {
+                out.error(&err.message(prog));
                 return Err(usage(prog, tool, out));
             }
         };
@@ -169,7 +195,7 @@ pub fn parse(
         }
         common_opt(prog, tool, &mut common, letter, value, out)?;
     }
-    Ok((common, operands))
+    Ok((common, parsed.operands))
 }
 
 /// The tool's options then the common ones it keeps (the C `make_long_opts`).

@@ -1,6 +1,11 @@
 //! The port a tool talks through and its requests, as libibmad's `mad_rpc_open_port`,
 //! `smp_query_via`/`smp_set_via`, `sa_rpc_call` and `mad_rpc` do them: the same warnings on
-//! stderr (with `-e` and `-d`, the same extra ones) when a request fails.
+//! stderr (with `-e` and `-d`, the same extra ones) when a request fails, as libibmad
+//! prints them.
+//!
+//! It knows nothing of command lines or exit statuses: it is opened with an [`RpcConfig`]
+//! and says why it could not be with an [`OpenError`]; the tools (through
+//! `options::open_rpc`) turn that into the C tools' message and status.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,8 +13,7 @@ use std::time::Duration;
 use ibumad::mad::{MadHeader, Route, SaMad, Smp, SA_CLASS, SA_CLASS_VERSION};
 use ibumad::{Address, Port, MAD_SIZE};
 
-use super::dest::{Combined, Dest};
-use super::options::Common;
+use super::addr::{Combined, Dest};
 use crate::cli::Output;
 use crate::ibdiag;
 
@@ -20,12 +24,66 @@ const TRIES: u32 = 3;
 /// Most hops of a directed route.
 const MAX_HOPS: usize = 63;
 
-/// An open port and what the common options say about requests.
+/// What the transport needs to open a port and send requests (the C tools' `ibd_*`
+/// globals that libibmad reads).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RpcConfig {
+    /// The CA (`None`: libibumad's default).
+    pub ca: Option<String>,
+    /// The port number (below 1: the first active port).
+    pub port: i32,
+    /// MAD timeout in ms (0: libibmad's default, 1000).
+    pub timeout_ms: u32,
+    /// Warn about failed sends and receives, as `-e` asks.
+    pub show_errors: bool,
+    /// Debug level (`-d`, counted): above 0, each request is named on stderr.
+    pub debug: u32,
+    /// The M_Key sent with SMPs.
+    pub m_key: u64,
+}
+
+/// A port that could not be opened (`mad_rpc_open_port` failing).
+#[derive(Debug)]
+pub struct OpenError {
+    /// The CA asked for.
+    pub ca: Option<String>,
+    /// The port number asked for.
+    pub port: i32,
+    /// Why libibumad refused.
+    pub source: ibumad::Error,
+}
+
+impl OpenError {
+    /// The CA as the C tools print it: `(null)` for the default.
+    pub fn shown_ca(&self) -> &str {
+        self.ca.as_deref().unwrap_or("(null)")
+    }
+}
+
+impl fmt::Display for OpenError {
+    /// libibmad's warning: `can't open UMAD port (ca:port)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "can't open UMAD port ({}:{})",
+            self.shown_ca(),
+            self.port
+        )
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// An open port and how its requests are sent.
 pub struct Rpc {
     port: Port,
-    /// `-C`, as given.
+    /// The CA, as configured.
     pub ca: Option<String>,
-    /// `-P`, as given.
+    /// The port number, as configured.
     pub port_num: i32,
     timeout_ms: u32,
     show_errors: bool,
@@ -34,33 +92,28 @@ pub struct Rpc {
 }
 
 impl Rpc {
-    /// `mad_rpc_open_port`, then `IBEXIT` as the tools do when it fails: opens `-C`/`-P`'s
-    /// port, or returns the status to exit with.
-    pub fn open(prog: &str, c: &Common, out: &mut Output) -> Result<Rpc, i32> {
-        let ca = c.ca.as_deref();
-        let shown = ca.unwrap_or("(null)");
+    /// `mad_rpc_open_port`: opens `config`'s port.
+    pub fn open(config: &RpcConfig) -> Result<Rpc, OpenError> {
         // libibumad opens the first active port for any port number below 1.
-        match Port::open(ca, c.port.max(0).unsigned_abs()) {
+        match Port::open(config.ca.as_deref(), config.port.max(0).unsigned_abs()) {
             Ok(port) => Ok(Rpc {
                 port,
-                ca: c.ca.clone(),
-                port_num: c.port,
-                timeout_ms: if c.timeout_ms > 0 {
-                    c.timeout_ms
+                ca: config.ca.clone(),
+                port_num: config.port,
+                timeout_ms: if config.timeout_ms > 0 {
+                    config.timeout_ms
                 } else {
                     DEFAULT_TIMEOUT_MS
                 },
-                show_errors: c.show_errors,
-                debug: c.debug,
-                m_key: c.m_key,
+                show_errors: config.show_errors,
+                debug: config.debug,
+                m_key: config.m_key,
             }),
-            Err(_) => {
-                let port = c.port;
-                let msg = format!("can't open UMAD port ({shown}:{port})");
-                ibdiag::warn(out, "mad_rpc_open_port", &msg);
-                let msg = format!("Failed to open '{shown}' port '{port}'");
-                Err(ibdiag::exit(out, prog, c.debug, "main", &msg))
-            }
+            Err(source) => Err(OpenError {
+                ca: config.ca.clone(),
+                port: config.port,
+                source,
+            }),
         }
     }
 

@@ -10,7 +10,6 @@ use ibumad::mad::SmInfo;
 
 use super::dest::{self, Dest};
 use super::options::{self, Handled, Opt, Tool};
-use super::rpc::Rpc;
 use crate::cli::{exit_code, prog_name, strtoull, Output};
 use crate::ibdiag;
 
@@ -81,7 +80,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     };
     let exit = |out: &mut Output, msg: &str| ibdiag::exit(out, prog, common.debug, "main", msg);
     let modifier = operands.get(1).map_or(0, |m| dest::atoi(m) as u32);
-    let rpc = match Rpc::open(prog, &common, out) {
+    let rpc = match options::open_rpc(prog, &common, out) {
         Ok(rpc) => rpc,
         Err(status) => return status,
     };

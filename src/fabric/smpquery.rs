@@ -161,7 +161,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     }) else {
         return exit(out, &format!("operation '{op}' not supported"));
     };
-    let rpc = match Rpc::open(prog, &common, out) {
+    let rpc = match options::open_rpc(prog, &common, out) {
         Ok(rpc) => rpc,
         Err(status) => return status,
     };

@@ -3,47 +3,20 @@
 
 use std::ffi::OsString;
 
-use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use crate::cli::{self, getopt_long, Item, LongOpt};
 
-use crate::cli;
-
-/// The options of `ibstat` (getopt `lspz:vdhV` with infiniband-diags' long names).
-#[derive(Parser, Debug)]
-#[command(
-    name = "ibstat",
-    disable_help_flag = true,
-    disable_version_flag = true,
-    infer_long_args = true
-)]
-struct Args {
-    /// List the device names only.
-    #[arg(short = 'l', long = "list_of_cas", action = ArgAction::Count)]
-    list: u8,
-    /// Print the devices without their ports.
-    #[arg(short = 's', long = "short", action = ArgAction::Count)]
-    short: u8,
-    /// Print the port GUIDs only.
-    #[arg(short = 'p', long = "port_list", action = ArgAction::Count)]
-    port_list: u8,
-    /// An ibdiag config file (read by the C tool; no setting of it affects ibstat).
-    #[arg(short = 'z', long = "config", action = ArgAction::Append, allow_hyphen_values = true)]
-    config: Vec<String>,
-    /// More verbose (no effect on ibstat).
-    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
-    verbose: u8,
-    /// More debug output (no effect on stdout).
-    #[arg(short = 'd', long = "debug", action = ArgAction::Count)]
-    debug: u8,
-    /// Print the usage.
-    #[arg(short = 'h', long = "help", action = ArgAction::Append, num_args = 0, default_missing_value = "")]
-    help: Vec<String>,
-    /// Print the version.
-    #[arg(short = 'V', long = "version", action = ArgAction::Append, num_args = 0, default_missing_value = "")]
-    version: Vec<String>,
-    /// `<ca_name> [portnum]`; more are ignored.
-    #[arg(hide = true)]
-    operands: Vec<String>,
-}
+/// The long options of `ibstat` (its own, then the common ones it keeps, as
+/// infiniband-diags orders them).
+const LONG: &[LongOpt] = &[
+    LongOpt::flag("list_of_cas", 'l'),
+    LongOpt::flag("short", 's'),
+    LongOpt::flag("port_list", 'p'),
+    LongOpt::value("config", 'z'),
+    LongOpt::flag("verbose", 'v'),
+    LongOpt::flag("debug", 'd'),
+    LongOpt::flag("help", 'h'),
+    LongOpt::flag("version", 'V'),
+];
 
 /// What `ibstat`'s arguments ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,34 +43,27 @@ pub enum Command {
     },
 }
 
-/// Parses `ibstat`'s arguments (with the program name first) like its getopt loop: the first
-/// of `-h` and `-V` acts.
+/// Parses `ibstat`'s arguments (with the program name first) like its getopt loop: `-h`
+/// and `-V` act where they stand.
 pub fn parse(args: &[OsString]) -> Command {
     let prog = cli::prog_name(args, "ibstat");
-    let usage = |err: clap::Error| Command::Usage {
-        message: Some(cli::getopt_message(&prog, &Args::command(), args, &err)),
-    };
-    let matches = match Args::command().try_get_matches_from(args) {
-        Ok(matches) => matches,
-        Err(err) => {
-            let acting = [('h', "help"), ('V', "version")];
-            return match cli::acting_before_error(args, &err, &acting, &[]) {
-                Some('V') => Command::Version,
-                Some(_) => Command::Usage { message: None },
-                None => usage(err),
-            };
+    let parsed = getopt_long(&cli::arg_strings(args), "lspz:vdhV", LONG);
+    let (mut list, mut short, mut port_list) = (false, false, false);
+    for item in parsed.items {
+        match item {
+            Item::Opt('l', _) => list = true,
+            Item::Opt('s', _) => short = true,
+            Item::Opt('p', _) => port_list = true,
+            Item::Opt('h', _) => return Command::Usage { message: None },
+            Item::Opt('V', _) => return Command::Version,
+            // -z (a config file), -v and -d change nothing ibstat prints.
+            Item::Opt(..) => {}
+            Item::Error(err) => {
+                return Command::Usage {
+                    message: Some(err.message(&prog)),
+                }
+            }
         }
-    };
-    let parsed = match Args::from_arg_matches(&matches) {
-        Ok(parsed) => parsed,
-        Err(err) => return usage(err),
-    };
-    let first = |id: &str| matches.indices_of(id).and_then(|mut i| i.next());
-    match (first("help"), first("version")) {
-        (Some(h), Some(v)) if v < h => return Command::Version,
-        (Some(_), _) => return Command::Usage { message: None },
-        (None, Some(_)) => return Command::Version,
-        (None, None) => {}
     }
     let mut operands = parsed.operands.into_iter();
     let ca = operands.next();
@@ -106,9 +72,9 @@ pub fn parse(args: &[OsString]) -> Command {
     Command::Show {
         ca,
         port,
-        list: parsed.list > 0,
-        short: parsed.short > 0,
-        port_list: parsed.port_list > 0,
+        list,
+        short,
+        port_list,
     }
 }
 

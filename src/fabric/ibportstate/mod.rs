@@ -77,7 +77,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> i32 {
     if operands.len() < 2 {
         return options::usage(prog, &tool, out);
     }
-    let rpc = match Rpc::open(prog, &common, out) {
+    let rpc = match options::open_rpc(prog, &common, out) {
         Ok(rpc) => rpc,
         Err(status) => return status,
     };

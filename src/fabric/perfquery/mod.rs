@@ -154,7 +154,7 @@ fn run(prog: &str, args: &[OsString], out: &mut Output) -> Result<(), i32> {
     // PortExtendedSpeedsCounters' CounterSelect (64 bits) takes the whole mask.
     let ext_mask = operands.get(2).map_or(u64::MAX, |text| strtoull(text));
     let mut mask = operands.get(2).map_or(0xffff, |_| ext_mask as i32);
-    let rpc = Rpc::open(prog, &common, out)?;
+    let rpc = options::open_rpc(prog, &common, out)?;
     let lid = match operands.first() {
         Some(text) => match dest::resolve(&rpc, common.dest, text, common.sm_lid, out) {
             Some(Dest::Lid(lid)) => lid,

@@ -66,7 +66,7 @@ const WORDS: &[&str] = &[
 ];
 
 /// Options with values that are mostly in range, so that many command lines get past
-/// clap and the checks and the parameters can be checked.
+/// getopt and the checks and the parameters can be checked.
 fn plausible_args() -> impl Strategy<Value = Vec<OsString>> {
     let number = prop_oneof![
         0i64..=40,

@@ -1,131 +1,413 @@
-//! perftest's options as clap parses them: text values, checked later the way perftest
-//! checks them.
+//! perftest's options as getopt_long reads them ([`crate::cli::getopt`]): text values,
+//! checked later the way perftest checks them, and the help.
 
-use clap::Parser;
+use crate::cli::{getopt_long, GetoptError, HasArg, Item, LongOpt};
 
-/// The options, as perftest spells them. Values are taken as text and checked the way
+/// The options, as perftest spells them. Values are kept as text and checked the way
 /// perftest checks them (C integer syntax: decimal, `0x` hex, leading-`0` octal).
-#[derive(Parser, Debug, Clone, Default)]
-#[command(
-    about = "perftest-compatible RDMA benchmark: no address = server, an address = client",
-    disable_help_flag = true,
-    disable_version_flag = true,
-    infer_long_args = true,
-    args_override_self = true
-)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Args {
     /// Run sizes from 2 to 2^23 bytes.
-    #[arg(short = 'a', long = "all")]
     pub all: bool,
     /// Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD).
-    #[arg(short = 'A', long = "atomic_type", value_name = "type")]
     pub atomic_type: Option<String>,
     /// Measure bidirectional bandwidth (BW tests).
-    #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
     /// Connection type: RC, UC (send, write) or UD (send) (default RC).
-    #[arg(short = 'c', long = "connection", value_name = "RC/UC/UD")]
     pub connection: Option<String>,
     /// Use RDMA device <dev> (default: the first one).
-    #[arg(short = 'd', long = "ib-dev", value_name = "dev")]
     pub ib_dev: Option<String>,
     /// Run for <seconds> instead of a number of iterations.
-    #[arg(short = 'D', long = "duration", value_name = "seconds")]
     pub duration: Option<String>,
     /// Sleep on completion events instead of polling (not for write tests).
-    #[arg(short = 'e', long = "events")]
     pub events: bool,
     /// Measure only within <margin> seconds from both ends of a -D run (default D/4).
-    #[arg(short = 'f', long = "margin", value_name = "margin")]
     pub margin: Option<String>,
     /// Accepted for compatibility (perftest's CPU frequency warning switch).
-    #[arg(short = 'F', long = "CPU-freq")]
     pub cpu_freq: bool,
     /// Show this help.
-    #[arg(short = 'h', long = "help")]
     pub help: bool,
     /// Print every latency sample, sorted (latency tests).
-    #[arg(short = 'H', long = "report-histogrm")]
     pub histogram: bool,
     /// Use port <port> of the device (default 1).
-    #[arg(short = 'i', long = "ib-port", value_name = "port")]
     pub ib_port: Option<String>,
     /// Send messages up to <size> bytes inline.
-    #[arg(short = 'I', long = "inline_size", value_name = "size")]
     pub inline_size: Option<String>,
     /// Post lists of <n> send requests (BW tests).
-    #[arg(short = 'l', long = "post_list", value_name = "n")]
     pub post_list: Option<String>,
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU).
-    #[arg(short = 'm', long = "mtu", value_name = "mtu")]
     pub mtu: Option<String>,
     /// Number of iterations (default 5000 for write BW, else 1000).
-    #[arg(short = 'n', long = "iters", value_name = "n")]
     pub iters: Option<String>,
     /// Do not compute the peak bandwidth (BW tests).
-    #[arg(short = 'N', long = "noPeak")]
     pub no_peak: bool,
     /// Outstanding reads/atomics (default: the device's maximum).
-    #[arg(short = 'o', long = "outs", value_name = "n")]
     pub outs: Option<String>,
     /// TCP port of the out-of-band exchange (default 18515).
-    #[arg(short = 'p', long = "port", value_name = "port")]
     pub port: Option<String>,
     /// Number of QPs (BW tests, default 1).
-    #[arg(short = 'q', long = "qp", value_name = "n")]
     pub qp: Option<String>,
     /// Completion moderation: one completion per <n> requests (default 100).
-    #[arg(short = 'Q', long = "cq-mod", value_name = "n")]
     pub cq_mod: Option<String>,
     /// Receive queue depth (send tests, default 512).
-    #[arg(short = 'r', long = "rx-depth", value_name = "n")]
     pub rx_depth: Option<String>,
     /// Message size in bytes; K and M suffixes multiply by 2^10 and 2^20.
-    #[arg(short = 's', long = "size", value_name = "size")]
     pub size: Option<String>,
     /// Service level (default 0).
-    #[arg(short = 'S', long = "sl", value_name = "sl")]
     pub sl: Option<String>,
     /// Send queue depth (default 128 for BW, 1 for latency tests).
-    #[arg(short = 't', long = "tx-depth", value_name = "n")]
     pub tx_depth: Option<String>,
     /// QP ACK timeout exponent: 4.096 µs × 2^n (default 14).
-    #[arg(short = 'u', long = "qp-timeout", value_name = "n")]
     pub qp_timeout: Option<String>,
     /// Print every latency sample in the order taken (latency tests).
-    #[arg(short = 'U', long = "report-unsorted")]
     pub unsorted: bool,
     /// Print the version and exit.
-    #[arg(short = 'V', long = "version")]
     pub version: bool,
     /// GID index (default: the best one, scored as perftest does).
-    #[arg(short = 'x', long = "gid-index", value_name = "index")]
     pub gid_index: Option<String>,
     /// Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s).
-    #[arg(long = "report_gbits")]
     pub report_gbits: bool,
     /// With -b, also print each side's results.
-    #[arg(long = "report-both")]
     pub report_both: bool,
     /// Also write the results to a file (perftest's JSON-like format).
-    #[arg(long = "out_json")]
     pub out_json: bool,
     /// The file of --out_json (default perftest_out.json).
-    #[arg(long = "out_json_file", value_name = "file")]
     pub out_json_file: Option<String>,
     /// Post a TX-depth burst before measuring (BW tests).
-    #[arg(long = "perform_warm_up")]
     pub perform_warm_up: bool,
     /// Prefer IPv6 GIDs when choosing the GID index.
-    #[arg(long = "ipv6")]
     pub ipv6: bool,
     /// Register memory without PCIe relaxed ordering.
-    #[arg(long = "disable_pcie_relaxed")]
     pub disable_pcie_relaxed: bool,
     /// Connect the QPs with rdma_cm, which also carries the exchange.
-    #[arg(short = 'R', long = "rdma_cm")]
     pub rdma_cm: bool,
     /// The server to connect to; none to be the server.
-    #[arg(value_name = "host")]
     pub hosts: Vec<String>,
+}
+
+/// One option: how getopt reads it and what the help says of it.
+struct Spec {
+    opt: LongOpt,
+    /// Whether the letter (`opt.val`) is also a short option.
+    short: bool,
+    /// The value's name in the help.
+    value_name: Option<&'static str>,
+    help: &'static str,
+}
+
+/// Long-only options get `val`s from Unicode's private use area, which no short option uses.
+const LONG_ONLY: char = '\u{e000}';
+
+impl Spec {
+    const fn flag(name: &'static str, val: char, help: &'static str) -> Spec {
+        Spec {
+            opt: LongOpt::flag(name, val),
+            short: (val as u32) < (LONG_ONLY as u32),
+            value_name: None,
+            help,
+        }
+    }
+
+    const fn value(
+        name: &'static str,
+        val: char,
+        value_name: &'static str,
+        help: &'static str,
+    ) -> Spec {
+        Spec {
+            opt: LongOpt::value(name, val),
+            short: (val as u32) < (LONG_ONLY as u32),
+            value_name: Some(value_name),
+            help,
+        }
+    }
+}
+
+/// The options, in the help's order (also the order of glibc's ambiguity messages).
+const OPTIONS: &[Spec] = &[
+    Spec::flag("all", 'a', "Run sizes from 2 to 2^23 bytes"),
+    Spec::value(
+        "atomic_type",
+        'A',
+        "type",
+        "Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)",
+    ),
+    Spec::flag(
+        "bidirectional",
+        'b',
+        "Measure bidirectional bandwidth (BW tests)",
+    ),
+    Spec::value(
+        "connection",
+        'c',
+        "RC/UC/UD",
+        "Connection type: RC, UC (send, write) or UD (send) (default RC)",
+    ),
+    Spec::value(
+        "ib-dev",
+        'd',
+        "dev",
+        "Use RDMA device <dev> (default: the first one)",
+    ),
+    Spec::value(
+        "duration",
+        'D',
+        "seconds",
+        "Run for <seconds> instead of a number of iterations",
+    ),
+    Spec::flag(
+        "events",
+        'e',
+        "Sleep on completion events instead of polling (not for write tests)",
+    ),
+    Spec::value(
+        "margin",
+        'f',
+        "margin",
+        "Measure only within <margin> seconds from both ends of a -D run (default D/4)",
+    ),
+    Spec::flag(
+        "CPU-freq",
+        'F',
+        "Accepted for compatibility (perftest's CPU frequency warning switch)",
+    ),
+    Spec::flag("help", 'h', "Show this help"),
+    Spec::flag(
+        "report-histogrm",
+        'H',
+        "Print every latency sample, sorted (latency tests)",
+    ),
+    Spec::value(
+        "ib-port",
+        'i',
+        "port",
+        "Use port <port> of the device (default 1)",
+    ),
+    Spec::value(
+        "inline_size",
+        'I',
+        "size",
+        "Send messages up to <size> bytes inline",
+    ),
+    Spec::value(
+        "post_list",
+        'l',
+        "n",
+        "Post lists of <n> send requests (BW tests)",
+    ),
+    Spec::value(
+        "mtu",
+        'm',
+        "mtu",
+        "Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)",
+    ),
+    Spec::value(
+        "iters",
+        'n',
+        "n",
+        "Number of iterations (default 5000 for write BW, else 1000)",
+    ),
+    Spec::flag(
+        "noPeak",
+        'N',
+        "Do not compute the peak bandwidth (BW tests)",
+    ),
+    Spec::value(
+        "outs",
+        'o',
+        "n",
+        "Outstanding reads/atomics (default: the device's maximum)",
+    ),
+    Spec::value(
+        "port",
+        'p',
+        "port",
+        "TCP port of the out-of-band exchange (default 18515)",
+    ),
+    Spec::value("qp", 'q', "n", "Number of QPs (BW tests, default 1)"),
+    Spec::value(
+        "cq-mod",
+        'Q',
+        "n",
+        "Completion moderation: one completion per <n> requests (default 100)",
+    ),
+    Spec::value(
+        "rx-depth",
+        'r',
+        "n",
+        "Receive queue depth (send tests, default 512)",
+    ),
+    Spec::value(
+        "size",
+        's',
+        "size",
+        "Message size in bytes; K and M suffixes multiply by 2^10 and 2^20",
+    ),
+    Spec::value("sl", 'S', "sl", "Service level (default 0)"),
+    Spec::value(
+        "tx-depth",
+        't',
+        "n",
+        "Send queue depth (default 128 for BW, 1 for latency tests)",
+    ),
+    Spec::value(
+        "qp-timeout",
+        'u',
+        "n",
+        "QP ACK timeout exponent: 4.096 µs × 2^n (default 14)",
+    ),
+    Spec::flag(
+        "report-unsorted",
+        'U',
+        "Print every latency sample in the order taken (latency tests)",
+    ),
+    Spec::flag("version", 'V', "Print the version and exit"),
+    Spec::value(
+        "gid-index",
+        'x',
+        "index",
+        "GID index (default: the best one, scored as perftest does)",
+    ),
+    Spec::flag(
+        "report_gbits",
+        '\u{e000}',
+        "Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s)",
+    ),
+    Spec::flag(
+        "report-both",
+        '\u{e001}',
+        "With -b, also print each side's results",
+    ),
+    Spec::flag(
+        "out_json",
+        '\u{e002}',
+        "Also write the results to a file (perftest's JSON-like format)",
+    ),
+    Spec::value(
+        "out_json_file",
+        '\u{e003}',
+        "file",
+        "The file of --out_json (default perftest_out.json)",
+    ),
+    Spec::flag(
+        "perform_warm_up",
+        '\u{e004}',
+        "Post a TX-depth burst before measuring (BW tests)",
+    ),
+    Spec::flag(
+        "ipv6",
+        '\u{e005}',
+        "Prefer IPv6 GIDs when choosing the GID index",
+    ),
+    Spec::flag(
+        "disable_pcie_relaxed",
+        '\u{e006}',
+        "Register memory without PCIe relaxed ordering",
+    ),
+    Spec::flag(
+        "rdma_cm",
+        'R',
+        "Connect the QPs with rdma_cm, which also carries the exchange",
+    ),
+];
+
+/// What the help says the tool is.
+const ABOUT: &str = "perftest-compatible RDMA benchmark: no address = server, an address = client";
+/// The operand, in the help.
+const HOST: (&str, &str) = (
+    "[host]...",
+    "The server to connect to; none to be the server",
+);
+
+impl Args {
+    /// Reads `args` (without the program name) as getopt_long does; repeated options: the
+    /// last one wins. The first bad argument is the error.
+    pub fn parse(args: &[String]) -> Result<Args, GetoptError> {
+        let long: Vec<LongOpt> = OPTIONS.iter().map(|s| s.opt).collect();
+        let mut short = String::new();
+        for s in OPTIONS.iter().filter(|s| s.short) {
+            short.push(s.opt.val);
+            if s.opt.has_arg == HasArg::Required {
+                short.push(':');
+            }
+        }
+        let parsed = getopt_long(args, &short, &long);
+        let mut a = Args {
+            hosts: parsed.operands,
+            ..Args::default()
+        };
+        for item in parsed.items {
+            let (letter, value) = match item {
+                Item::Opt(letter, value) => (letter, value),
+                Item::Error(err) => return Err(err),
+            };
+            match letter {
+                'a' => a.all = true,
+                'A' => a.atomic_type = value,
+                'b' => a.bidirectional = true,
+                'c' => a.connection = value,
+                'd' => a.ib_dev = value,
+                'D' => a.duration = value,
+                'e' => a.events = true,
+                'f' => a.margin = value,
+                'F' => a.cpu_freq = true,
+                'h' => a.help = true,
+                'H' => a.histogram = true,
+                'i' => a.ib_port = value,
+                'I' => a.inline_size = value,
+                'l' => a.post_list = value,
+                'm' => a.mtu = value,
+                'n' => a.iters = value,
+                'N' => a.no_peak = true,
+                'o' => a.outs = value,
+                'p' => a.port = value,
+                'q' => a.qp = value,
+                'Q' => a.cq_mod = value,
+                'r' => a.rx_depth = value,
+                's' => a.size = value,
+                'S' => a.sl = value,
+                't' => a.tx_depth = value,
+                'u' => a.qp_timeout = value,
+                'U' => a.unsorted = true,
+                'V' => a.version = true,
+                'x' => a.gid_index = value,
+                '\u{e000}' => a.report_gbits = true,
+                '\u{e001}' => a.report_both = true,
+                '\u{e002}' => a.out_json = true,
+                '\u{e003}' => a.out_json_file = value,
+                '\u{e004}' => a.perform_warm_up = true,
+                '\u{e005}' => a.ipv6 = true,
+                '\u{e006}' => a.disable_pcie_relaxed = true,
+                'R' => a.rdma_cm = true,
+                _ => {}
+            }
+        }
+        Ok(a)
+    }
+
+    /// The help (`-h`) of the program `prog`.
+    pub fn help(prog: &str) -> String {
+        let left = |s: &Spec| {
+            let letter = if s.short {
+                format!("-{}, ", s.opt.val)
+            } else {
+                "    ".to_owned()
+            };
+            let value = s.value_name.map_or(String::new(), |v| format!(" <{v}>"));
+            format!("{letter}--{}{value}", s.opt.name)
+        };
+        let width = OPTIONS
+            .iter()
+            .map(|s| left(s).chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut text = format!(
+            "{ABOUT}\n\nUsage: {prog} [OPTIONS] {}\n\nArguments:\n  {}  {}\n\nOptions:\n",
+            HOST.0, HOST.0, HOST.1
+        );
+        for s in OPTIONS {
+            text.push_str(&format!("  {:<width$}  {}\n", left(s), s.help));
+        }
+        text
+    }
 }

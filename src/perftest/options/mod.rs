@@ -6,8 +6,6 @@ mod args;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 
-use clap::{CommandFactory, Parser};
-
 pub use args::Args;
 
 use super::report::{RunInfo, RESULT_LINE};
@@ -178,15 +176,11 @@ fn parse_size(text: &str) -> Result<u64> {
 impl Params {
     /// Parses the command line of `test` (program name first).
     pub fn parse(test: Test, argv: &[OsString]) -> Result<Command> {
-        let args = Args::try_parse_from(argv).map_err(|e| {
-            let prog = crate::cli::prog_name(argv, test.name());
-            let cmd = Args::command();
-            bad(crate::cli::getopt_message(&prog, &cmd, argv, &e))
-        })?;
+        let prog = crate::cli::prog_name(argv, test.name());
+        let args =
+            Args::parse(&crate::cli::arg_strings(argv)).map_err(|e| bad(e.message(&prog)))?;
         if args.help {
-            let prog = crate::cli::prog_name(argv, test.name());
-            let help = Args::command().bin_name(prog).render_help().to_string();
-            return Ok(Command::Print(help));
+            return Ok(Command::Print(Args::help(&prog)));
         }
         if args.version {
             return Ok(Command::Print(format!("Version: {}\n", wire::VERSION)));
@@ -677,6 +671,13 @@ mod tests {
     }
 
     #[test]
+    fn help_as_before() {
+        // As clap rendered it before the tools moved onto one getopt parser.
+        let golden = HELP.replace("{prog}", "ib_write_bw");
+        assert_eq!(Args::help("ib_write_bw"), golden);
+    }
+
+    #[test]
     fn help_and_version_print() {
         let argv: Vec<OsString> = ["ib_write_bw", "-V"].iter().map(OsString::from).collect();
         assert!(
@@ -687,4 +688,51 @@ mod tests {
             matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
         );
     }
+
+    const HELP: &str = r#"perftest-compatible RDMA benchmark: no address = server, an address = client
+
+Usage: {prog} [OPTIONS] [host]...
+
+Arguments:
+  [host]...  The server to connect to; none to be the server
+
+Options:
+  -a, --all                    Run sizes from 2 to 2^23 bytes
+  -A, --atomic_type <type>     Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)
+  -b, --bidirectional          Measure bidirectional bandwidth (BW tests)
+  -c, --connection <RC/UC/UD>  Connection type: RC, UC (send, write) or UD (send) (default RC)
+  -d, --ib-dev <dev>           Use RDMA device <dev> (default: the first one)
+  -D, --duration <seconds>     Run for <seconds> instead of a number of iterations
+  -e, --events                 Sleep on completion events instead of polling (not for write tests)
+  -f, --margin <margin>        Measure only within <margin> seconds from both ends of a -D run (default D/4)
+  -F, --CPU-freq               Accepted for compatibility (perftest's CPU frequency warning switch)
+  -h, --help                   Show this help
+  -H, --report-histogrm        Print every latency sample, sorted (latency tests)
+  -i, --ib-port <port>         Use port <port> of the device (default 1)
+  -I, --inline_size <size>     Send messages up to <size> bytes inline
+  -l, --post_list <n>          Post lists of <n> send requests (BW tests)
+  -m, --mtu <mtu>              Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)
+  -n, --iters <n>              Number of iterations (default 5000 for write BW, else 1000)
+  -N, --noPeak                 Do not compute the peak bandwidth (BW tests)
+  -o, --outs <n>               Outstanding reads/atomics (default: the device's maximum)
+  -p, --port <port>            TCP port of the out-of-band exchange (default 18515)
+  -q, --qp <n>                 Number of QPs (BW tests, default 1)
+  -Q, --cq-mod <n>             Completion moderation: one completion per <n> requests (default 100)
+  -r, --rx-depth <n>           Receive queue depth (send tests, default 512)
+  -s, --size <size>            Message size in bytes; K and M suffixes multiply by 2^10 and 2^20
+  -S, --sl <sl>                Service level (default 0)
+  -t, --tx-depth <n>           Send queue depth (default 128 for BW, 1 for latency tests)
+  -u, --qp-timeout <n>         QP ACK timeout exponent: 4.096 µs × 2^n (default 14)
+  -U, --report-unsorted        Print every latency sample in the order taken (latency tests)
+  -V, --version                Print the version and exit
+  -x, --gid-index <index>      GID index (default: the best one, scored as perftest does)
+      --report_gbits           Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s)
+      --report-both            With -b, also print each side's results
+      --out_json               Also write the results to a file (perftest's JSON-like format)
+      --out_json_file <file>   The file of --out_json (default perftest_out.json)
+      --perform_warm_up        Post a TX-depth burst before measuring (BW tests)
+      --ipv6                   Prefer IPv6 GIDs when choosing the GID index
+      --disable_pcie_relaxed   Register memory without PCIe relaxed ordering
+  -R, --rdma_cm                Connect the QPs with rdma_cm, which also carries the exchange
+"#;
 }
