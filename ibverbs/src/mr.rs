@@ -395,14 +395,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         if !self.reg.valid {
             return Err(crate::mr::rereg::invalid_region());
         }
-        let (start, end) = self.bounds(range)?;
-        let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
-            what: "SGE length",
-            value: (end - start) as u64,
-            min: 0,
-            max: u32::MAX.into(),
-        })?;
-        // SAFETY: start..end lies inside the registered memory (bounds).
+        let (start, length) = sge_span(range, self.len())?;
+        // SAFETY: start..start + length lies inside the registered memory (sge_span).
         let addr = unsafe { self.base().add(start) } as u64;
         Ok(Sge::new(addr, length, self.lkey()))
     }
@@ -500,37 +494,55 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         self.mr().addr.cast()
     }
 
-    /// Resolves `range` to `start..end` inside the region: an end past the region is
-    /// [`Error::OutOfRange`] naming the length, a start after the end
-    /// [`Error::InvalidArgument`] (an inverted range).
+    /// Resolves `range` to `start..end` inside the region ([`resolve_range`]).
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
-        let len = self.len();
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
-            Bound::Unbounded => 0,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => len,
-        };
-        if start > end {
-            return Err(Error::InvalidArgument {
-                what: "range",
-                reason: format!("{start}..{end} is inverted: it starts after its end"),
-            });
-        }
-        if end > len {
-            return Err(Error::OutOfRange {
-                what: "range end",
-                value: end as u64,
-                min: 0,
-                max: len as u64,
-            });
-        }
-        Ok((start, end))
+        resolve_range(range, self.len())
     }
+}
+
+/// Resolves `range` to `start..end` inside a region of `len` bytes: an end past the region is
+/// [`Error::OutOfRange`] naming the length, a start after the end [`Error::InvalidArgument`]
+/// (an inverted range). The regions' ranges (`MemoryRegion`, `DmaBufRegion`) all go
+/// through it.
+pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end {
+        return Err(Error::InvalidArgument {
+            what: "range",
+            reason: format!("{start}..{end} is inverted: it starts after its end"),
+        });
+    }
+    if end > len {
+        return Err(Error::OutOfRange {
+            what: "range end",
+            value: end as u64,
+            min: 0,
+            max: len as u64,
+        });
+    }
+    Ok((start, end))
+}
+
+/// [`resolve_range`] for a scatter/gather entry: its start and its length, which must fit an
+/// SGE's 32 bits ([`Error::OutOfRange`] otherwise).
+pub(crate) fn sge_span(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, u32)> {
+    let (start, end) = resolve_range(range, len)?;
+    let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
+        what: "SGE length",
+        value: (end - start) as u64,
+        min: 0,
+        max: u32::MAX.into(),
+    })?;
+    Ok((start, length))
 }
 
 impl<B: RegistrableMemory> fmt::Debug for MemoryRegion<B> {
@@ -541,5 +553,54 @@ impl<B: RegistrableMemory> fmt::Debug for MemoryRegion<B> {
             .field("lkey", &format_args!("{:#x}", self.lkey()))
             .field("rkey", &format_args!("{:#x}", self.rkey()))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of bound resolves against the length; an inverted range and an end past
+    /// the region are refused with their own errors; an SGE's length must fit 32 bits.
+    #[test]
+    fn ranges_resolve_against_the_length() {
+        assert_eq!(resolve_range(.., 64).unwrap(), (0, 64));
+        assert_eq!(resolve_range(8..16, 64).unwrap(), (8, 16));
+        assert_eq!(resolve_range(8..=15, 64).unwrap(), (8, 16));
+        assert_eq!(resolve_range(60.., 64).unwrap(), (60, 64));
+        assert_eq!(resolve_range(..=63, 64).unwrap(), (0, 64));
+        assert_eq!(resolve_range(64..64, 64).unwrap(), (64, 64));
+        assert_eq!(
+            resolve_range((Bound::Excluded(3), Bound::Unbounded), 64).unwrap(),
+            (4, 64)
+        );
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = resolve_range(10..5, 64);
+        assert!(
+            matches!(inverted, Err(Error::InvalidArgument { what: "range", .. })),
+            "{inverted:?}"
+        );
+        assert!(matches!(
+            resolve_range(0..65, 64),
+            Err(Error::OutOfRange {
+                what: "range end",
+                value: 65,
+                min: 0,
+                max: 64
+            })
+        ));
+        assert!(matches!(
+            resolve_range(..=usize::MAX, usize::MAX),
+            Ok((0, usize::MAX))
+        ));
+        assert_eq!(sge_span(8..16, 64).unwrap(), (8, 8));
+        let big = u32::MAX as usize + 1;
+        assert!(matches!(
+            sge_span(.., big),
+            Err(Error::OutOfRange {
+                what: "SGE length",
+                ..
+            })
+        ));
     }
 }

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/rdma_setup.h"
+
 #define NOINLINE __attribute__((noinline))
 
 static struct ibv_pd *pd;
@@ -21,8 +23,6 @@ static struct ibv_qp *a, *b;
 static struct ibv_qp_ex *ax;
 static struct ibv_mr *src, *dst;
 static char src_buf[64], dst_buf[64];
-
-static void die(const char *what) { perror(what); exit(1); }
 
 static struct ibv_qp *make_qp(struct ibv_cq *cq) {
 	struct ibv_qp_init_attr_ex init = {
@@ -38,45 +38,18 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq) {
 	return qp;
 }
 
+/* To RTS, connected to peer (path MTU 1024, one read/atomic in flight each way). */
 static void connect_qp(struct ibv_qp *qp, struct ibv_qp *peer, union ibv_gid *gid, int index) {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS)) die("INIT");
-	memset(&attr, 0, sizeof attr);
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = peer->qp_num;
-	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.grh.dgid = *gid;
-	attr.ah_attr.grh.hop_limit = 1;
-	attr.ah_attr.grh.sgid_index = index;
-	attr.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER)) die("RTR");
-	memset(&attr, 0, sizeof attr);
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) die("RTS");
+	struct qp_path path = { .dest_qp_num = peer->qp_num, .gid = gid, .gid_index = index,
+		.mtu = IBV_MTU_1024, .max_dest_rd_atomic = 1, .max_rd_atomic = 1 };
+	qp_to_init(qp);
+	qp_to_rts(qp, &path);
 }
 
 static void setup(void) {
-	const char *name = getenv("IBVERBS_TEST_DEVICE");
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
 	union ibv_gid gid;
-	if (!name) name = "rxe0";
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name)) ctx = ibv_open_device(list[i]);
-	if (!ctx) die("ibv_open_device");
-	if (!(pd = ibv_alloc_pd(ctx))) die("ibv_alloc_pd");
+	pd = open_test_device();
+	struct ibv_context *ctx = pd->context;
 	struct ibv_cq_init_attr_ex cq_attr = { .cqe = 64 };
 	struct ibv_cq_ex *b_cqx;
 	if (!(a_cqx = ibv_create_cq_ex(ctx, &cq_attr))) die("ibv_create_cq_ex");
@@ -86,10 +59,9 @@ static void setup(void) {
 	a = make_qp(a_cq);
 	b = make_qp(b_cq);
 	if (!(ax = ibv_qp_to_qp_ex(a))) die("ibv_qp_to_qp_ex");
-	const char *gid_index = getenv("PEERS_GID_INDEX");
-	if (ibv_query_gid(ctx, 1, gid_index ? atoi(gid_index) : 0, &gid)) die("ibv_query_gid");
-	connect_qp(a, b, &gid, gid_index ? atoi(gid_index) : 0);
-	connect_qp(b, a, &gid, gid_index ? atoi(gid_index) : 0);
+	int gid_index = test_gid(ctx, "PEERS_GID_INDEX", &gid);
+	connect_qp(a, b, &gid, gid_index);
+	connect_qp(b, a, &gid, gid_index);
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	if (!(src = ibv_reg_mr(pd, src_buf, 64, access))) die("ibv_reg_mr");
 	if (!(dst = ibv_reg_mr(pd, dst_buf, 64, access))) die("ibv_reg_mr");

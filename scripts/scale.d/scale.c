@@ -13,10 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/rdma_setup.h"
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
-
-static void die(const char *what) { perror(what); exit(1); }
 
 static double now_us(void) {
 	struct timespec t;
@@ -44,49 +44,19 @@ static void memory(long *rss, long *kernel) {
 }
 
 static void open_device(void) {
-	const char *name = getenv("IBVERBS_TEST_DEVICE");
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	if (!name) name = "rxe0";
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name)) ctx = ibv_open_device(list[i]);
-	if (!ctx) die("ibv_open_device");
-	if (!(pd = ibv_alloc_pd(ctx))) die("ibv_alloc_pd");
+	pd = open_test_device();
+	ctx = pd->context;
 }
 
 static unsigned clamp16(int max) { return max < 16 ? max : 16; }
 
-/* To INIT, as the crate's QueuePairBuilder::build does (its create phase includes it). */
-static void init(struct ibv_qp *qp) {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS)) die("INIT");
-}
-
 /* INIT -> RTR -> RTS, to itself. */
 static void connect_self(struct ibv_qp *qp, struct ibv_port_attr *port,
 			 struct ibv_device_attr *dev, union ibv_gid *gid, int index) {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
-	attr.path_mtu = port->active_mtu;
-	attr.dest_qp_num = qp->qp_num;
-	attr.max_dest_rd_atomic = clamp16(dev->max_qp_rd_atom);
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.grh.dgid = *gid;
-	attr.ah_attr.grh.hop_limit = 1;
-	attr.ah_attr.grh.sgid_index = index;
-	attr.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER)) die("RTR");
-	memset(&attr, 0, sizeof attr);
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.max_rd_atomic = clamp16(dev->max_qp_init_rd_atom);
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) die("RTS");
+	struct qp_path path = { .dest_qp_num = qp->qp_num, .gid = gid, .gid_index = index,
+		.mtu = port->active_mtu, .max_dest_rd_atomic = clamp16(dev->max_qp_rd_atom),
+		.max_rd_atomic = clamp16(dev->max_qp_init_rd_atom) };
+	qp_to_rts(qp, &path);
 }
 
 static void qps(long n) {
@@ -95,12 +65,10 @@ static void qps(long n) {
 	struct ibv_port_attr port;
 	struct ibv_device_attr dev;
 	union ibv_gid gid;
-	const char *env = getenv("SCALE_GID_INDEX");
-	int index = env ? atoi(env) : 0;
 	long rss0, kernel0, rss1, kernel1;
 	if (!cq || !qp) die("ibv_create_cq");
 	if (ibv_query_port(ctx, 1, &port) || ibv_query_device(ctx, &dev)) die("ibv_query");
-	if (ibv_query_gid(ctx, 1, index, &gid)) die("ibv_query_gid");
+	int index = test_gid(ctx, "SCALE_GID_INDEX", &gid);
 	memory(&rss0, &kernel0);
 	double t0 = now_us();
 	for (long i = 0; i < n; i++) {
@@ -110,7 +78,9 @@ static void qps(long n) {
 				 .max_recv_sge = 1 },
 		};
 		if (!(qp[i] = ibv_create_qp(pd, &attr))) die("ibv_create_qp");
-		init(qp[i]);
+		/* To INIT, as the crate's QueuePairBuilder::build does (its create phase
+		 * includes it). */
+		qp_to_init(qp[i]);
 	}
 	double t1 = now_us();
 	for (long i = 0; i < n; i++) connect_self(qp[i], &port, &dev, &gid, index);

@@ -15,7 +15,7 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
@@ -271,30 +271,7 @@ impl DmaBufRegion {
     /// A scatter/gather entry for `range` of the region: device addresses from the IOVA, of
     /// [`DeviceMemory`], which is never sent inline.
     pub fn sge(&self, range: impl RangeBounds<usize>) -> Result<Sge<'_, DeviceMemory>> {
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
-            Bound::Unbounded => 0,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.len,
-        };
-        if start > end || end > self.len {
-            return Err(Error::OutOfRange {
-                what: "range end",
-                value: end as u64,
-                min: start as u64,
-                max: self.len as u64,
-            });
-        }
-        let length = u32::try_from(end - start).map_err(|_| Error::OutOfRange {
-            what: "SGE length",
-            value: (end - start) as u64,
-            min: 0,
-            max: u32::MAX.into(),
-        })?;
+        let (start, length) = super::sge_span(range, self.len)?;
         Ok(Sge::new(self.iova + start as u64, length, self.lkey()))
     }
 }
