@@ -119,6 +119,106 @@ pub fn c_hex(v: u64, width: usize) -> String {
     }
 }
 
+/// One line of the test description, shown in the banner and in the JSON file's
+/// `test_info`: perftest's banner label (padded as it pads it) and JSON key for one value.
+struct Field {
+    label: &'static str,
+    key: &'static str,
+    value: String,
+    /// After the value in the banner only (`[B]`).
+    unit: &'static str,
+    /// The JSON value is quoted.
+    quoted: bool,
+    /// The banner puts the next field on this line, after two tabs.
+    paired: bool,
+}
+
+impl Field {
+    fn new(label: &'static str, key: &'static str, value: impl ToString) -> Field {
+        Field {
+            label,
+            key,
+            value: value.to_string(),
+            unit: "",
+            quoted: false,
+            paired: false,
+        }
+    }
+
+    fn unit(self, unit: &'static str) -> Field {
+        Field { unit, ..self }
+    }
+
+    fn quoted(self) -> Field {
+        Field {
+            quoted: true,
+            ..self
+        }
+    }
+
+    fn paired(self) -> Field {
+        Field {
+            paired: true,
+            ..self
+        }
+    }
+}
+
+impl Info {
+    /// The fields of the description, in perftest's order, those the test shows.
+    fn fields(&self) -> Vec<Field> {
+        let (run, port) = (&self.run, &self.port);
+        let mut f = vec![
+            Field::new("Dual-port       ", "Dual_port", "OFF").paired(),
+            Field::new("Device         ", "Device", &port.device).quoted(),
+            Field::new("Number of qps   ", "Number_of_qps", run.num_qps).paired(),
+            Field::new("Transport type ", "Transport_type", port.transport),
+            Field::new("Connection type ", "Connection_type", run.conn.name()).paired(),
+            Field::new("Using SRQ      ", "Using_SRQ", "OFF"),
+            Field::new(
+                "PCIe relax order",
+                "PCIe_relax_order",
+                on_off(run.relaxed_ordering),
+            ),
+            Field::new("ibv_wr* API     ", "ibv_wr_API", "OFF"),
+        ];
+        if run.client || run.duplex {
+            f.push(Field::new("TX depth        ", "TX_depth ", run.tx_depth));
+        }
+        if run.post_list > 1 {
+            f.push(Field::new("Post List       ", "Post_List", run.post_list));
+        }
+        if self.verb() == Verb::Send && (!run.client || run.duplex) {
+            f.push(Field::new("RX depth        ", "RX_depth", run.rx_depth));
+        }
+        if run.test.is_bw() {
+            f.push(Field::new("CQ Moderation   ", "CQ_Moderation", run.cq_mod));
+        }
+        f.push(Field::new("Mtu             ", "Mtu", port.mtu).unit("[B]"));
+        f.push(Field::new("Link type       ", "Link_type", port.link));
+        if let Some(g) = port.gid_index {
+            f.push(Field::new("GID index       ", "GID_index", g));
+        }
+        if matches!(self.verb(), Verb::Read | Verb::Atomic) {
+            f.push(Field::new(
+                "Outstand reads  ",
+                "Outstand_reads",
+                port.out_reads,
+            ));
+        } else {
+            f.push(Field::new("Max inline data ", "Max_inline_data", port.inline_size).unit("[B]"));
+        }
+        let (cm, method) = if run.rdma_cm {
+            ("ON", "rdma_cm")
+        } else {
+            ("OFF", "Ethernet")
+        };
+        f.push(Field::new("rdma_cm QPs\t ", "rdma_cm_QPs", cm));
+        f.push(Field::new("Data ex. method ", "Data_ex_method", method));
+        f
+    }
+}
+
 /// The test description between two separator lines (`ctx_print_test_info`).
 pub fn banner(i: &Info) -> String {
     let mut s = String::new();
@@ -127,57 +227,19 @@ pub fn banner(i: &Info) -> String {
     if i.run.events {
         let _ = writeln!(s, " Test with events. Using {}_comp0", i.port.device);
     }
-    let _ = writeln!(
-        s,
-        " Dual-port       : OFF\t\tDevice         : {}",
-        i.port.device
-    );
-    let _ = writeln!(
-        s,
-        " Number of qps   : {}\t\tTransport type : {}",
-        i.run.num_qps, i.port.transport
-    );
-    let _ = writeln!(
-        s,
-        " Connection type : {}\t\tUsing SRQ      : OFF",
-        i.run.conn.name()
-    );
-    let _ = writeln!(s, " PCIe relax order: {}", on_off(i.run.relaxed_ordering));
-    s.push_str(" ibv_wr* API     : OFF\n");
-    if i.run.client || i.run.duplex {
-        let _ = writeln!(s, " TX depth        : {}", i.run.tx_depth);
-    }
-    if i.run.post_list > 1 {
-        let _ = writeln!(s, " Post List       : {}", i.run.post_list);
-    }
-    if i.verb() == Verb::Send && (!i.run.client || i.run.duplex) {
-        let _ = writeln!(s, " RX depth        : {}", i.run.rx_depth);
-    }
-    if i.run.test.is_bw() {
-        let _ = writeln!(s, " CQ Moderation   : {}", i.run.cq_mod);
-    }
-    let _ = writeln!(s, " Mtu             : {}[B]", i.port.mtu);
-    let _ = writeln!(s, " Link type       : {}", i.port.link);
-    if let Some(g) = i.port.gid_index {
-        let _ = writeln!(s, " GID index       : {g}");
-    }
-    if matches!(i.verb(), Verb::Read | Verb::Atomic) {
-        let _ = writeln!(s, " Outstand reads  : {}", i.port.out_reads);
-    } else {
-        let _ = writeln!(s, " Max inline data : {}[B]", i.port.inline_size);
-    }
-    if i.run.rdma_cm {
-        s.push_str(" rdma_cm QPs\t : ON\n Data ex. method : rdma_cm");
-        if !i.run.client {
-            s.push('\n');
-            s.push_str(RESULT_LINE);
-            s.push_str(" Waiting for client rdma_cm QP to connect\n");
-            s.push_str(" Please run the same command with the IB/RoCE interface IP");
+    let mut line_open = false;
+    for f in i.fields() {
+        if !line_open {
+            s.push(' ');
         }
-        s.push('\n');
-    } else {
-        s.push_str(" rdma_cm QPs\t : OFF\n");
-        s.push_str(" Data ex. method : Ethernet\n");
+        let _ = write!(s, "{}: {}{}", f.label, f.value, f.unit);
+        line_open = f.paired;
+        s.push_str(if f.paired { "\t\t" } else { "\n" });
+    }
+    if i.run.rdma_cm && !i.run.client {
+        s.push_str(RESULT_LINE);
+        s.push_str(" Waiting for client rdma_cm QP to connect\n");
+        s.push_str(" Please run the same command with the IB/RoCE interface IP\n");
     }
     s.push_str(RESULT_LINE);
     s
@@ -291,79 +353,78 @@ fn json_info(i: &Info) -> String {
     if i.run.events {
         let _ = writeln!(s, "Test with events: Using_{}_comp0,", i.port.device);
     }
-    let _ = write!(s, "Dual_port: OFF,\nDevice: \"{}\",\n", i.port.device);
-    let _ = write!(
-        s,
-        "Number_of_qps: {},\nTransport_type: {},\n",
-        i.run.num_qps, i.port.transport
-    );
-    let _ = write!(
-        s,
-        "Connection_type: {},\nUsing_SRQ: OFF,\n",
-        i.run.conn.name()
-    );
-    let _ = writeln!(s, "PCIe_relax_order: {},", on_off(i.run.relaxed_ordering));
-    s.push_str("ibv_wr_API: OFF,\n");
-    if i.run.client || i.run.duplex {
-        let _ = writeln!(s, "TX_depth : {},", i.run.tx_depth);
+    for f in i.fields() {
+        if f.quoted {
+            let _ = writeln!(s, "{}: \"{}\",", f.key, f.value);
+        } else {
+            let _ = writeln!(s, "{}: {},", f.key, f.value);
+        }
     }
-    if i.run.post_list > 1 {
-        let _ = writeln!(s, "Post_List: {},", i.run.post_list);
+    s.push_str("},\n");
+    s
+}
+
+/// An `--out_json` file: the test's description, then `results` (key, value).
+fn json_file(i: &Info, results: &[(&str, String)]) -> String {
+    let mut s = format!("{{\n{}results: {{\n", json_info(i));
+    for (key, value) in results {
+        let _ = writeln!(s, "{key}: {value},");
     }
-    if i.verb() == Verb::Send && (!i.run.client || i.run.duplex) {
-        let _ = writeln!(s, "RX_depth: {},", i.run.rx_depth);
-    }
-    if i.run.test.is_bw() {
-        let _ = writeln!(s, "CQ_Moderation: {},", i.run.cq_mod);
-    }
-    let _ = write!(s, "Mtu: {},\nLink_type: {},\n", i.port.mtu, i.port.link);
-    if let Some(g) = i.port.gid_index {
-        let _ = writeln!(s, "GID_index: {g},");
-    }
-    if matches!(i.verb(), Verb::Read | Verb::Atomic) {
-        let _ = writeln!(s, "Outstand_reads: {},", i.port.out_reads);
-    } else {
-        let _ = writeln!(s, "Max_inline_data: {},", i.port.inline_size);
-    }
-    s.push_str(if i.run.rdma_cm {
-        "rdma_cm_QPs: ON,\nData_ex_method: rdma_cm,\n},\n"
-    } else {
-        "rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n"
-    });
+    s.push_str("},\n}\n");
     s
 }
 
 /// The `--out_json` file of a bandwidth result.
 pub fn json_bw(i: &Info, r: &BwReport, gbits: bool) -> String {
-    let results = if fine(r, gbits) {
-        format!(
-            "MsgSize: {},\nn_iterations: {},\nBW_peak: {:.6},\nBW_average: {:.6},\nMsgRate: {:.6},\n",
-            r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate
-        )
-    } else {
-        format!(
-            "MsgSize: {},\nn_iterations: {},\nBW_peak: {:.2},\nBW_average: {:.2},\nMsgRate: {:.6},\n",
-            r.size, r.iters, r.bw_peak, r.bw_avg, r.msg_rate
-        )
+    let bw = |v: f64| {
+        if fine(r, gbits) {
+            format!("{v:.6}")
+        } else {
+            format!("{v:.2}")
+        }
     };
-    format!("{{\n{}results: {{\n{results}}},\n}}\n", json_info(i))
+    json_file(
+        i,
+        &[
+            ("MsgSize", r.size.to_string()),
+            ("n_iterations", r.iters.to_string()),
+            ("BW_peak", bw(r.bw_peak)),
+            ("BW_average", bw(r.bw_avg)),
+            ("MsgRate", format!("{:.6}", r.msg_rate)),
+        ],
+    )
 }
 
 /// The `--out_json` file of a latency result.
 pub fn json_lat(i: &Info, size: u64, iters: u64, r: &LatReport) -> String {
-    let results = format!(
-        "MsgSize: {size},\nn_iterations: {iters},\nt_min: {:.2},\nt_max: {:.2},\nt_typical: {:.2},\nt_avg: {:.2},\nt_stdev: {:.2},\npercentile_99: {:.2},\npercentile_99.9: {:.2},\n",
-        r.t_min, r.t_max, r.t_typical, r.t_avg, r.t_stdev, r.p99, r.p999
-    );
-    format!("{{\n{}results: {{\n{results}}},\n}}\n", json_info(i))
+    let usec = |v: f64| format!("{v:.2}");
+    json_file(
+        i,
+        &[
+            ("MsgSize", size.to_string()),
+            ("n_iterations", iters.to_string()),
+            ("t_min", usec(r.t_min)),
+            ("t_max", usec(r.t_max)),
+            ("t_typical", usec(r.t_typical)),
+            ("t_avg", usec(r.t_avg)),
+            ("t_stdev", usec(r.t_stdev)),
+            ("percentile_99", usec(r.p99)),
+            ("percentile_99.9", usec(r.p999)),
+        ],
+    )
 }
 
 /// The `--out_json` file of a duration-mode latency result.
 pub fn json_lat_duration(i: &Info, size: u64, iters: u64, latency: f64, tps: f64) -> String {
-    let results = format!(
-        "MsgSize: {size},\nn_iterations: {iters},\nt_avg: {latency:.2},\ntps_average: {tps:.2},\n"
-    );
-    format!("{{\n{}results: {{\n{results}}},\n}}\n", json_info(i))
+    json_file(
+        i,
+        &[
+            ("MsgSize", size.to_string()),
+            ("n_iterations", iters.to_string()),
+            ("t_avg", format!("{latency:.2}")),
+            ("tps_average", format!("{tps:.2}")),
+        ],
+    )
 }
 
 #[cfg(test)]

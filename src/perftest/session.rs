@@ -231,7 +231,9 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         port: dev.port_info(&setup, mtu, gid_index),
     };
     let with_gid = setup.use_gid;
-    let (res, mine, theirs) = if p.rdma_cm {
+    let params = &p;
+    type Connect<'a> = Box<dyn FnOnce(&[Record]) -> Result<Resources> + 'a>;
+    let (mine, connect): (Vec<Record>, Connect<'_>) = if p.rdma_cm {
         // perftest swaps an empty record before and after connecting through rdma_cm.
         let empty = Record::default();
         let pending = cm_qps::Pending::new(&p)?;
@@ -239,20 +241,21 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
         let qps = pending.connect(&p, &setup, layout)?;
         peer.hand_shake(&empty, with_gid)?;
         let mine = qps.records(&dev, &p, &setup, gid_index)?;
-        out.write_str(&report::banner(&info)).ok();
-        out.flush();
-        let connect = |theirs: &[Record]| qps.finish(&p, gid_index, theirs);
-        let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
-        (res, mine, theirs)
+        (
+            mine,
+            Box::new(move |theirs| qps.finish(params, gid_index, theirs)),
+        )
     } else {
         let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
         let mine = prepared.records(&dev, &setup);
-        out.write_str(&report::banner(&info)).ok();
-        out.flush();
-        let connect = |theirs: &[Record]| prepared.connect(&p, &setup, mtu, gid_index, theirs);
-        let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
-        (res, mine, theirs)
+        let setup = &setup;
+        let connect =
+            move |theirs: &[Record]| prepared.connect(params, setup, mtu, gid_index, theirs);
+        (mine, Box::new(connect))
     };
+    out.write_str(&report::banner(&info)).ok();
+    out.flush();
+    let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
     out.flush();
     let qkey = if p.rdma_cm { UDP_QKEY } else { DEFAULT_QKEY };
     let targets = theirs
@@ -287,6 +290,28 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
 }
 
 impl Session<'_> {
+    /// The message sizes of the run: the atomic tests' one, or up to the largest the
+    /// transport carries (UD's MTU).
+    fn sizes(&self) -> Vec<u64> {
+        if matches!(self.p.test, Test::AtomicBw | Test::AtomicLat) {
+            vec![ATOMIC_SIZE]
+        } else if self.p.conn == Conn::Ud {
+            self.p.sizes(self.mtu.into())
+        } else {
+            self.p.sizes(MAX_SIZE)
+        }
+    }
+
+    /// The result table's header, bandwidth or latency.
+    fn print_header(&mut self) {
+        let header = if self.p.test.is_bw() {
+            report::bw_header(self.p.gbits)
+        } else {
+            report::lat_header(self.p.duration.is_some())
+        };
+        self.print(&header);
+    }
+
     fn plan(&self, size: u64) -> Plan {
         Plan::new(&self.p, size, self.setup.inline_size)
     }
@@ -342,6 +367,17 @@ impl Session<'_> {
         Ok(theirs.into())
     }
 
+    /// A bidirectional result: both sides' sum, then with `--report-both` (one size only)
+    /// each side's own numbers.
+    fn print_duplex(&mut self, mine: &BwReport, sizes: &[u64]) -> Result<()> {
+        let theirs = self.exchange_reports(mine, sizes)?;
+        self.print_bw(&mine.plus(&theirs));
+        if self.p.report_both && !self.p.all_sizes {
+            self.report_both(mine, &theirs);
+        }
+        Ok(())
+    }
+
     /// `--report-both`: each side's own numbers after the sum.
     fn report_both(&mut self, mine: &BwReport, theirs: &BwReport) {
         let header = report::bw_header(self.p.gbits);
@@ -368,13 +404,8 @@ impl Session<'_> {
 
     /// `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`.
     fn rdma_bw(mut self) -> Result<()> {
-        let header = report::bw_header(self.p.gbits);
-        self.print(&header);
-        let sizes = if self.p.test == Test::AtomicBw {
-            vec![ATOMIC_SIZE]
-        } else {
-            self.p.sizes(MAX_SIZE)
-        };
+        self.print_header();
+        let sizes = self.sizes();
         if !self.p.is_client() && !self.p.duplex {
             self.hs0_after_run(&sizes)?;
             let theirs = self.exchange_reports(&BwReport::default(), &sizes)?;
@@ -400,11 +431,7 @@ impl Session<'_> {
             }
             let mine = self.report(&samples, size);
             if self.p.duplex {
-                let theirs = self.exchange_reports(&mine, &sizes)?;
-                self.print_bw(&mine.plus(&theirs));
-                if self.p.report_both && !self.p.all_sizes {
-                    self.report_both(&mine, &theirs);
-                }
+                self.print_duplex(&mine, &sizes)?;
             } else {
                 self.print_bw(&mine);
             }
@@ -420,14 +447,8 @@ impl Session<'_> {
 
     /// `ib_send_bw`.
     fn send_bw(mut self) -> Result<()> {
-        let header = report::bw_header(self.p.gbits);
-        self.print(&header);
-        let max = if self.p.conn == Conn::Ud {
-            u64::from(self.mtu)
-        } else {
-            MAX_SIZE
-        };
-        let sizes = self.p.sizes(max);
+        self.print_header();
+        let sizes = self.sizes();
         let client = self.p.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
@@ -456,11 +477,7 @@ impl Session<'_> {
                 self.print_bw(&mine);
             }
             if self.p.duplex && !duration {
-                let theirs = self.exchange_reports(&mine, &sizes)?;
-                self.print_bw(&mine.plus(&theirs));
-                if self.p.report_both && !self.p.all_sizes {
-                    self.report_both(&mine, &theirs);
-                }
+                self.print_duplex(&mine, &sizes)?;
             }
             if self.p.all_sizes {
                 self.hs0_after_run(&sizes)?;
@@ -506,14 +523,8 @@ impl Session<'_> {
 
     /// `ib_send_lat`.
     fn send_lat(mut self) -> Result<()> {
-        let header = report::lat_header(self.p.duration.is_some());
-        self.print(&header);
-        let max = if self.p.conn == Conn::Ud {
-            u64::from(self.mtu)
-        } else {
-            MAX_SIZE
-        };
-        let sizes = self.p.sizes(max);
+        self.print_header();
+        let sizes = self.sizes();
         let client = self.p.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
@@ -536,10 +547,9 @@ impl Session<'_> {
 
     /// `ib_write_lat`: no closing exchange, as perftest.
     fn write_lat(mut self) -> Result<()> {
-        let header = report::lat_header(self.p.duration.is_some());
-        self.print(&header);
+        self.print_header();
         let client = self.p.is_client();
-        for size in self.p.sizes(MAX_SIZE) {
+        for size in self.sizes() {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples = engine::lat_write(
@@ -558,18 +568,13 @@ impl Session<'_> {
 
     /// `ib_read_lat`, `ib_atomic_lat`: only the client measures.
     fn read_lat(mut self) -> Result<()> {
-        let sizes = if self.p.test == Test::AtomicLat {
-            vec![ATOMIC_SIZE]
-        } else {
-            self.p.sizes(MAX_SIZE)
-        };
+        let sizes = self.sizes();
         if !self.p.is_client() {
             self.close(&sizes)?;
             self.print(RESULT_LINE);
             return Ok(());
         }
-        let header = report::lat_header(self.p.duration.is_some());
-        self.print(&header);
+        self.print_header();
         for &size in &sizes {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
