@@ -521,47 +521,43 @@ impl Session<'_> {
         self.write_json(&json);
     }
 
-    /// `ib_send_lat`.
-    fn send_lat(mut self) -> Result<()> {
+    /// The latency table: `measure` runs the test's loop once per size.
+    fn lat_table(
+        &mut self,
+        sizes: &[u64],
+        mut measure: impl FnMut(&mut Self, &Plan) -> Result<LatSamples>,
+    ) -> Result<()> {
         self.print_header();
-        let sizes = self.sizes();
-        let client = self.p.is_client();
-        for &size in &sizes {
+        for &size in sizes {
             let plan = self.plan(size);
-            engine::post_receives(&self.res.queues, size, plan.rx_depth, false)?;
-            self.hs0()?;
-            let mut wd = Watchdog::new(&self.peer, &self.clock);
-            let samples = engine::lat_send(
-                &mut self.res,
-                &plan,
-                &self.targets,
-                client,
-                &self.clock,
-                &mut wd,
-            )?;
+            let samples = measure(self, &plan)?;
             self.print_lat(size, &samples);
         }
+        Ok(())
+    }
+
+    /// `ib_send_lat`.
+    fn send_lat(mut self) -> Result<()> {
+        let sizes = self.sizes();
+        let client = self.p.is_client();
+        self.lat_table(&sizes, |s, plan| {
+            engine::post_receives(&s.res.queues, plan.size, plan.rx_depth, false)?;
+            s.hs0()?;
+            let mut wd = Watchdog::new(&s.peer, &s.clock);
+            engine::lat_send(&mut s.res, plan, &s.targets, client, &s.clock, &mut wd)
+        })?;
         self.print(RESULT_LINE);
         self.close(&sizes)
     }
 
     /// `ib_write_lat`: no closing exchange, as perftest.
     fn write_lat(mut self) -> Result<()> {
-        self.print_header();
+        let sizes = self.sizes();
         let client = self.p.is_client();
-        for size in self.sizes() {
-            let plan = self.plan(size);
-            let mut wd = Watchdog::new(&self.peer, &self.clock);
-            let samples = engine::lat_write(
-                &mut self.res,
-                &plan,
-                &self.targets,
-                client,
-                &self.clock,
-                &mut wd,
-            )?;
-            self.print_lat(size, &samples);
-        }
+        self.lat_table(&sizes, |s, plan| {
+            let mut wd = Watchdog::new(&s.peer, &s.clock);
+            engine::lat_write(&mut s.res, plan, &s.targets, client, &s.clock, &mut wd)
+        })?;
         self.print(RESULT_LINE);
         Ok(())
     }
@@ -569,18 +565,11 @@ impl Session<'_> {
     /// `ib_read_lat`, `ib_atomic_lat`: only the client measures.
     fn read_lat(mut self) -> Result<()> {
         let sizes = self.sizes();
-        if !self.p.is_client() {
-            self.close(&sizes)?;
-            self.print(RESULT_LINE);
-            return Ok(());
-        }
-        self.print_header();
-        for &size in &sizes {
-            let plan = self.plan(size);
-            let mut wd = Watchdog::new(&self.peer, &self.clock);
-            let samples =
-                engine::lat_read(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
-            self.print_lat(size, &samples);
+        if self.p.is_client() {
+            self.lat_table(&sizes, |s, plan| {
+                let mut wd = Watchdog::new(&s.peer, &s.clock);
+                engine::lat_read(&mut s.res, plan, &s.targets, &s.clock, &mut wd)
+            })?;
         }
         // The separator comes after the closing exchange, as in perftest.
         self.close(&sizes)?;
