@@ -51,8 +51,8 @@ use std::time::Duration;
 use crate::cli::{getopt_long, Item};
 use rdma_verbs::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
-    AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, RecvRequest, RemoteMemory,
-    SendRequest, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, QpType, RecvRequest,
+    RemoteMemory, SendRequest, WcOpcode, WcStatus, WorkCompletion,
 };
 
 const DEFAULT_PORT: u16 = 7174;
@@ -301,14 +301,11 @@ impl Conn {
         let cq = ctx
             .create_cq(SQ_DEPTH * 2, Some(&comp))
             .or_say("ibv_create_cq failed")?;
-        let caps = rdma_verbs::ffi::ibv_qp_cap {
-            max_send_wr: SQ_DEPTH,
-            max_recv_wr: RQ_DEPTH,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        };
-        id.create_qp(&pd, &cq, &cq, caps).or_say("rdma_create_qp")?;
+        let qp = pd
+            .create_qp(QpType::Rc, &cq, &cq)
+            .max_send_wr(SQ_DEPTH)
+            .max_recv_wr(RQ_DEPTH);
+        id.create_qp(qp).or_say("rdma_create_qp")?;
         let remote =
             AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE;
         let conn = Conn {

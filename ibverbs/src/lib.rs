@@ -89,7 +89,7 @@
 //! | `tokio::cm::AsyncCmChannel` (features `tokio`, `cm`) | `rdma_event_channel` and its fd on tokio's reactor, each id's queued events | `tokio::cm::AsyncCmChannel::new` | the channel, the registration |
 //! | `tokio::cm::AsyncCmId` (features `tokio`, `cm`) | `rdma_cm_id` whose events are awaited | `AsyncCmChannel::create_id`, a `Listener`'s request | its id (destroyed on drop, also when a connect or accept future is dropped), the async channel |
 //! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new` | its QP, CQ, and each posted region until its completion (see the `tokio` module: cancellation) |
-//! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp`, destroyed before the id) |
+//! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp_ex`, destroyed before the id) |
 //!
 //! A UD queue pair remembers the multicast groups it joined ([`QueuePair::attach_mcast`])
 //! and detaches from each (`ibv_detach_mcast`) before `ibv_destroy_qp`, so it is never

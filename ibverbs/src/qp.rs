@@ -7,7 +7,7 @@
 
 pub(crate) mod attr; // QueuePair::query (ibv_query_qp) and QpAttributes
 #[cfg(feature = "cm")]
-pub(crate) mod cm; // adopting a QP that librdmacm created (rdma_create_qp)
+pub(crate) mod cm; // a QP on a CM id (rdma_create_qp_ex)
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::context::device_attr::DeviceCapFlags;
-use crate::context::gid::Gid;
-use crate::context::port::{LinkLayer, Mtu};
+use crate::context::gid::{Gid, GidEntry};
+use crate::context::port::{LinkLayer, Mtu, PortAttr};
 use crate::cq::{CompletionQueue, CqInner};
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
@@ -93,10 +93,11 @@ pub struct QueuePairBuilder<'a> {
     qp_type: QpType,
     caps: ffi::ibv_qp_cap,
     sq_sig_all: bool,
-    port: u8,
+    /// The settings rdma_cm decides for a QP on a CM id: `None` unless set.
+    port: Option<u8>,
     gid_index: Option<u8>,
-    access: AccessFlags,
-    qkey: u32,
+    access: Option<AccessFlags>,
+    qkey: Option<u32>,
     send_ops: SendOps,
 }
 
@@ -126,10 +127,10 @@ impl ProtectionDomain {
                 max_inline_data: 0,
             },
             sq_sig_all: false,
-            port: 1,
+            port: None,
             gid_index: None,
-            access: AccessFlags::LOCAL_WRITE,
-            qkey: DEFAULT_QKEY,
+            access: None,
+            qkey: None,
             send_ops: SendOps::empty(),
         }
     }
@@ -179,9 +180,9 @@ impl<'a> QueuePairBuilder<'a> {
         self
     }
 
-    /// The local port (default 1).
+    /// The local port (default 1; on a CM id, the id's).
     pub fn port(mut self, port: u8) -> Self {
-        self.port = port;
+        self.port = Some(port);
         self
     }
 
@@ -194,15 +195,15 @@ impl<'a> QueuePairBuilder<'a> {
     }
 
     /// What peers may do to this side's memory through the QP (RC, UC; default
-    /// `LOCAL_WRITE` only). Regions still need their own rights.
+    /// `LOCAL_WRITE` only; on a CM id, rdma_cm's). Regions still need their own rights.
     pub fn access(mut self, access: AccessFlags) -> Self {
-        self.access = access;
+        self.access = Some(access);
         self
     }
 
-    /// The Q_Key of a UD QP (default [`DEFAULT_QKEY`]).
+    /// The Q_Key of a UD QP (default [`DEFAULT_QKEY`]; on a CM id, rdma_cm's).
     pub fn qkey(mut self, qkey: u32) -> Self {
-        self.qkey = qkey;
+        self.qkey = Some(qkey);
         self
     }
 
@@ -217,6 +218,59 @@ impl<'a> QueuePairBuilder<'a> {
     /// Creates the QP (`ibv_create_qp`, or `ibv_create_qp_ex` with
     /// [`send_ops`](Self::send_ops)) and moves it to INIT (`ibv_modify_qp`).
     pub fn build(self) -> Result<PreparedQueuePair> {
+        let ctx = self.pd.context();
+        self.check_parts()?;
+        let port_num = self.port.unwrap_or(1);
+        let port = ctx.query_port(port_num)?;
+        let gid = match self.gid_index {
+            Some(index) => ctx.used_gid(port_num, index)?,
+            None => ctx.default_gid(port_num)?,
+        };
+        let mut init = self.init_attr();
+        let attr_asked = init;
+        // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
+        // are kept alive by the QueuePair below for as long as the QP exists.
+        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.ptr(), &mut init) };
+        let verb = if self.send_ops.is_empty() {
+            "ibv_create_qp"
+        } else {
+            "ibv_create_qp_ex"
+        };
+        let raw = check_ptr(verb, raw)
+            .map_err(|err| inline_limit::creation_error(ctx.ptr(), &attr_asked, err))?;
+        // SAFETY: raw was just created from init on the builder's objects.
+        let qp = unsafe { self.wrap(raw, &init, port_num, &gid, &port) };
+        if let Some(ex) = qp.qp_ex() {
+            ex.check_provider()?;
+        }
+
+        use ffi::ibv_qp_attr_mask as M;
+        let mut attr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
+            pkey_index: 0,
+            port_num,
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE | M::IBV_QP_PKEY_INDEX | M::IBV_QP_PORT;
+        if qp.qp_type == QpType::Ud {
+            attr.qkey = self.qkey.unwrap_or(DEFAULT_QKEY);
+            mask |= M::IBV_QP_QKEY;
+        } else {
+            attr.qp_access_flags = self.access.unwrap_or(AccessFlags::LOCAL_WRITE).bits();
+            mask |= M::IBV_QP_ACCESS_FLAGS;
+        }
+        qp.transition(&mut attr, mask)?;
+        Ok(PreparedQueuePair { qp })
+    }
+
+    /// The PD the QP is created in.
+    pub(crate) fn pd(&self) -> &ProtectionDomain {
+        self.pd
+    }
+
+    /// Checks that the CQs and SRQ are of the PD's device and that the device has the
+    /// send operations asked for.
+    fn check_parts(&self) -> Result<()> {
         let ctx = self.pd.context();
         ctx.check_same(self.send_cq.inner().context(), "send completion queue")?;
         ctx.check_same(self.recv_cq.inner().context(), "receive completion queue")?;
@@ -234,15 +288,11 @@ impl<'a> QueuePairBuilder<'a> {
                 missing: "IB_UVERBS_DEVICE_ATOMIC_WRITE in device_cap_flags_ex",
             });
         }
-        let port = ctx.query_port(self.port)?;
-        let (gid_index, gid) = match self.gid_index {
-            Some(index) => (index, ctx.used_gid(self.port, index)?),
-            None => {
-                let entry = ctx.default_gid(self.port)?;
-                (entry.index, entry.gid)
-            }
-        };
+        Ok(())
+    }
 
+    /// The creation attributes (`ibv_qp_init_attr_ex`) of the builder's QP.
+    fn init_attr(&self) -> ffi::ibv_qp_init_attr_ex {
         let mut init = ffi::ibv_qp_init_attr_ex {
             send_cq: self.send_cq.ptr(),
             recv_cq: self.recv_cq.ptr(),
@@ -258,22 +308,29 @@ impl<'a> QueuePairBuilder<'a> {
             init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
             init.send_ops_flags = self.send_ops.bits();
         }
-        let attr_asked = init;
-        // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
-        // are kept alive by the QueuePair below for as long as the QP exists.
-        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.ptr(), &mut init) };
-        let verb = if self.send_ops.is_empty() {
-            "ibv_create_qp"
-        } else {
-            "ibv_create_qp_ex"
-        };
-        let raw = check_ptr(verb, raw)
-            .map_err(|err| inline_limit::creation_error(ctx.ptr(), &attr_asked, err))?;
+        init
+    }
+
+    /// The [`QueuePair`] that owns `raw` (destroyed on drop) and keeps the builder's PD,
+    /// CQs and SRQ alive; it sends from `gid` of `port_num`.
+    ///
+    /// # Safety
+    /// `raw` must be a live QP created from `init` (which the creation filled with the
+    /// granted capabilities), from [`init_attr`](Self::init_attr), destroyed by nothing
+    /// else.
+    unsafe fn wrap(
+        &self,
+        raw: NonNull<ffi::ibv_qp>,
+        init: &ffi::ibv_qp_init_attr_ex,
+        port_num: u8,
+        gid: &GidEntry,
+        port: &PortAttr,
+    ) -> QueuePair {
         let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
         let qp_ex = if self.send_ops.is_empty() {
             None
         } else {
-            // SAFETY: raw is a live QP created with ibv_create_qp_ex.
+            // SAFETY: raw is a live QP created with ibv_create_qp_ex (caller).
             NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(raw.as_ptr()) }).map(|qpx| {
                 Box::new(ExSend {
                     qpx,
@@ -281,7 +338,7 @@ impl<'a> QueuePairBuilder<'a> {
                 })
             })
         };
-        let qp = QueuePair {
+        QueuePair {
             raw,
             qp_ex,
             send_ops: self.send_ops,
@@ -295,9 +352,9 @@ impl<'a> QueuePairBuilder<'a> {
                     None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
                 },
             ),
-            port: self.port,
-            gid_index,
-            gid,
+            port: port_num,
+            gid_index: gid.index,
+            gid: gid.gid,
             lid: port.lid,
             active_mtu: port.active_mtu,
             roce: port.link_layer == LinkLayer::Ethernet,
@@ -308,29 +365,7 @@ impl<'a> QueuePairBuilder<'a> {
             _srq: self.srq.cloned(),
             mcast: (self.qp_type == QpType::Ud).then(Box::default),
             posted: AtomicBool::new(false),
-        };
-
-        if let Some(ex) = qp.qp_ex() {
-            ex.check_provider()?;
         }
-
-        use ffi::ibv_qp_attr_mask as M;
-        let mut attr = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
-            pkey_index: 0,
-            port_num: self.port,
-            ..Default::default()
-        };
-        let mut mask = M::IBV_QP_STATE | M::IBV_QP_PKEY_INDEX | M::IBV_QP_PORT;
-        if self.qp_type == QpType::Ud {
-            attr.qkey = self.qkey;
-            mask |= M::IBV_QP_QKEY;
-        } else {
-            attr.qp_access_flags = self.access.bits();
-            mask |= M::IBV_QP_ACCESS_FLAGS;
-        }
-        qp.transition(&mut attr, mask)?;
-        Ok(PreparedQueuePair { qp })
     }
 }
 

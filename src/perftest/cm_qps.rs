@@ -13,7 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use rdma_verbs::ffi::ibv_qp_cap;
+use rdma_verbs::QpType;
 use rdma_verbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
 
 use super::comm::{self, next_event, unexpected};
@@ -79,15 +79,17 @@ fn create_qp(
     let Some(b) = base.as_ref() else {
         unreachable!("made above")
     };
-    let caps = ibv_qp_cap {
-        max_send_wr: p.tx_depth,
-        max_recv_wr: p.rx_depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: setup.inline_size,
+    let qp_type = if p.conn == Conn::Ud {
+        QpType::Ud
+    } else {
+        QpType::Rc
     };
-    id.create_qp(&b.pd, &b.send_cq.cq, &b.recv().cq, caps)
-        .ctx("Failed to create QP.")?;
+    let qp =
+        b.pd.create_qp(qp_type, &b.send_cq.cq, &b.recv().cq)
+            .max_send_wr(p.tx_depth)
+            .max_recv_wr(p.rx_depth)
+            .max_inline_data(setup.inline_size);
+    id.create_qp(qp).ctx("Failed to create QP.")?;
     Ok(())
 }
 

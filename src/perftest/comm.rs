@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use rdma_verbs::ffi::ibv_qp_cap;
+use rdma_verbs::QpType;
 use rdma_verbs::{
     AccessFlags, CompletionChannel, CompletionQueue, MemoryRegion, RecvRequest, SendRequest,
     WorkCompletion,
@@ -164,15 +164,11 @@ impl CmLink {
         let recv_cq = ctx
             .create_cq(1, Some(&recv_channel))
             .ctx("Couldn't create CQ")?;
-        let caps = ibv_qp_cap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        };
-        id.create_qp(&pd, &send_cq, &recv_cq, caps)
-            .ctx("Couldn't create the rdma_cm QP")?;
+        let qp = pd
+            .create_qp(QpType::Rc, &send_cq, &recv_cq)
+            .max_send_wr(1)
+            .max_recv_wr(1);
+        id.create_qp(qp).ctx("Couldn't create the rdma_cm QP")?;
         let link = CmLink {
             id,
             mr,

@@ -56,7 +56,7 @@ use std::time::Duration;
 use rdma_verbs::cm::CmEventKind;
 use rdma_verbs::tokio::cm::AsyncCmId;
 use rdma_verbs::tokio::{AsyncCq, AsyncQp};
-use rdma_verbs::{CompletionChannel, MemoryRegion, ProtectionDomain};
+use rdma_verbs::{CompletionChannel, MemoryRegion, ProtectionDomain, QpType};
 
 /// The example's errors: messages.
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -164,14 +164,8 @@ fn add_qp(
 ) -> Result<AsyncCq> {
     let ctx = id.id().context()?;
     let cq = AsyncCq::new(ctx.create_cq(sends + recvs, Some(channel))?)?.with_spin(0);
-    let caps = rdma_verbs::ffi::ibv_qp_cap {
-        max_send_wr: sends,
-        max_recv_wr: recvs,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    id.create_qp(pd, cq.cq(), cq.cq(), caps)?;
+    let qp = pd.create_qp(QpType::Rc, cq.cq(), cq.cq());
+    id.create_qp(qp.max_send_wr(sends).max_recv_wr(recvs))?;
     Ok(cq)
 }
 

@@ -15,8 +15,7 @@
 //! assert!(matches!(channel.get_event()?.kind, CmEventKind::RouteResolved));
 //! let ctx = id.context()?;
 //! let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(16, None)?);
-//! let caps = rdma_verbs::ffi::ibv_qp_cap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-//! id.create_qp(&pd, &cq, &cq, caps)?;
+//! id.create_qp(pd.create_qp(rdma_verbs::QpType::Rc, &cq, &cq).max_send_wr(16).max_recv_wr(16))?;
 //! id.connect(&ConnParam { private_data: b"hello", ..ConnParam::default() })?;
 //! match channel.get_event()?.kind {
 //!     CmEventKind::Established { private_data, .. } => println!("accepted: {private_data:?}"),
@@ -31,7 +30,7 @@
 //! | [`EventChannel`] | `rdma_event_channel` | `rdma_create_event_channel` | |
 //! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP |
 //! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
-//! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp` | PD, CQs (as any QP) |
+//! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp_ex` | PD, CQs, SRQ (as any QP) |
 //! | [`UdPeer`] of a UD [`CmEventKind::Established`] | `rdma_ud_param` (copied) | a UD connect's accept | nothing (plain data) |
 //! | [`AddressHandle`](crate::AddressHandle) of [`UdPeer::create_ah`] | `ibv_ah` | `ibv_create_ah` | its PD (as any AH) |
 //!
@@ -73,6 +72,7 @@ mod ud;
 
 pub use addr::{getaddrinfo, AddrHints, AddrInfo};
 pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
+pub use channel::id::option::CmOption;
 pub use channel::id::{CmId, IdHandle};
 pub use channel::EventChannel;
 pub use param::{private_data_limit, ConnParam, Message};

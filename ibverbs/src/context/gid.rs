@@ -275,9 +275,9 @@ impl Context {
 
     /// The GID at `index` of `port`, which must be in use: fails with
     /// [`Error::OutOfRange`] past the table, [`Error::InvalidArgument`] for an empty entry.
-    pub(crate) fn used_gid(&self, port: u8, index: u8) -> Result<Gid> {
+    pub(crate) fn used_gid(&self, port: u8, index: u8) -> Result<GidEntry> {
         match self.query_gid_ex(port, index)? {
-            Some(entry) => Ok(entry.gid),
+            Some(entry) => Ok(entry),
             None => Err(Error::InvalidArgument {
                 what: "GID index",
                 reason: format!("entry {index} of port {port}'s GID table is empty"),

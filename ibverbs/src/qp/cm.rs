@@ -1,71 +1,122 @@
-//! A [`QueuePair`] for a QP that librdmacm created (`rdma_create_qp`): a child of `qp` so
-//! that it fills the same private fields as [`QueuePairBuilder::build`](super::QueuePairBuilder::build).
+//! A [`QueuePair`] on a CM id (`rdma_create_qp_ex`): the builder's QP, which librdmacm
+//! creates on the id's device and port and moves through its states; a child of `qp` so
+//! that it fills the same private fields as [`QueuePairBuilder::build`].
 
 use std::ptr::NonNull;
-use std::sync::Arc;
 
-use super::{random_psn, QueuePair, RecvQueue};
-use crate::context::port::LinkLayer;
-use crate::cq::CompletionQueue;
-use crate::error::Result;
-use crate::ffi;
-use crate::pd::ProtectionDomain;
+use rdmacm_sys as cm;
+
+use super::{inline_limit, QueuePair, QueuePairBuilder};
+use crate::cm::PortSpace;
+use crate::context::gid::{Gid, GidEntry, GidType};
+use crate::context::Context;
+use crate::error::{check, Error, Result};
 use crate::qp::qp_type::QpType;
-use crate::wr::limits::{RecvLimits, SendLimits};
-use crate::wr::opcode::SendOps;
 
-/// What [`QueuePair::adopt`] needs to know of the QP besides its handle.
-pub(crate) struct Adopted<'a> {
-    /// The transport it was created with.
-    pub qp_type: QpType,
-    /// Its capabilities as the provider granted them.
-    pub caps: ffi::ibv_qp_cap,
-    /// The port of the CM id it was created on.
-    pub port: u8,
-    /// The PD it was created in.
-    pub pd: &'a ProtectionDomain,
-    /// Its send CQ.
-    pub send_cq: &'a CompletionQueue,
-    /// Its receive CQ.
-    pub recv_cq: &'a CompletionQueue,
-}
+impl QueuePairBuilder<'_> {
+    /// Refuses the settings rdma_cm decides for a QP on an id (its port and GID, from the
+    /// id's route; its access flags and Q_Key) and a transport the port space does not
+    /// carry.
+    pub(crate) fn check_for_cm(&self, ps: PortSpace) -> Result<()> {
+        let decided = [
+            (self.port.is_some(), "port"),
+            (self.gid_index.is_some(), "gid_index"),
+            (self.access.is_some(), "access"),
+            (self.qkey.is_some(), "qkey"),
+        ];
+        if let Some((_, setting)) = decided.iter().find(|(set, _)| *set) {
+            return Err(Error::InvalidArgument {
+                what: "queue pair builder for a CM id",
+                reason: format!(
+                    "{setting} is rdma_cm's to set on a QP of a CM id (from the id's route, \
+                     or RDMA_UDP_QKEY and the connection's rights); leave it unset"
+                ),
+            });
+        }
+        let fits = match ps {
+            PortSpace::Tcp => self.qp_type == QpType::Rc,
+            PortSpace::Udp | PortSpace::Ipoib => self.qp_type == QpType::Ud,
+            PortSpace::Ib => matches!(self.qp_type, QpType::Rc | QpType::Uc | QpType::Ud),
+        };
+        if !fits {
+            return Err(Error::InvalidArgument {
+                what: "queue pair type",
+                reason: format!(
+                    "a {:?} QP does not fit port space {ps:?} (TCP: RC; UDP, IPoIB: UD; IB: RC, UC, UD)",
+                    self.qp_type
+                ),
+            });
+        }
+        Ok(())
+    }
 
-impl QueuePair {
-    /// Takes ownership of `raw`, which keeps `what`'s PD and CQs alive as a built QP does
-    /// and is destroyed on drop (`ibv_destroy_qp`). Fails, leaving `raw` to the caller, when
-    /// the port cannot be queried.
+    /// Creates the QP on `id` (`rdma_create_qp_ex`); librdmacm moves it to INIT (a UD QP
+    /// of the UDP port space at once to RTS), and on connect or accept to RTS. The QP sends
+    /// from the GID of the id's route.
     ///
     /// # Safety
-    /// `raw` must be a live QP of `what.pd` on `what`'s CQs, destroyed by nothing else
-    /// (librdmacm must have forgotten it, or forget it before this value drops).
-    pub(crate) unsafe fn adopt(raw: NonNull<ffi::ibv_qp>, what: Adopted<'_>) -> Result<Self> {
-        let ctx = what.pd.context();
-        let port = ctx.query_port(what.port)?;
-        let entry = ctx.default_gid(what.port)?;
-        Ok(QueuePair {
-            raw,
-            qp_ex: None,
-            send_ops: SendOps::empty(),
-            qp_type: what.qp_type,
-            caps: what.caps,
-            send_limits: SendLimits::new(what.qp_type, &what.caps, what.pd.ptr()),
-            recv: RecvQueue::new(
-                raw.as_ptr(),
-                RecvLimits::new(what.caps.max_recv_wr, what.caps.max_recv_sge),
-            ),
-            port: what.port,
-            gid_index: entry.index,
-            gid: entry.gid,
-            lid: port.lid,
-            active_mtu: port.active_mtu,
-            roce: port.link_layer == LinkLayer::Ethernet,
-            psn: random_psn(),
-            pd: what.pd.clone(),
-            _send_cq: Arc::clone(what.send_cq.inner()),
-            _recv_cq: Arc::clone(what.recv_cq.inner()),
-            _srq: None,
-            mcast: (what.qp_type == QpType::Ud).then(Box::default),
-            posted: Default::default(),
-        })
+    /// `id` must be a live id bound to a device, without a QP, of the port space
+    /// [`check_for_cm`](Self::check_for_cm) passed; the builder's PD must be of the id's
+    /// device (`ctx`, its context). On success the id's `qp` is the returned QP, which
+    /// the caller must clear before the QP drops (librdmacm must not reach it after).
+    pub(crate) unsafe fn create_on_id(
+        &self,
+        id: NonNull<cm::rdma_cm_id>,
+        ctx: &Context,
+    ) -> Result<QueuePair> {
+        self.check_parts()?;
+        // SAFETY: the id is live (caller); librdmacm set its port and route when it bound
+        // the id to its device.
+        let (port_num, sgid) = unsafe {
+            let id = id.as_ptr();
+            let ibaddr = (*id).route.addr.addr.ibaddr.as_ref();
+            ((*id).port_num, Gid::from_raw(ibaddr.sgid))
+        };
+        let port = ctx.query_port(port_num)?;
+        let gid = route_gid(ctx, port_num, sgid)?;
+        let mut init = self.init_attr();
+        let asked = init;
+        // SAFETY: the id is live and bound to the PD's device (caller); the CQs and SRQ are
+        // of it (check_parts); they are kept alive by the QueuePair below.
+        let rc = unsafe { cm::rdma_create_qp_ex(id.as_ptr(), &mut init) };
+        check("rdma_create_qp_ex", rc)
+            .map_err(|err| inline_limit::creation_error(ctx.ptr(), &asked, err))?;
+        // SAFETY: the id is live and now has a QP.
+        let raw = unsafe { (*id.as_ptr()).qp };
+        let Some(raw) = NonNull::new(raw) else {
+            return Err(Error::InvalidArgument {
+                what: "rdma_create_qp_ex",
+                reason: "returned no QP".into(),
+            });
+        };
+        // SAFETY: raw was just created from init on the builder's objects; librdmacm does
+        // not destroy it (rdma_destroy_qp is never called on a QP that was wrapped).
+        let qp = unsafe { self.wrap(raw, &init, port_num, &gid, &port) };
+        if let Some(ex) = qp.qp_ex() {
+            if let Err(err) = ex.check_provider() {
+                // SAFETY: the id is live; librdmacm must not reach the QP once it drops.
+                unsafe { (*id.as_ptr()).qp = std::ptr::null_mut() };
+                return Err(err);
+            }
+        }
+        Ok(qp)
+    }
+}
+
+/// The entry of `port`'s GID table that rdma_cm sends from for the route's source GID
+/// `sgid`: on RoCE the same GID is in the table once per RoCE version, and rdma_cm's
+/// default is v2 (changeable only through configfs: the QP's `query` then shows the
+/// index it really uses). A GID not in the table (a route on a port with no such entry)
+/// falls back to the port's default.
+fn route_gid(ctx: &Context, port: u8, sgid: Gid) -> Result<GidEntry> {
+    let table = ctx.gid_table(port)?;
+    let of_port = table.iter().filter(|e| e.port == port && e.gid == sgid);
+    let best = of_port
+        .clone()
+        .find(|e| e.gid_type == GidType::RoceV2)
+        .or_else(|| of_port.clone().next());
+    match best {
+        Some(entry) => Ok(*entry),
+        None => ctx.default_gid(port),
     }
 }

@@ -27,9 +27,8 @@ use futures_core::Stream;
 use super::cq::{check_runtime, reactor_error, RawFdOf};
 use crate::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, PortSpace};
 use crate::error::{Error, Result};
-use crate::ffi;
 use crate::wake::wake_all;
-use crate::{CompletionQueue, ProtectionDomain, QueuePair};
+use crate::{QueuePair, QueuePairBuilder};
 
 /// An rdma_cm event channel on tokio's reactor (features `tokio` and `cm`).
 #[derive(Clone)]
@@ -229,14 +228,8 @@ impl AsyncCmId {
     }
 
     /// Creates the id's QP ([`CmId::create_qp`]), before connecting or accepting.
-    pub fn create_qp(
-        &mut self,
-        pd: &ProtectionDomain,
-        send_cq: &CompletionQueue,
-        recv_cq: &CompletionQueue,
-        caps: ffi::ibv_qp_cap,
-    ) -> Result<&QueuePair> {
-        self.id_mut().create_qp(pd, send_cq, recv_cq, caps)
+    pub fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
+        self.id_mut().create_qp(qp)
     }
 
     /// Takes the id's QP out of it ([`CmId::take_qp`]), for example into an

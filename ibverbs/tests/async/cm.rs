@@ -11,7 +11,7 @@ use futures_core::Stream;
 use rdma_verbs::cm::{CmEventKind, ConnParam, PortSpace};
 use rdma_verbs::tokio::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
 use rdma_verbs::tokio::{AsyncCq, AsyncQp};
-use rdma_verbs::ProtectionDomain;
+use rdma_verbs::{ProtectionDomain, QpType};
 use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
 use tokio::time::timeout;
 
@@ -24,14 +24,8 @@ const RESOLVE: Duration = Duration::from_secs(2);
 fn add_qp(id: &mut AsyncCmId) -> ProtectionDomain {
     let ctx = id.id().context().unwrap();
     let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
-    let caps = rdma_verbs::ffi::ibv_qp_cap {
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    id.create_qp(&pd, &cq, &cq, caps).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq);
+    id.create_qp(qp.max_send_wr(4).max_recv_wr(4)).unwrap();
     pd
 }
 
@@ -225,14 +219,8 @@ fn add_async_qp(id: &mut AsyncCmId) -> (ProtectionDomain, AsyncCq) {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let cq = AsyncCq::new(ctx.create_cq(8, Some(&channel)).unwrap()).unwrap();
-    let caps = rdma_verbs::ffi::ibv_qp_cap {
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    id.create_qp(&pd, cq.cq(), cq.cq(), caps).unwrap();
+    let qp = pd.create_qp(QpType::Rc, cq.cq(), cq.cq());
+    id.create_qp(qp.max_send_wr(4).max_recv_wr(4)).unwrap();
     (pd, cq)
 }
 

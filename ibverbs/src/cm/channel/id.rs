@@ -1,5 +1,7 @@
 //! CM ids: `struct rdma_cm_id`, the rdma_cm counterpart of a socket.
 
+pub(crate) mod option; // CmOption: rdma_set_option
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::ptr::{self, NonNull};
@@ -14,14 +16,9 @@ use crate::cm::addr::{from_c, to_c};
 use crate::cm::param::{check_private_data, ConnParam, Message};
 use crate::cm::PortSpace;
 use crate::context::Context;
-use crate::cq::CompletionQueue;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
-use crate::ffi;
-use crate::pd::ProtectionDomain;
-use crate::qp::cm::Adopted;
-use crate::qp::qp_type::QpType;
-use crate::qp::QueuePair;
+use crate::qp::{QueuePair, QueuePairBuilder};
 
 /// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
 ///
@@ -157,6 +154,30 @@ impl CmId {
         self.ps
     }
 
+    /// The port of [`context`](Self::context)'s device the id is bound to (`port_num`),
+    /// numbered from 1; `None` before it is bound to a device (bind, resolve or a connect
+    /// request).
+    pub fn port_num(&self) -> Option<u8> {
+        // SAFETY: the id is live; librdmacm sets its fields in calls on it, which take
+        // the id by reference and so do not run beside this one (CmId is not Sync).
+        let (verbs, port) = unsafe { ((*self.ptr()).verbs, (*self.ptr()).port_num) };
+        (!verbs.is_null() && port != 0).then_some(port)
+    }
+
+    /// `rdma_migrate_id`: moves the id to `channel`, on which its events arrive from now
+    /// on (the events already read stay where they were read). The id holds the new
+    /// channel and lets go of the old one. Every event read for the id was acknowledged
+    /// when it was read, so the call does not wait for the old channel.
+    pub fn migrate_id(&mut self, channel: &EventChannel) -> Result<()> {
+        // SAFETY: the id and the channel are live; the id's events on its old channel were
+        // acknowledged when read (CmEvent::take), which rdma_migrate_id waits for.
+        check("rdma_migrate_id", unsafe {
+            cm::rdma_migrate_id(self.ptr(), channel.ptr())
+        })?;
+        self._channel = Arc::clone(&channel.inner);
+        Ok(())
+    }
+
     /// `rdma_bind_addr`: binds to a local address (port 0: any free port), which also
     /// binds the id to that address's device.
     pub fn bind(&self, addr: SocketAddr) -> Result<()> {
@@ -278,71 +299,38 @@ impl CmId {
         crate::cm::device::context(verbs)
     }
 
-    /// `rdma_create_qp`: creates the id's QP in `pd` (of [`context`](Self::context)) on the
-    /// given CQs, RC for the TCP port space and UD for UDP; librdmacm moves it to RTS on
-    /// connect or accept. `caps` are the wanted queue sizes (`max_send_wr`, ...). The QP
-    /// belongs to the id ([`qp`](Self::qp)).
-    pub fn create_qp(
-        &mut self,
-        pd: &ProtectionDomain,
-        send_cq: &CompletionQueue,
-        recv_cq: &CompletionQueue,
-        caps: ffi::ibv_qp_cap,
-    ) -> Result<&QueuePair> {
+    /// `rdma_create_qp_ex`: creates the id's QP as `qp` describes (its PD, CQs, SRQ,
+    /// queue sizes, signalling, send operations), on the id's device and port; the QP
+    /// belongs to the id ([`qp`](Self::qp)). The PD must be of [`context`](Self::context).
+    /// The transport must fit the port space (TCP: RC; UDP and IPoIB: UD; IB: RC, UC or
+    /// UD). rdma_cm decides the rest: the QP's port and GID (from the id's route), its
+    /// access rights and Q_Key, so setting them on `qp` is refused. librdmacm moves the QP
+    /// to INIT (a UDP id's UD QP at once to RTS), so receives may be posted before the
+    /// connection is up; on connect or accept it moves it to RTS.
+    ///
+    /// ```no_run
+    /// # fn f(id: &mut rdma_verbs::cm::CmId) -> rdma_verbs::Result<()> {
+    /// use rdma_verbs::QpType;
+    /// let ctx = id.context()?;
+    /// let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(64, None)?);
+    /// id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq).max_send_wr(32).sq_sig_all(true))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
         if self.qp.is_some() {
             return Err(Error::InvalidArgument {
                 what: "CM id",
                 reason: "already has a QP".into(),
             });
         }
+        qp.check_for_cm(self.ps)?;
         let ctx = self.context()?;
-        ctx.check_same(pd.context(), "protection domain")?;
-        ctx.check_same(send_cq.inner().context(), "send completion queue")?;
-        ctx.check_same(recv_cq.inner().context(), "receive completion queue")?;
-        let qp_type = match self.ps {
-            PortSpace::Udp => QpType::Ud,
-            _ => QpType::Rc,
-        };
-        let mut init = ffi::ibv_qp_init_attr {
-            send_cq: send_cq.ptr(),
-            recv_cq: recv_cq.ptr(),
-            cap: caps,
-            qp_type: qp_type.raw(),
-            ..Default::default()
-        };
-        // SAFETY: the id is live and bound to pd's device (checked); the CQs are of it too.
-        check("rdma_create_qp", unsafe {
-            cm::rdma_create_qp(self.ptr(), pd.ptr(), &mut init)
-        })?;
-        // SAFETY: the id is live and now has a QP.
-        let raw = unsafe { (*self.ptr()).qp };
-        let Some(raw) = NonNull::new(raw) else {
-            return Err(Error::InvalidArgument {
-                what: "rdma_create_qp",
-                reason: "returned no QP".into(),
-            });
-        };
-        // SAFETY: the id is live.
-        let port = unsafe { (*self.ptr()).port_num };
-        let what = Adopted {
-            qp_type,
-            caps: init.cap,
-            port,
-            pd,
-            send_cq,
-            recv_cq,
-        };
-        // SAFETY: raw is the live QP rdma_create_qp made in pd on the CQs; librdmacm does
-        // not destroy it (rdma_destroy_qp is never called), and Drop clears the id's pointer
-        // to it before the QP goes.
-        match unsafe { QueuePair::adopt(raw, what) } {
-            Ok(qp) => Ok(self.qp.insert(Box::new(qp))),
-            Err(err) => {
-                // SAFETY: the id is live with the QP just made, which nothing else owns.
-                unsafe { cm::rdma_destroy_qp(self.ptr()) };
-                Err(err)
-            }
-        }
+        ctx.check_same(qp.pd().context(), "protection domain")?;
+        // SAFETY: the id is live, bound to a device (context() succeeded), without a QP,
+        // of a port space check_for_cm passed, and the PD is of its device; Drop and
+        // take_qp clear the id's pointer to the QP before it drops.
+        let created = unsafe { qp.create_on_id(self.raw, &ctx)? };
+        Ok(self.qp.insert(Box::new(created)))
     }
 
     /// The id's QP, if [`create_qp`](Self::create_qp) made one. It sends once the

@@ -4,8 +4,11 @@
 //! listens for, a reject with private data, private data over the limit, a port in use,
 //! addresses that do not resolve (within the timeout), a peer process killed after the
 //! connection is up, `rdma_getaddrinfo`, and UD over rdma_cm (datagrams both ways; private
-//! data over the UD limits). A missing device or address is a failure, not
-//! a skip.
+//! data over the UD limits); the id's options, port and channel ([`options`]); its QP
+//! ([`qp`]). A missing device or address is a failure, not a skip.
+
+mod options;
+mod qp;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
@@ -53,19 +56,20 @@ struct Side {
     cq: CompletionQueue,
 }
 
-/// PD, CQ and an RC QP on `id`'s device.
+/// PD, CQ and a QP on `id`'s device: RC, or UD in the UDP port space.
 fn add_qp(id: &mut CmId) -> Side {
     let ctx = id.context().expect("the id's device context");
     let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
     let cq = ctx.create_cq(16, None).expect("ibv_create_cq");
-    let caps = rdma_verbs::ffi::ibv_qp_cap {
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
+    let qp_type = match id.port_space() {
+        PortSpace::Udp => QpType::Ud,
+        _ => QpType::Rc,
     };
-    id.create_qp(&pd, &cq, &cq, caps).expect("rdma_create_qp");
+    let qp = pd
+        .create_qp(qp_type, &cq, &cq)
+        .max_send_wr(8)
+        .max_recv_wr(8);
+    id.create_qp(qp).expect("rdma_create_qp_ex");
     Side { pd, cq }
 }
 

@@ -1,0 +1,116 @@
+//! `rdma_set_option`: the settings of a CM id, each with the value type the kernel reads.
+
+use std::ffi::c_void;
+use std::{mem, ptr};
+
+use rdmacm_sys as cm;
+
+use super::CmId;
+use crate::cm::PortSpace;
+use crate::error::{check, Error, Result};
+
+/// A setting of a CM id, for [`CmId::set_option`] (`rdma_set_option`, level
+/// `RDMA_OPTION_ID`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CmOption {
+    /// `RDMA_OPTION_ID_TOS`: the type of service (RFC 2474's byte) of the connection's
+    /// packets; on RoCE it also picks the traffic class of the route. Any state; it applies
+    /// to routes resolved after it.
+    Tos(u8),
+    /// `RDMA_OPTION_ID_REUSEADDR`: like `SO_REUSEADDR`, the id may bind to an address that
+    /// another id's connection still uses. Only before the id is bound (turning it off,
+    /// also after, but not while listening).
+    ReuseAddr(bool),
+    /// `RDMA_OPTION_ID_AFONLY`: like `IPV6_V6ONLY`, an id bound to an IPv6 wildcard takes
+    /// no IPv4 peers. Only before the id is bound or resolved.
+    AfOnly(bool),
+    /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the local ACK timeout of the id's RC QP, as the
+    /// verbs' 5-bit exponent (4.096 µs × 2^value; 0 waits forever), 0 to 31. Connected
+    /// port spaces only (TCP, IB): a UD QP has no ACK timeout.
+    AckTimeout(u8),
+}
+
+impl CmOption {
+    /// C's option name, for errors.
+    fn name(self) -> &'static str {
+        match self {
+            CmOption::Tos(_) => "RDMA_OPTION_ID_TOS",
+            CmOption::ReuseAddr(_) => "RDMA_OPTION_ID_REUSEADDR",
+            CmOption::AfOnly(_) => "RDMA_OPTION_ID_AFONLY",
+            CmOption::AckTimeout(_) => "RDMA_OPTION_ID_ACK_TIMEOUT",
+        }
+    }
+
+    /// When the kernel takes the option: what its `EINVAL` means.
+    fn state_rule(self) -> &'static str {
+        match self {
+            CmOption::ReuseAddr(true) => "set only before the id is bound or resolved",
+            CmOption::ReuseAddr(false) => "cleared only while the id is not listening",
+            CmOption::AfOnly(_) => "set only before the id is bound or resolved",
+            CmOption::Tos(_) | CmOption::AckTimeout(_) => "refused by the kernel",
+        }
+    }
+}
+
+impl CmId {
+    /// `rdma_set_option` at level `RDMA_OPTION_ID`: sets `option` on the id.
+    ///
+    /// Errors: [`Error::OutOfRange`] for an ACK timeout above 31 and
+    /// [`Error::InvalidArgument`] for one on a UD port space (UDP, IPoIB), both before
+    /// librdmacm; [`Error::InvalidArgument`] naming the rule when the kernel refuses the
+    /// option in the id's state (`EINVAL`), such as address reuse after `bind`.
+    pub fn set_option(&self, option: CmOption) -> Result<()> {
+        if let CmOption::AckTimeout(t) = option {
+            if t > 31 {
+                return Err(Error::OutOfRange {
+                    what: "ACK timeout exponent (RDMA_OPTION_ID_ACK_TIMEOUT)",
+                    value: t.into(),
+                    min: 0,
+                    max: 31,
+                });
+            }
+            if matches!(self.ps, PortSpace::Udp | PortSpace::Ipoib) {
+                return Err(Error::InvalidArgument {
+                    what: "RDMA_OPTION_ID_ACK_TIMEOUT",
+                    reason: format!(
+                        "an ACK timeout is for connected QPs; this id's port space is {:?} (UD)",
+                        self.ps
+                    ),
+                });
+            }
+        }
+        // The kernel reads a u8 for TOS and the ACK timeout, an int for the flags.
+        let rc = match option {
+            CmOption::Tos(v) => self.set_raw(cm::RDMA_OPTION_ID_TOS, &v),
+            CmOption::AckTimeout(v) => self.set_raw(cm::RDMA_OPTION_ID_ACK_TIMEOUT, &v),
+            CmOption::ReuseAddr(v) => self.set_raw(cm::RDMA_OPTION_ID_REUSEADDR, &i32::from(v)),
+            CmOption::AfOnly(v) => self.set_raw(cm::RDMA_OPTION_ID_AFONLY, &i32::from(v)),
+        };
+        check("rdma_set_option", rc).map_err(|err| {
+            if err.raw_os_error() == Some(libc::EINVAL) {
+                Error::InvalidArgument {
+                    what: option.name(),
+                    reason: format!("{} (EINVAL)", option.state_rule()),
+                }
+            } else {
+                err
+            }
+        })
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, name, value, size_of::<T>())`.
+    fn set_raw<T: Copy>(&self, name: u32, value: &T) -> std::ffi::c_int {
+        // SAFETY: the id is live; value is size_of::<T>() readable bytes for the call,
+        // which only copies them (librdmacm hands them to the kernel, never writes them).
+        unsafe {
+            cm::rdma_set_option(
+                self.ptr(),
+                cm::RDMA_OPTION_ID as i32,
+                name as i32,
+                ptr::from_ref(value).cast_mut().cast::<c_void>(),
+                mem::size_of::<T>(),
+            )
+        }
+    }
+}
