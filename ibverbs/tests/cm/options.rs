@@ -94,14 +94,21 @@ fn options_in_the_wrong_state_are_typed_errors() {
     id.set_option(CmOption::AfOnly(false))
         .expect("AF-only before bind");
     id.bind(SocketAddr::new(cm_addr(), 0)).unwrap();
-    let err = id.set_option(CmOption::AfOnly(true)).unwrap_err();
-    assert!(refused_in_state(&err, "RDMA_OPTION_ID_AFONLY"), "{err:?}");
-    id.listen(1).unwrap();
+    id.set_option(CmOption::AfOnly(true))
+        .expect("AF-only while bound");
     let err = id.set_option(CmOption::ReuseAddr(false)).unwrap_err();
     assert!(
         refused_in_state(&err, "RDMA_OPTION_ID_REUSEADDR"),
         "{err:?}"
     );
+    id.listen(1).unwrap();
+    let err = id.set_option(CmOption::ReuseAddr(true)).unwrap_err();
+    assert!(
+        refused_in_state(&err, "RDMA_OPTION_ID_REUSEADDR"),
+        "{err:?}"
+    );
+    let err = id.set_option(CmOption::AfOnly(false)).unwrap_err();
+    assert!(refused_in_state(&err, "RDMA_OPTION_ID_AFONLY"), "{err:?}");
     // The refusals left the id working: a client still connects to it.
     let addr = id.local_addr().unwrap();
     let cchan = EventChannel::new().unwrap();

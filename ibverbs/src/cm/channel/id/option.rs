@@ -19,11 +19,12 @@ pub enum CmOption {
     /// to routes resolved after it.
     Tos(u8),
     /// `RDMA_OPTION_ID_REUSEADDR`: like `SO_REUSEADDR`, the id may bind to an address that
-    /// another id's connection still uses. Only before the id is bound (turning it off,
-    /// also after, but not while listening).
+    /// another id's connection still uses. Turned on in any state but listening; turned
+    /// off only before the id is bound.
     ReuseAddr(bool),
     /// `RDMA_OPTION_ID_AFONLY`: like `IPV6_V6ONLY`, an id bound to an IPv6 wildcard takes
-    /// no IPv4 peers. Only before the id is bound or resolved.
+    /// no IPv4 peers. Only while the id is new or bound (before it listens, resolves or
+    /// connects).
     AfOnly(bool),
     /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the local ACK timeout of the id's RC QP, as the
     /// verbs' 5-bit exponent (4.096 µs × 2^value; 0 waits forever), 0 to 31. Connected
@@ -45,9 +46,11 @@ impl CmOption {
     /// When the kernel takes the option: what its `EINVAL` means.
     fn state_rule(self) -> &'static str {
         match self {
-            CmOption::ReuseAddr(true) => "set only before the id is bound or resolved",
-            CmOption::ReuseAddr(false) => "cleared only while the id is not listening",
-            CmOption::AfOnly(_) => "set only before the id is bound or resolved",
+            CmOption::ReuseAddr(true) => "turned on only while the id is not listening",
+            CmOption::ReuseAddr(false) => "turned off only before the id is bound",
+            CmOption::AfOnly(_) => {
+                "set only while the id is new or bound (not listening, resolved or connected)"
+            }
             CmOption::Tos(_) | CmOption::AckTimeout(_) => "refused by the kernel",
         }
     }
