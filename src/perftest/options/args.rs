@@ -321,7 +321,9 @@ const HOST: (&str, &str) = (
 
 impl Args {
     /// Reads `args` (without the program name) as getopt_long does; repeated options: the
-    /// last one wins. The first bad argument is the error.
+    /// last one wins. The first bad argument is the error, unless `-h` or `-V` comes
+    /// before it: perftest acts on those where its option loop meets them, reading no
+    /// further.
     pub fn parse(args: &[String]) -> Result<Args, GetoptError> {
         let long: Vec<LongOpt> = OPTIONS.iter().map(|s| s.opt).collect();
         let mut short = String::new();
@@ -351,7 +353,10 @@ impl Args {
                 'e' => a.events = true,
                 'f' => a.margin = value,
                 'F' => a.cpu_freq = true,
-                'h' => a.help = true,
+                'h' => {
+                    a.help = true;
+                    break;
+                }
                 'H' => a.histogram = true,
                 'i' => a.ib_port = value,
                 'I' => a.inline_size = value,
@@ -369,7 +374,10 @@ impl Args {
                 't' => a.tx_depth = value,
                 'u' => a.qp_timeout = value,
                 'U' => a.unsorted = true,
-                'V' => a.version = true,
+                'V' => {
+                    a.version = true;
+                    break;
+                }
                 'x' => a.gid_index = value,
                 '\u{e000}' => a.report_gbits = true,
                 '\u{e001}' => a.report_both = true,

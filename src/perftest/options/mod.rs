@@ -687,6 +687,21 @@ mod tests {
         assert!(
             matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
         );
+        // Where the option loop meets them, as perftest: a bad option after them is never
+        // read, one before them is the error.
+        let parse = |args: &[&str]| {
+            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+            Params::parse(Test::WriteBw, &argv)
+        };
+        assert!(matches!(
+            parse(&["ib_write_bw", "-h", "--bogus"]),
+            Ok(Command::Print(_))
+        ));
+        assert!(matches!(
+            parse(&["ib_write_bw", "-V", "-Z"]),
+            Ok(Command::Print(_))
+        ));
+        assert!(parse(&["ib_write_bw", "--bogus", "-h"]).is_err());
     }
 
     const HELP: &str = r#"perftest-compatible RDMA benchmark: no address = server, an address = client
