@@ -264,6 +264,7 @@ impl<'a> QueuePairBuilder<'a> {
     }
 
     /// The PD the QP is created in.
+    #[cfg(feature = "cm")]
     pub(crate) fn pd(&self) -> &ProtectionDomain {
         self.pd
     }

@@ -53,7 +53,7 @@ pub fn c_tool(tool: &str) -> PathBuf {
         "ibstat" | "sminfo" | "smpquery" | "perfquery" | "ibnetdiscover" | "ibportstate" => {
             ("/usr/sbin", "infiniband-diags")
         }
-        "rping" => ("/usr/bin", "rdmacm-utils"),
+        "rping" | "cmtime" => ("/usr/bin", "rdmacm-utils"),
         _ if tool.starts_with("ib_") => ("/usr/bin", "perftest"),
         _ => panic!("{tool} is not a C tool the tests know"),
     };
