@@ -50,6 +50,19 @@ impl Drop for Inner {
     }
 }
 
+/// A [`Context`] that may have been dropped: [`upgrade`](Self::upgrade) gives it back while
+/// a clone of it lives (and so while the device it wraps is open).
+#[cfg(feature = "cm")]
+pub(crate) struct WeakContext(std::sync::Weak<Inner>);
+
+#[cfg(feature = "cm")]
+impl WeakContext {
+    /// The context, if a clone of it still lives.
+    pub(crate) fn upgrade(&self) -> Option<Context> {
+        self.0.upgrade().map(|inner| Context { inner })
+    }
+}
+
 impl Context {
     /// Takes ownership of an open context.
     ///
@@ -82,6 +95,13 @@ impl Context {
                 keep_open: Some(keep_open),
             }),
         }
+    }
+
+    /// A handle that does not keep the context open (for librdmacm's contexts, shared by
+    /// every CM id on the device: `cm::device`).
+    #[cfg(feature = "cm")]
+    pub(crate) fn downgrade(&self) -> WeakContext {
+        WeakContext(Arc::downgrade(&self.inner))
     }
 
     /// The raw `ibv_context`, valid while this context lives.

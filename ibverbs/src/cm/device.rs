@@ -1,10 +1,11 @@
 //! librdmacm's device contexts as [`Context`]s: `rdma_get_devices`.
 
 use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 use rdmacm_sys as cm;
 
-use crate::context::Context;
+use crate::context::{Context, WeakContext};
 use crate::error::{Error, Result};
 use crate::ffi;
 
@@ -25,10 +26,29 @@ impl Drop for DeviceList {
     }
 }
 
+/// The contexts [`context`] handed out, so that the ids of a device share one (and its
+/// cached attributes) while any of it lives.
+static OPEN: Mutex<Vec<WeakContext>> = Mutex::new(Vec::new());
+
 /// `verbs` (a CM id's device context) as a [`Context`] that holds librdmacm's device list,
 /// so the context stays open while the [`Context`] (and so every PD, CQ and QP made from
-/// it) lives.
+/// it) lives. While one for `verbs` lives, the same one is returned (a live [`Context`]
+/// keeps its `ibv_context` open, so its pointer names no other).
 pub(super) fn context(verbs: NonNull<ffi::ibv_context>) -> Result<Context> {
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut found = None;
+    open.retain(|weak| match weak.upgrade() {
+        Some(ctx) => {
+            if ctx.ptr() == verbs.as_ptr() {
+                found = Some(ctx);
+            }
+            true
+        }
+        None => false,
+    });
+    if let Some(ctx) = found {
+        return Ok(ctx);
+    }
     // SAFETY: no count wanted; the result is checked.
     let list = unsafe { cm::rdma_get_devices(std::ptr::null_mut()) };
     let list = DeviceList(NonNull::new(list).ok_or_else(|| Error::last("rdma_get_devices"))?);
@@ -38,7 +58,9 @@ pub(super) fn context(verbs: NonNull<ffi::ibv_context>) -> Result<Context> {
         while !(*p).is_null() {
             if *p == verbs.as_ptr() {
                 // The context is open, and stays so while the list lives.
-                return Ok(Context::from_raw_kept(verbs, Box::new(list)));
+                let ctx = Context::from_raw_kept(verbs, Box::new(list));
+                open.push(ctx.downgrade());
+                return Ok(ctx);
             }
             p = p.add(1);
         }

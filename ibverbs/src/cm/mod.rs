@@ -28,7 +28,7 @@
 //! | type | C object | created by | keeps alive |
 //! |---|---|---|---|
 //! | [`EventChannel`] | `rdma_event_channel` | `rdma_create_event_channel` | |
-//! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP |
+//! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP, its device context (once asked for) |
 //! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
 //! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp_ex` | PD, CQs, SRQ (as any QP) |
 //! | [`UdPeer`] of a UD [`CmEventKind::Established`] | `rdma_ud_param` (copied) | a UD connect's accept | nothing (plain data) |

@@ -2,6 +2,7 @@
 
 pub(crate) mod option; // CmOption: rdma_set_option
 
+use std::cell::OnceCell;
 use std::fmt;
 use std::net::SocketAddr;
 use std::ptr::{self, NonNull};
@@ -32,6 +33,9 @@ pub struct CmId {
     ps: PortSpace,
     /// Boxed: a QP carries its receive post table, and an id stays small inside a CM event.
     qp: Option<Box<QueuePair>>,
+    /// The id's device context, once [`context`](Self::context) found it: an id stays on
+    /// the device it was bound to.
+    ctx: OnceCell<Context>,
     // Dropped after the id is destroyed (fields drop after Drop::drop).
     _channel: Arc<ChannelInner>,
 }
@@ -113,6 +117,7 @@ impl CmId {
             handle,
             ps,
             qp: None,
+            ctx: OnceCell::new(),
             _channel: Arc::clone(&channel.inner),
         })
     }
@@ -135,6 +140,7 @@ impl CmId {
             handle,
             ps,
             qp: None,
+            ctx: OnceCell::new(),
             _channel: Arc::clone(&channel.inner),
         }
     }
@@ -286,9 +292,14 @@ impl CmId {
     }
 
     /// The device context the id is bound to (librdmacm's, kept open while the returned
-    /// [`Context`] lives): allocate the PD and CQs of [`create_qp`](Self::create_qp) on it.
-    /// Fails before the id is bound to a device (bind, resolve or a connect request).
+    /// [`Context`] or the id lives): allocate the PD and CQs of
+    /// [`create_qp`](Self::create_qp) on it. Fails before the id is bound to a device
+    /// (bind, resolve or a connect request); found once (`rdma_get_devices`), then the same
+    /// handle each time.
     pub fn context(&self) -> Result<Context> {
+        if let Some(ctx) = self.ctx.get() {
+            return Ok(ctx.clone());
+        }
         // SAFETY: the id is live.
         let verbs = unsafe { (*self.ptr()).verbs };
         let verbs = NonNull::new(verbs).ok_or_else(|| Error::InvalidArgument {
@@ -296,7 +307,8 @@ impl CmId {
             reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
                 .into(),
         })?;
-        crate::cm::device::context(verbs)
+        let ctx = crate::cm::device::context(verbs)?;
+        Ok(self.ctx.get_or_init(|| ctx).clone())
     }
 
     /// `rdma_create_qp_ex`: creates the id's QP as `qp` describes (its PD, CQs, SRQ,
