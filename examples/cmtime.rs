@@ -8,8 +8,10 @@
 //! a thread reading the events that end the asynchronous steps, and prints per step the
 //! total time, the slowest and fastest id and the time per connection. The server accepts
 //! every request (creating its QP first) on one thread and disconnects on another, until it
-//! is killed. As in C, a QP's creation includes its two CQs, each with a completion channel
-//! (what `rdma_create_qp` makes when given none), in the PD of the device.
+//! is killed. As in C, the first QP's creation includes its two CQs, each with a completion
+//! channel (what `rdma_create_qp` makes when given none), in the PD of the device, and the
+//! later QPs share them (C's `rdma_create_qp` writes the CQs it made into the attributes
+//! every creation is given).
 //!
 //! `cargo run --example cmtime -- [-s server] ...`
 
@@ -156,13 +158,13 @@ fn rdma_addr(o: &Options, passive: bool) -> Result<AddrInfo, String> {
 struct Times([[Option<Instant>; 2]; 8]);
 
 /// What the event thread and the steps share.
-struct Shared {
+struct Progress {
     times: Mutex<Vec<Times>>,
     completed: [AtomicUsize; 8],
     failed: Mutex<Vec<bool>>,
 }
 
-impl Shared {
+impl Progress {
     fn mark(&self, node: usize, step: usize, end: bool) {
         let mut times = self.times.lock().unwrap_or_else(PoisonError::into_inner);
         times[node].0[step][usize::from(end)] = Some(Instant::now());
@@ -190,7 +192,7 @@ type Retry = (usize, usize);
 fn client_events(
     channel: EventChannel,
     nodes: HashMap<IdHandle, usize>,
-    shared: Arc<Shared>,
+    shared: Arc<Progress>,
     retries: Sender<Retry>,
     left: Vec<i32>,
     stop: Arc<AtomicBool>,
@@ -247,36 +249,38 @@ fn event_str(kind: &CmEventKind) -> &'static str {
     }
 }
 
-/// A QP's CQs, each with its completion channel, as `rdma_create_qp` makes them.
-struct Cqs {
-    _send: (CompletionQueue, CompletionChannel),
-    _recv: (CompletionQueue, CompletionChannel),
+/// The device's PD and the CQs of every QP, each CQ with its completion channel, as
+/// `rdma_create_qp` makes them for the first QP.
+struct Shared {
+    pd: ProtectionDomain,
+    send: (CompletionQueue, CompletionChannel),
+    recv: (CompletionQueue, CompletionChannel),
 }
 
-/// Creates `id`'s QP (one send and one receive request, one SGE each) on two new CQs, in
-/// `pd` (the device's, allocated by the first call).
-fn create_qp(id: &mut CmId, pd: &mut Option<ProtectionDomain>) -> rdma_verbs::Result<Cqs> {
-    let ctx = id.context()?;
-    if pd.is_none() {
-        *pd = Some(ctx.alloc_pd()?);
+/// Creates `id`'s QP (one send and one receive request, one SGE each) on the shared CQs,
+/// which the first call makes with the PD.
+fn create_qp(id: &mut CmId, objects: &mut Option<Shared>) -> rdma_verbs::Result<()> {
+    if objects.is_none() {
+        let ctx = id.context()?;
+        let cq = || -> rdma_verbs::Result<(CompletionQueue, CompletionChannel)> {
+            let channel = ctx.create_comp_channel()?;
+            Ok((ctx.create_cq(1, Some(&channel))?, channel))
+        };
+        *objects = Some(Shared {
+            pd: ctx.alloc_pd()?,
+            recv: cq()?,
+            send: cq()?,
+        });
     }
-    let Some(pd) = pd.as_ref() else {
-        unreachable!("allocated above")
+    let Some(o) = objects.as_ref() else {
+        unreachable!("made above")
     };
-    let cq = || -> rdma_verbs::Result<(CompletionQueue, CompletionChannel)> {
-        let channel = ctx.create_comp_channel()?;
-        Ok((ctx.create_cq(1, Some(&channel))?, channel))
-    };
-    let (recv, send) = (cq()?, cq()?);
-    let qp = pd
-        .create_qp(QpType::Rc, &send.0, &recv.0)
-        .max_send_wr(1)
-        .max_recv_wr(1);
+    let qp =
+        o.pd.create_qp(QpType::Rc, &o.send.0, &o.recv.0)
+            .max_send_wr(1)
+            .max_recv_wr(1);
     id.create_qp(qp)?;
-    Ok(Cqs {
-        _send: send,
-        _recv: recv,
-    })
+    Ok(())
 }
 
 /// Starts `step` on every node still without an error, then waits for the event thread to
@@ -284,7 +288,7 @@ fn create_qp(id: &mut CmId, pd: &mut Option<ProtectionDomain>) -> rdma_verbs::Re
 fn async_step(
     step: usize,
     ids: &mut [CmId],
-    shared: &Shared,
+    shared: &Progress,
     retries: &Receiver<Retry>,
     mut start: impl FnMut(usize, &mut CmId) -> rdma_verbs::Result<()>,
 ) {
@@ -314,7 +318,7 @@ fn async_step(
 fn run_client(o: &Options) -> Result<(), String> {
     let channel = EventChannel::new().map_err(|e| e.to_string())?;
     let n = o.connections;
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Progress {
         times: Mutex::new(vec![Times::default(); n]),
         completed: Default::default(),
         failed: Mutex::new(vec![false; n]),
@@ -382,19 +386,15 @@ fn run_client(o: &Options) -> Result<(), String> {
     totals[RESOLVE_ROUTE][1] = Some(Instant::now());
 
     println!("creating qp");
-    let mut pd = None;
-    let mut cqs: Vec<Option<Cqs>> = (0..n).map(|_| None).collect();
+    let mut objects = None;
     totals[CREATE_QP][0] = Some(Instant::now());
     for (i, id) in ids.iter_mut().enumerate() {
         if shared.failed(i) {
             continue;
         }
         shared.mark(i, CREATE_QP, false);
-        match create_qp(id, &mut pd) {
-            Ok(c) => {
-                cqs[i] = Some(c);
-                shared.mark(i, CREATE_QP, true);
-            }
+        match create_qp(id, &mut objects) {
+            Ok(()) => shared.mark(i, CREATE_QP, true),
             Err(e) => {
                 eprintln!("failure creating qp: {e}");
                 shared.fail(i);
@@ -418,11 +418,10 @@ fn run_client(o: &Options) -> Result<(), String> {
 
     println!("disconnecting");
     totals[DISCONNECT][0] = Some(Instant::now());
-    // As C: each QP (and its CQs) is destroyed right after its disconnect.
-    async_step(DISCONNECT, &mut ids, &shared, &retry_rx, |n, id| {
+    // As C: each QP is destroyed right after its disconnect.
+    async_step(DISCONNECT, &mut ids, &shared, &retry_rx, |_, id| {
         let done = id.disconnect();
         drop(id.take_qp());
-        cqs[n] = None;
         done
     });
     totals[DISCONNECT][1] = Some(Instant::now());
@@ -437,7 +436,7 @@ fn run_client(o: &Options) -> Result<(), String> {
         shared.mark(i, DESTROY, true);
     }
     totals[DESTROY][1] = Some(Instant::now());
-    drop(pd);
+    drop(objects);
 
     let times = shared.times.lock().unwrap_or_else(PoisonError::into_inner);
     print!("{}", table(&times, &totals, o.src.is_some()));
@@ -494,16 +493,16 @@ fn run_server(o: &Options) -> Result<(), String> {
         .listen(0)
         .map_err(|e| format!("failure trying to listen: {e}"))?;
 
-    let live: Arc<Mutex<HashMap<IdHandle, (CmId, Cqs)>>> = Arc::default();
+    let live: Arc<Mutex<HashMap<IdHandle, CmId>>> = Arc::default();
     let (req_tx, req_rx) = mpsc::channel::<CmId>();
     let (disc_tx, disc_rx) = mpsc::channel::<IdHandle>();
     {
         let live = Arc::clone(&live);
         thread::spawn(move || {
-            let mut pd = None;
+            let mut objects = None;
             for mut id in req_rx {
-                let cqs = match create_qp(&mut id, &mut pd) {
-                    Ok(cqs) => cqs,
+                match create_qp(&mut id, &mut objects) {
+                    Ok(()) => {}
                     Err(e) => {
                         eprintln!("failure creating qp: {e}");
                         println!("failing connection request");
@@ -520,7 +519,7 @@ fn run_server(o: &Options) -> Result<(), String> {
                     let _ = id.reject(&[]);
                     continue;
                 }
-                live.insert(handle, (id, cqs));
+                live.insert(handle, id);
             }
         });
     }
@@ -532,10 +531,9 @@ fn run_server(o: &Options) -> Result<(), String> {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&handle);
-                if let Some((id, cqs)) = entry {
+                if let Some(id) = entry {
                     let _ = id.disconnect();
                     drop(id);
-                    drop(cqs);
                 }
             }
         });

@@ -323,6 +323,25 @@ impl Context {
         for p in 1..=self.port_count()? {
             capacity += usize::try_from(self.query_port(p)?.gid_tbl_len).unwrap_or(0);
         }
+        self.gid_table_sized(port, capacity)
+    }
+
+    /// [`gid_table`](Self::gid_table) of a device with one port, whose attributes `attr`
+    /// the caller has (its table is the device's): one call less per port.
+    pub(crate) fn gid_table_of_single_port(
+        &self,
+        port: u8,
+        attr: &PortAttr,
+    ) -> Result<Vec<GidEntry>> {
+        if self.port_count()? != 1 {
+            return self.gid_table(port);
+        }
+        self.gid_table_sized(port, usize::try_from(attr.gid_tbl_len).unwrap_or(0))
+    }
+
+    /// The valid entries of `port`'s table, from `ibv_query_gid_table` with room for
+    /// `capacity` entries (the sum of every port's table).
+    fn gid_table_sized(&self, port: u8, capacity: usize) -> Result<Vec<GidEntry>> {
         if capacity == 0 {
             return Ok(Vec::new());
         }

@@ -9,6 +9,7 @@ use rdmacm_sys as cm;
 use super::{inline_limit, QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
 use crate::context::gid::{Gid, GidEntry, GidType};
+use crate::context::port::PortAttr;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::qp::qp_type::QpType;
@@ -73,7 +74,7 @@ impl QueuePairBuilder<'_> {
             ((*id).port_num, Gid::from_raw(ibaddr.sgid))
         };
         let port = ctx.query_port(port_num)?;
-        let gid = route_gid(ctx, port_num, sgid)?;
+        let gid = route_gid(ctx, port_num, &port, sgid)?;
         let mut init = self.init_attr();
         let asked = init;
         // SAFETY: the id is live and bound to the PD's device (caller); the CQs and SRQ are
@@ -108,8 +109,8 @@ impl QueuePairBuilder<'_> {
 /// default is v2 (changeable only through configfs: the QP's `query` then shows the
 /// index it really uses). A GID not in the table (a route on a port with no such entry)
 /// falls back to the port's default.
-fn route_gid(ctx: &Context, port: u8, sgid: Gid) -> Result<GidEntry> {
-    let table = ctx.gid_table(port)?;
+fn route_gid(ctx: &Context, port: u8, attr: &PortAttr, sgid: Gid) -> Result<GidEntry> {
+    let table = ctx.gid_table_of_single_port(port, attr)?;
     let of_port = table.iter().filter(|e| e.port == port && e.gid == sgid);
     let best = of_port
         .clone()
