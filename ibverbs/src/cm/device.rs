@@ -1,7 +1,7 @@
 //! librdmacm's device contexts as [`Context`]s: `rdma_get_devices`.
 
+use std::cell::RefCell;
 use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
 
 use rdmacm_sys as cm;
 
@@ -26,27 +26,33 @@ impl Drop for DeviceList {
     }
 }
 
-/// The contexts [`context`] handed out, so that the ids of a device share one (and its
-/// cached attributes) while any of it lives.
-static OPEN: Mutex<Vec<WeakContext>> = Mutex::new(Vec::new());
+thread_local! {
+    /// The contexts [`context`] handed out on this thread, so that the ids of a device
+    /// share one (and its cached attributes) while any of it lives. Per thread, not per
+    /// process: no lock on the set-up path, and a context is shared between threads only
+    /// by the caller's own hand-over (which orders it), never through a table whose
+    /// ordering valgrind's DRD cannot see (std's futex locks; scripts/drd.supp).
+    static OPEN: RefCell<Vec<WeakContext>> = const { RefCell::new(Vec::new()) };
+}
 
 /// `verbs` (a CM id's device context) as a [`Context`] that holds librdmacm's device list,
 /// so the context stays open while the [`Context`] (and so every PD, CQ and QP made from
 /// it) lives. While one for `verbs` lives, the same one is returned (a live [`Context`]
-/// keeps its `ibv_context` open, so its pointer names no other).
+/// keeps its `ibv_context` open, so its pointer names no other) on the same thread.
 pub(super) fn context(verbs: NonNull<ffi::ibv_context>) -> Result<Context> {
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut found = None;
-    open.retain(|weak| match weak.upgrade() {
-        Some(ctx) => {
-            if ctx.ptr() == verbs.as_ptr() {
-                found = Some(ctx);
+    if let Some(ctx) = OPEN.with_borrow_mut(|open| {
+        let mut found = None;
+        open.retain(|weak| match weak.upgrade() {
+            Some(ctx) => {
+                if ctx.ptr() == verbs.as_ptr() {
+                    found = Some(ctx);
+                }
+                true
             }
-            true
-        }
-        None => false,
-    });
-    if let Some(ctx) = found {
+            None => false,
+        });
+        found
+    }) {
         return Ok(ctx);
     }
     // SAFETY: no count wanted; the result is checked.
@@ -59,7 +65,7 @@ pub(super) fn context(verbs: NonNull<ffi::ibv_context>) -> Result<Context> {
             if *p == verbs.as_ptr() {
                 // The context is open, and stays so while the list lives.
                 let ctx = Context::from_raw_kept(verbs, Box::new(list));
-                open.push(ctx.downgrade());
+                OPEN.with_borrow_mut(|open| open.push(ctx.downgrade()));
                 return Ok(ctx);
             }
             p = p.add(1);
