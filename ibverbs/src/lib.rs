@@ -89,14 +89,18 @@
 //! | `tokio::cm::AsyncCmChannel` (features `tokio`, `cm`) | `rdma_event_channel` and its fd on tokio's reactor, each id's queued events | `tokio::cm::AsyncCmChannel::new` | the channel, the registration |
 //! | `tokio::cm::AsyncCmId` (features `tokio`, `cm`) | `rdma_cm_id` whose events are awaited | `AsyncCmChannel::create_id`, a `Listener`'s request | its id (destroyed on drop, also when a connect or accept future is dropped), the async channel |
 //! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new` | its QP, CQ, and each posted region until its completion (see the `tokio` module: cancellation) |
-//! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp_ex`, destroyed before the id) |
+//! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp_ex`, destroyed before the id), its multicast joins (`rdma_join_multicast_ex`; left before the QP and the id are destroyed) |
 //!
 //! A UD queue pair remembers the multicast groups it joined ([`QueuePair::attach_mcast`])
 //! and detaches from each (`ibv_detach_mcast`) before `ibv_destroy_qp`, so it is never
-//! destroyed while attached. Thread and parent domains exist only where the provider has
-//! them (rxe has not: [`Error::Unsupported`]); a parent domain is a [`ProtectionDomain`]
-//! that every verb taking a PD accepts, deallocated (`ibv_dealloc_pd`) before the PD and
-//! thread domain it was made from. [`fork_init`] and [`fork_status`] are process-wide.
+//! destroyed while attached; the QP of a CM id is attached by librdmacm when a join of the
+//! id completes and detached when the id leaves the group, which it does before the QP is
+//! destroyed (a QP taken out of the id takes its groups along).
+//!
+//! Thread and parent domains exist only where the provider has them (rxe has not:
+//! [`Error::Unsupported`]); a parent domain is a [`ProtectionDomain`] that every verb
+//! taking a PD accepts, deallocated (`ibv_dealloc_pd`) before the PD and thread domain it
+//! was made from. [`fork_init`] and [`fork_status`] are process-wide.
 //!
 //! With the `cm` feature, [`Context`]s also come from a CM id (`CmId::context`): librdmacm's
 //! own device context, which it keeps open while the [`Context`] lives and which is never
@@ -245,6 +249,7 @@
 //! | `tokio::AsyncEvents` | an event is read only when it is returned: a dropped `next_event` loses none; forgotten: the registration and a context handle leak | |
 //! | `tokio::Op`, `tokio::Settle` | dropped: the region stays in the QP's table until its completion (or the QP's destruction); forgotten: the table, the QP and the regions leak, nothing is freed early | `tokio::AsyncQp::new` refuses a QP on another CQ, a CQ another QP uses, a QP on an SRQ, and a QP on which anything was posted: every completion on the CQ is the table's, under ids it assigned |
 //! | `tokio::cm::AsyncCmId::connect`, `tokio::cm::ConnectRequest::accept` | own the id: dropped, the id is destroyed (nothing half-connected); forgotten, the id and its queue of events leak | the id is never handed out mutably (no `id_mut`: a swapped id would wait on another channel's events) |
+//! | `tokio::cm::AsyncCmId::join_multicast`, `join_multicast_ex` | dropped before the join's event: the id leaves the group (the join is cancelled); forgotten: the join stays the id's, left when the id is dropped | the group is a multicast address, the id a bound UD one, not joined to it yet (before librdmacm) |
 //! | `tokio::cm::AsyncCmId::resolve`, `next_event`, `disconnect`, `tokio::cm::Listener` | borrow the id: dropped or forgotten, the id's events stay queued for its next future; a dropped listener destroys the requests still queued for it (the peers see a reject) | each id's `cm::IdHandle` is its own (a counter, never an address), so no event or handle of a dropped id matches a new one |
 //!
 //! Queue pairs are typed by state: [`ProtectionDomain::create_qp`] builds a

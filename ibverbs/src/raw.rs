@@ -12,10 +12,12 @@ use crate::ffi;
 /// (the crate does it once, on drop), and never take an event the crate acknowledges: the
 /// completion events of a channel's CQs (`ibv_get_cq_event`, a read of the channel's fd),
 /// the context's asynchronous events, rdma_cm events; an event taken so is never
-/// acknowledged and the object's drop then waits for it forever. Posting on a queue pair
-/// outside the crate, or moving it through states, leaves the checks of the crate's own
-/// posts (its view of the QP's state and limits) behind: hence `QueuePair::modify` is
-/// `unsafe` too.
+/// acknowledged and the object's drop then waits for it forever. On a CM id, never change
+/// its `context` nor join a multicast group through librdmacm: the crate reads both back
+/// from the id's events (a join's context as its own record of the join). Posting on a
+/// queue pair outside the crate, or moving it through states, leaves the checks of the
+/// crate's own posts (its view of the QP's state and limits) behind: hence
+/// `QueuePair::modify` is `unsafe` too.
 ///
 /// ```no_run
 /// # fn f(qp: &rdma_verbs::QueuePair) {

@@ -165,13 +165,12 @@ impl EventChannel {
     /// acknowledges it; `None` if there was none.
     pub(crate) fn try_get_event(&self) -> Result<Option<CmEvent>> {
         let mut raw = std::ptr::null_mut();
-        let rc = {
-            // A connect request's event carries a new id (see `id_table`); the fd is
-            // non-blocking, so the table is held only while librdmacm reads the event.
-            let _table = id::id_table();
-            // SAFETY: the channel is live; raw is a valid out pointer.
-            unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) }
-        };
+        // A connect request's event carries a new id, and reading a multicast join's event
+        // reads (and attaches) its id's QP (see `id_table`); the fd is non-blocking, so the
+        // table is held only while librdmacm reads the event and it is copied.
+        let table = id::id_table();
+        // SAFETY: the channel is live; raw is a valid out pointer.
+        let rc = unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) };
         if rc != 0 {
             let err = Error::last("rdma_get_cm_event");
             if err.raw_os_error() == Some(libc::EAGAIN) {
@@ -180,8 +179,8 @@ impl EventChannel {
             return Err(err);
         }
         // SAFETY: raw is an event rdma_get_cm_event just returned, not yet acknowledged;
-        // take() acknowledges it exactly once.
-        unsafe { CmEvent::take(self, raw) }.map(Some)
+        // take() acknowledges it exactly once, after copying it under the table lock.
+        unsafe { CmEvent::take(self, raw, table) }.map(Some)
     }
 }
 

@@ -31,8 +31,9 @@
 //! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP, its device context (once asked for) |
 //! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
 //! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp_ex` | PD, CQs, SRQ (as any QP) |
-//! | [`UdPeer`] of a UD [`CmEventKind::Established`] | `rdma_ud_param` (copied) | a UD connect's accept | nothing (plain data) |
+//! | [`UdPeer`] of a UD [`CmEventKind::Established`] or a [`CmEventKind::MulticastJoin`] | `rdma_ud_param` (copied) | a UD connect's accept, a multicast join | nothing (plain data) |
 //! | [`AddressHandle`](crate::AddressHandle) of [`UdPeer::create_ah`] | `ibv_ah` | `ibv_create_ah` | its PD (as any AH) |
+//! | a multicast join of [`CmId::join_multicast`] (part of its [`CmId`]) | librdmacm's record of the join, the kernel's group membership, the QP's attachment | `rdma_join_multicast_ex` | the id's record of the group, the context of the join's events |
 //!
 //! - The channel is destroyed after the last id on it: each id holds it.
 //! - An id owns its QP and destroys it first on drop (clearing librdmacm's pointer to it),
@@ -48,6 +49,17 @@
 //!   the id's QP and lives apart from the id (drop it after the sends that use it complete).
 //!   The accepting side gets no `Established`: it answers a datagram's sender (the
 //!   completion's source QP and GRH), with the same Q_Key ([`UDP_QKEY`]).
+//! - Multicast (a UD id): [`CmId::join_multicast`] joins a group, whose
+//!   [`CmEventKind::MulticastJoin`] carries the group's [`UdPeer`] (address vector, QP
+//!   number [`MULTICAST_QPN`](crate::MULTICAST_QPN), Q_Key); librdmacm attaches the id's QP
+//!   to the group when it reads that event. The id remembers its groups: a join on an
+//!   address that is not multicast, on an id that is not UD or not bound, or of a group
+//!   joined already, and a leave of a group not joined, are errors before librdmacm. Each
+//!   join's events carry a context the id keeps until the group is left, after its last
+//!   event was acknowledged. The id leaves the groups it is still in when it is dropped,
+//!   before its QP is destroyed (librdmacm detaches the QP; a QP still attached could not
+//!   be destroyed). A QP taken out of the id ([`CmId::take_qp`]) takes its groups along and
+//!   detaches from them on its own drop.
 //! - The new id of a connect request belongs to the [`CmEventKind::ConnectRequest`] that
 //!   carries it: accept or reject it, and drop it to destroy it.
 //!
@@ -72,6 +84,7 @@ mod ud;
 
 pub use addr::{getaddrinfo, AddrHints, AddrInfo};
 pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
+pub use channel::id::mcast::MulticastJoinFlag;
 pub use channel::id::option::CmOption;
 pub use channel::id::{CmId, IdHandle};
 pub use channel::EventChannel;

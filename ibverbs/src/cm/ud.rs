@@ -1,4 +1,4 @@
-//! UD over rdma_cm (`RDMA_PS_UDP`): the peer a UD connect resolves to
+//! UD over rdma_cm (`RDMA_PS_UDP`): the peer a UD connect or a multicast join resolves to
 //! (`struct rdma_ud_param`), and the address handle to send to it.
 
 use std::fmt;
@@ -13,17 +13,19 @@ use crate::pd::ProtectionDomain;
 /// The Q_Key of every UD QP librdmacm makes in the UDP port space (`RDMA_UDP_QKEY`).
 pub const UDP_QKEY: u32 = cm::RDMA_UDP_QKEY;
 
-/// Where a UD peer's datagrams go: what an `ESTABLISHED` event of a UD connect carries
-/// (`rdma_ud_param`), copied.
+/// Where a UD peer's datagrams go: what an `ESTABLISHED` event of a UD connect or a
+/// `MULTICAST_JOIN` event carries (`rdma_ud_param`), copied. For a multicast group, the
+/// address vector's destination GID is the group's, `qp_num` is
+/// [`MULTICAST_QPN`](crate::MULTICAST_QPN) and `qkey` the group's Q_Key.
 ///
 /// Send to it with [`SendRequest::ud`](crate::SendRequest::ud)`(&ah, peer.qp_num,
 /// peer.qkey)`, `ah` from [`create_ah`](Self::create_ah) in the PD of the id's QP.
 #[derive(Clone, Copy)]
 pub struct UdPeer {
     ah_attr: ffi::ibv_ah_attr,
-    /// The peer's QP number.
+    /// The peer's QP number ([`MULTICAST_QPN`](crate::MULTICAST_QPN) for a group).
     pub qp_num: u32,
-    /// The peer QP's Q_Key ([`UDP_QKEY`] in the UDP port space).
+    /// The peer QP's Q_Key ([`UDP_QKEY`] in the UDP port space), or the group's.
     pub qkey: u32,
 }
 

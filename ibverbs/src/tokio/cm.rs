@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
@@ -25,7 +25,10 @@ use ::tokio::io::Interest;
 use futures_core::Stream;
 
 use super::cq::{check_runtime, reactor_error, RawFdOf};
-use crate::cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, PortSpace};
+use crate::cm::{
+    CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, MulticastJoinFlag, PortSpace,
+    UdPeer,
+};
 use crate::error::{Error, Result};
 use crate::wake::wake_all;
 use crate::{QueuePair, QueuePairBuilder};
@@ -214,7 +217,9 @@ impl AsyncCmChannel {
 ///
 /// Its events are queued for it by its channel, so the id is never handed out mutably: the
 /// calls that need `&mut CmId` are its own ([`create_qp`](Self::create_qp),
-/// [`take_qp`](Self::take_qp)), and it cannot be swapped with an id of another channel.
+/// [`take_qp`](Self::take_qp), [`join_multicast`](Self::join_multicast),
+/// [`leave_multicast`](Self::leave_multicast)), and it cannot be swapped with an id of
+/// another channel.
 pub struct AsyncCmId {
     /// Taken only by drop.
     id: Option<CmId>,
@@ -236,6 +241,60 @@ impl AsyncCmId {
     /// [`AsyncQp`](crate::tokio::AsyncQp) once connected.
     pub fn take_qp(&mut self) -> Option<QueuePair> {
         self.id_mut().take_qp()
+    }
+
+    /// Joins the multicast group `group` as a full member and waits for the join
+    /// ([`join_multicast_ex`](Self::join_multicast_ex) with
+    /// [`MulticastJoinFlag::FullMember`]).
+    pub async fn join_multicast(&mut self, group: IpAddr) -> Result<UdPeer> {
+        self.join_multicast_ex(group, MulticastJoinFlag::FullMember)
+            .await
+    }
+
+    /// Joins the multicast group `group` as `flag` says ([`CmId::join_multicast_ex`], with
+    /// its checks before librdmacm) and waits for the join's
+    /// [`MulticastJoin`](CmEventKind::MulticastJoin): resolves to the group's [`UdPeer`]
+    /// (send to it with an address handle from [`UdPeer::create_ah`], its `qp_num` and
+    /// `qkey`); the id's QP is attached to the group, unless the join is send-only.
+    ///
+    /// A [`MulticastError`](CmEventKind::MulticastError) for the group, or another event of
+    /// the id meanwhile, is an [`Error::Verb`] naming the event, and the id leaves the
+    /// group again. Events of groups the id is no longer in (a join cancelled before) are
+    /// dropped. Dropping the future before the join is done leaves the group (cancelling
+    /// the join).
+    pub async fn join_multicast_ex(
+        &mut self,
+        group: IpAddr,
+        flag: MulticastJoinFlag,
+    ) -> Result<UdPeer> {
+        self.id_mut().join_multicast_ex(group, flag)?;
+        // Leaves the group on every way out but the join's success.
+        let pending = PendingJoin { id: self, group };
+        loop {
+            let event = pending.id.next_event().await?;
+            if let CmEventKind::MulticastJoin { group: g, .. }
+            | CmEventKind::MulticastError { group: g } = &event.kind
+            {
+                if !pending.id.id().multicast_groups().contains(g) {
+                    continue; // of a join left since
+                }
+            }
+            let event = event.expect_kind(
+                "rdma_join_multicast",
+                |k| matches!(k, CmEventKind::MulticastJoin { group: g, .. } if *g == group),
+            )?;
+            let CmEventKind::MulticastJoin { ud, .. } = event.kind else {
+                unreachable!("matched by expect");
+            };
+            std::mem::forget(pending);
+            return Ok(ud);
+        }
+    }
+
+    /// Leaves the multicast group `group` ([`CmId::leave_multicast`]): a group the id has
+    /// not joined is an [`Error::InvalidArgument`].
+    pub fn leave_multicast(&mut self, group: IpAddr) -> Result<()> {
+        self.id_mut().leave_multicast(group)
     }
 
     /// The id, mutably, for the calls above only: a `&mut CmId` handed out could be
@@ -340,6 +399,20 @@ impl std::fmt::Debug for AsyncCmChannel {
         f.debug_struct("AsyncCmChannel")
             .field("channel", &self.shared.channel)
             .finish()
+    }
+}
+
+/// A join that [`AsyncCmId::join_multicast_ex`] waits for: left on drop (forgotten once the
+/// join is done).
+struct PendingJoin<'a> {
+    id: &'a mut AsyncCmId,
+    group: IpAddr,
+}
+
+impl Drop for PendingJoin<'_> {
+    fn drop(&mut self) {
+        // The join failed or was cancelled; its group is the id's (joined just before).
+        let _ = self.id.id_mut().leave_multicast(self.group);
     }
 }
 

@@ -2,9 +2,11 @@
 //! a listener stream with private data both ways, then disconnect; a connect nobody
 //! listens for is refused, one the server rejects fails with its private data; a connect
 //! future dropped mid-handshake and a dropped request
-//! leave the listener serving the next client; a connected id's QP taken into an `AsyncQp`.
+//! leave the listener serving the next client; a connected id's QP taken into an `AsyncQp`;
+//! UD multicast joins (a cancelled one, one whose QP receives through an `AsyncQp`).
 
-use std::net::SocketAddr;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use futures_core::Stream;
@@ -297,5 +299,132 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
     assert_eq!(wc.status(), rdma_verbs::WcStatus::WR_FLUSH_ERR);
     drop((client_qp, server_qp, client, server, listener, channel));
     drop((client_pd, server_pd));
+    assert_clean_drops();
+}
+
+/// A UD QP for `id` on a CQ of its own that reports to a new channel, and that CQ as an
+/// [`AsyncCq`].
+fn add_async_ud_qp(id: &mut AsyncCmId) -> (ProtectionDomain, AsyncCq) {
+    let ctx = id.id().context().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let channel = ctx.create_comp_channel().unwrap();
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&channel)).unwrap()).unwrap();
+    let qp = pd.create_qp(QpType::Ud, cq.cq(), cq.cq());
+    id.create_qp(qp.max_send_wr(4).max_recv_wr(4)).unwrap();
+    (pd, cq)
+}
+
+/// UD multicast on tokio: a join future dropped before its event cancels the join (the id
+/// leaves the group); a receiver joins, takes its attached QP into an `AsyncQp` (the group
+/// goes along) and receives what a send-only member sends through the address handle, QP
+/// number and Q_Key its join resolved to; bad joins and leaves are refused before librdmacm.
+#[tokio::test]
+async fn multicast_joins_on_tokio() {
+    use rdma_verbs::cm::MulticastJoinFlag;
+    use rdma_verbs::{AccessFlags, SendRequest, WorkCompletion, MULTICAST_QPN};
+
+    let group: IpAddr = "239.1.3.1".parse().unwrap();
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut receiver = channel.create_id(PortSpace::Udp).unwrap();
+    receiver.id().bind(SocketAddr::new(cm_addr(), 0)).unwrap();
+    let (rpd, rcq) = add_async_ud_qp(&mut receiver);
+
+    let err = receiver.join_multicast(cm_addr()).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            rdma_verbs::Error::InvalidArgument {
+                what: "multicast group address",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = receiver.leave_multicast(group).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            rdma_verbs::Error::InvalidArgument {
+                what: "multicast group",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // Polled once (the join is made, its event not yet read), then dropped: the id leaves.
+    {
+        let mut join = std::pin::pin!(receiver.join_multicast(group));
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(join.as_mut().poll(cx))).await;
+        assert!(
+            first.is_pending(),
+            "the join's event came within its first poll"
+        );
+    }
+    assert!(
+        receiver.id().multicast_groups().is_empty(),
+        "the cancelled join was left"
+    );
+
+    let rpeer = timeout(LIMIT, receiver.join_multicast(group))
+        .await
+        .expect("joined in time")
+        .expect("rdma_join_multicast");
+    assert_eq!(rpeer.qp_num, MULTICAST_QPN);
+    assert_eq!(receiver.id().multicast_groups(), [group]);
+    let rqp = receiver.take_qp().expect("the receiver's QP");
+    assert_eq!(rqp.mcast().len(), 1, "the QP takes its group along");
+    let rqp = AsyncQp::new(rqp, rcq).unwrap();
+    let recv = rqp
+        .recv(rpd.alloc_mr(40 + 64, AccessFlags::LOCAL_WRITE).unwrap(), ..)
+        .unwrap();
+
+    let mut sender = channel.create_id(PortSpace::Udp).unwrap();
+    sender.id().bind(SocketAddr::new(cm_addr(), 0)).unwrap();
+    let ctx = sender.id().context().unwrap();
+    let (spd, scq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
+    sender
+        .create_qp(spd.create_qp(QpType::Ud, &scq, &scq).max_send_wr(4))
+        .unwrap();
+    let speer = timeout(
+        LIMIT,
+        sender.join_multicast_ex(group, MulticastJoinFlag::SendOnlyFullMember),
+    )
+    .await
+    .expect("joined in time")
+    .expect("rdma_join_multicast_ex");
+    assert_eq!((speer.qp_num, speer.qkey), (rpeer.qp_num, rpeer.qkey));
+    let ah = speer.create_ah(&spd).unwrap();
+    let msg: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+    let mut smr = spd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    smr.write(0, &msg).unwrap();
+    {
+        let sge = [smr.sge(..).unwrap()];
+        let qp = sender.id().qp().unwrap();
+        qp.post_send(&mut [SendRequest::send(1, &sge)
+            .ud(&ah, speer.qp_num, speer.qkey)
+            .signaled()])
+            .unwrap();
+        let mut wc = [WorkCompletion::default()];
+        let done = scq.poll_wait(&mut wc, Some(LIMIT)).unwrap();
+        assert_eq!(done.len(), 1);
+        done[0].ok().unwrap();
+    }
+    let (mr, wc) = timeout(LIMIT, recv)
+        .await
+        .expect("received in time")
+        .unwrap();
+    let wc = wc.ok().unwrap();
+    assert_eq!(wc.byte_len(), 40 + 64);
+    assert_eq!(wc.src_qp(), sender.id().qp().unwrap().qp_num());
+    let mut got = [0; 64];
+    mr.read(40, &mut got).unwrap();
+    assert_eq!(got.as_slice(), msg.as_slice());
+
+    receiver.leave_multicast(group).unwrap();
+    assert!(receiver.leave_multicast(group).is_err(), "left already");
+    // The sender is dropped with its join: it leaves the group then.
+    drop((ah, sender, receiver, rqp, channel));
+    drop((rpd, spd));
     assert_clean_drops();
 }

@@ -5,8 +5,10 @@
 //! addresses that do not resolve (within the timeout), a peer process killed after the
 //! connection is up, `rdma_getaddrinfo`, and UD over rdma_cm (datagrams both ways; private
 //! data over the UD limits); the id's options, port and channel ([`options`]); its QP
-//! ([`qp`]). A missing device or address is a failure, not a skip.
+//! ([`qp`]); UD multicast joins ([`mcast`]). A missing device or address is a failure, not
+//! a skip.
 
+mod mcast;
 mod options;
 mod qp;
 

@@ -1,7 +1,11 @@
 //! CM events (`struct rdma_cm_event`): copied into [`CmEvent`] and acknowledged at once.
 
+use std::net::IpAddr;
+use std::sync::MutexGuard;
+
 use rdmacm_sys as cm;
 
+use super::id::mcast::Join;
 use super::id::{CmId, IdHandle};
 use super::EventChannel;
 use crate::cm::ud::UdPeer;
@@ -79,10 +83,28 @@ pub enum CmEventKind {
     Disconnected,
     /// `RDMA_CM_EVENT_DEVICE_REMOVAL`: the id's device is going away.
     DeviceRemoval,
-    /// `RDMA_CM_EVENT_MULTICAST_JOIN`.
-    MulticastJoin,
-    /// `RDMA_CM_EVENT_MULTICAST_ERROR`.
-    MulticastError,
+    /// `RDMA_CM_EVENT_MULTICAST_JOIN`: a join of
+    /// [`CmId::join_multicast`](crate::cm::CmId::join_multicast) is done; librdmacm
+    /// attached the id's QP to the group (unless the join is send-only or the id has no
+    /// QP).
+    MulticastJoin {
+        /// The group joined, as it was given to the join.
+        group: IpAddr,
+        /// Where the group's datagrams go: its address vector (the group's GID and, on
+        /// InfiniBand, its multicast LID), QP number
+        /// ([`MULTICAST_QPN`](crate::MULTICAST_QPN)) and Q_Key. Send to the group through
+        /// [`UdPeer::create_ah`] with these.
+        ud: UdPeer,
+    },
+    /// `RDMA_CM_EVENT_MULTICAST_ERROR`: joining `group` failed, or a group joined before is
+    /// no longer reachable (`status` is the errno, negative, or -1 when librdmacm could not
+    /// attach the QP). The id still counts the group as joined: leave it
+    /// ([`CmId::leave_multicast`](crate::cm::CmId::leave_multicast)), then join again if
+    /// wanted.
+    MulticastError {
+        /// The group of the join, as it was given to it.
+        group: IpAddr,
+    },
     /// `RDMA_CM_EVENT_ADDR_CHANGE`: the id's address moved to another device.
     AddrChange,
     /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the QP left timewait and can be reused.
@@ -108,8 +130,8 @@ impl CmEventKind {
             CmEventKind::Established { .. } => "RDMA_CM_EVENT_ESTABLISHED",
             CmEventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
             CmEventKind::DeviceRemoval => "RDMA_CM_EVENT_DEVICE_REMOVAL",
-            CmEventKind::MulticastJoin => "RDMA_CM_EVENT_MULTICAST_JOIN",
-            CmEventKind::MulticastError => "RDMA_CM_EVENT_MULTICAST_ERROR",
+            CmEventKind::MulticastJoin { .. } => "RDMA_CM_EVENT_MULTICAST_JOIN",
+            CmEventKind::MulticastError { .. } => "RDMA_CM_EVENT_MULTICAST_ERROR",
             CmEventKind::AddrChange => "RDMA_CM_EVENT_ADDR_CHANGE",
             CmEventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
             CmEventKind::Other(_) => "UNKNOWN EVENT",
@@ -118,12 +140,20 @@ impl CmEventKind {
 }
 
 impl CmEvent {
-    /// Copies `raw` into a [`CmEvent`] and acknowledges it (`rdma_ack_cm_event`).
+    /// Copies `raw` into a [`CmEvent`] under `table`, the id table lock held while the event
+    /// was read (the id's QP pointer changes under it while the id has joins), then lets go
+    /// of the lock and acknowledges the event (`rdma_ack_cm_event`): so the copy, and the
+    /// id of a connect request in it, is dropped outside the lock if the acknowledgement
+    /// fails.
     ///
     /// # Safety
     /// `raw` must be an event `rdma_get_cm_event` returned on `channel`, not yet
     /// acknowledged; it is acknowledged here, once, whatever the result.
-    pub(super) unsafe fn take(channel: &EventChannel, raw: *mut cm::rdma_cm_event) -> Result<Self> {
+    pub(super) unsafe fn take(
+        channel: &EventChannel,
+        raw: *mut cm::rdma_cm_event,
+        table: MutexGuard<'static, ()>,
+    ) -> Result<Self> {
         use cm::rdma_cm_event_type as T;
         // SAFETY: raw is valid until acknowledged (caller); everything is copied before.
         let (kind, status, id) = unsafe {
@@ -167,8 +197,7 @@ impl CmEvent {
                 },
                 T::RDMA_CM_EVENT_DISCONNECTED => CmEventKind::Disconnected,
                 T::RDMA_CM_EVENT_DEVICE_REMOVAL => CmEventKind::DeviceRemoval,
-                T::RDMA_CM_EVENT_MULTICAST_JOIN => CmEventKind::MulticastJoin,
-                T::RDMA_CM_EVENT_MULTICAST_ERROR => CmEventKind::MulticastError,
+                T::RDMA_CM_EVENT_MULTICAST_JOIN | T::RDMA_CM_EVENT_MULTICAST_ERROR => multicast(ev),
                 T::RDMA_CM_EVENT_ADDR_CHANGE => CmEventKind::AddrChange,
                 T::RDMA_CM_EVENT_TIMEWAIT_EXIT => CmEventKind::TimewaitExit,
                 other => CmEventKind::Other(other.0),
@@ -182,6 +211,7 @@ impl CmEvent {
             // every id of the channel was made by CmId, which set its handle.
             (kind, ev.status, IdHandle::of(id))
         };
+        drop(table);
         // SAFETY: raw was not acknowledged yet (caller), and nothing points into it now.
         check("rdma_ack_cm_event", unsafe { cm::rdma_ack_cm_event(raw) })?;
         Ok(CmEvent { id, kind, status })
@@ -234,6 +264,41 @@ impl CmEvent {
             verb,
             source: std::io::Error::new(kind, text),
         })
+    }
+}
+
+/// The kind of a multicast join's event `ev` (`MULTICAST_JOIN` or `MULTICAST_ERROR`), whose
+/// `param.ud.private_data` is the context of the join: the id's [`Join`] of the group. A
+/// join's event records in it whether librdmacm attached the id's QP.
+///
+/// # Safety
+/// `ev` is such an event, not yet acknowledged, of a live id, read under the id table lock.
+unsafe fn multicast(ev: &cm::rdma_cm_event) -> CmEventKind {
+    // SAFETY: the event's parameters are `ud` for a multicast event (librdmacm fills them
+    // so); its id is live until the event is acknowledged (caller).
+    let (ud, has_qp) = unsafe { (ev.param.ud.as_ref(), !(*ev.id).qp.is_null()) };
+    let join = ud.private_data.cast::<Join>();
+    if join.is_null() {
+        // Not a join of CmId's (only a raw join through `AsRaw`, against its rules).
+        return CmEventKind::Other(ev.event.0);
+    }
+    // SAFETY: every join of a CmId passes its Join, which the id keeps until
+    // rdma_leave_multicast returned, after the join's events read were acknowledged; this
+    // one is not yet (caller).
+    let join = unsafe { &*join };
+    if ev.event == cm::rdma_cm_event_type::RDMA_CM_EVENT_MULTICAST_JOIN {
+        let peer = UdPeer::from_c(ud);
+        // The id's QP pointer was read under the id table lock (caller), as librdmacm read
+        // it to attach the QP while it read the event.
+        join.record_join(&peer, has_qp);
+        CmEventKind::MulticastJoin {
+            group: join.group(),
+            ud: peer,
+        }
+    } else {
+        CmEventKind::MulticastError {
+            group: join.group(),
+        }
     }
 }
 

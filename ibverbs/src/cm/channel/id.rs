@@ -1,5 +1,6 @@
 //! CM ids: `struct rdma_cm_id`, the rdma_cm counterpart of a socket.
 
+pub(crate) mod mcast; // MulticastJoinFlag: rdma_join_multicast_ex, rdma_leave_multicast
 pub(crate) mod option; // CmOption: rdma_set_option
 
 use std::cell::OnceCell;
@@ -24,8 +25,10 @@ use crate::qp::{QueuePair, QueuePairBuilder};
 /// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
 ///
 /// It keeps its [`EventChannel`] alive; its QP ([`create_qp`](Self::create_qp)) belongs to
-/// it and is destroyed first. The id is `Send` but not `Sync`: librdmacm updates the id's
-/// fields (its addresses, route) in calls on it, which must not run beside each other.
+/// it and is destroyed first. Before that, it leaves the multicast groups it joined
+/// ([`join_multicast`](Self::join_multicast)), which detaches its QP from them. The id is
+/// `Send` but not `Sync`: librdmacm updates the id's fields (its addresses, route) in calls
+/// on it, which must not run beside each other.
 pub struct CmId {
     raw: NonNull<cm::rdma_cm_id>,
     /// Also the id's `context`, which its events carry.
@@ -36,6 +39,8 @@ pub struct CmId {
     /// The id's device context, once [`context`](Self::context) found it: an id stays on
     /// the device it was bound to.
     ctx: OnceCell<Context>,
+    /// The multicast groups joined and not left, each the context of its join's events.
+    joins: Vec<Arc<mcast::Join>>,
     // Dropped after the id is destroyed (fields drop after Drop::drop).
     _channel: Arc<ChannelInner>,
 }
@@ -92,6 +97,14 @@ fn millis(timeout: Duration) -> Result<i32> {
 /// may already have been given: the removal can then clear the new id's entry, or free the
 /// table's chunk while the new entry is written into it (found by valgrind DRD over the
 /// async tests). Id set-up is not a hot path; one lock for the process closes it.
+///
+/// Reading an event holds it until the event is copied (then it is acknowledged): reading a
+/// multicast join's event, librdmacm attaches the id's QP to the group, so leaving a group
+/// (`rdma_leave_multicast`, which detaches the QP) and setting or clearing the QP pointer
+/// of an id with joins (`create_qp`, `take_qp`, drop) hold it too, and the QP is never
+/// attached while it is detached or leaves the id. `rdma_leave_multicast` and
+/// `rdma_destroy_id` wait for the acknowledgement of the events read: under the lock, that
+/// is at most one read just before, whose acknowledgement needs nothing but the event.
 static ID_TABLE: Mutex<()> = Mutex::new(());
 
 /// Takes [`ID_TABLE`] (a panic while it was held left nothing to repair: it guards no data).
@@ -118,6 +131,7 @@ impl CmId {
             ps,
             qp: None,
             ctx: OnceCell::new(),
+            joins: Vec::new(),
             _channel: Arc::clone(&channel.inner),
         })
     }
@@ -141,6 +155,7 @@ impl CmId {
             ps,
             qp: None,
             ctx: OnceCell::new(),
+            joins: Vec::new(),
             _channel: Arc::clone(&channel.inner),
         }
     }
@@ -338,6 +353,8 @@ impl CmId {
         qp.check_for_cm(self.ps)?;
         let ctx = self.context()?;
         ctx.check_same(qp.pd().context(), "protection domain")?;
+        // A join's event may be read meanwhile, which reads the id's QP pointer.
+        let _table = self.has_joins().then(id_table);
         // SAFETY: the id is live, bound to a device (context() succeeded), without a QP,
         // of a port space check_for_cm passed, and the PD is of its device; Drop and
         // take_qp clear the id's pointer to the QP before it drops.
@@ -357,9 +374,18 @@ impl CmId {
     /// its states. The id forgets the QP (librdmacm's pointer to it is cleared), so
     /// [`disconnect`](Self::disconnect) then no longer moves it to the error state: call
     /// [`QueuePair::to_error`] to flush its requests. `None` if the id has no QP.
+    ///
+    /// The QP stays attached to the multicast groups librdmacm attached it to (the id's
+    /// joins, [`join_multicast`](Self::join_multicast)) and takes them along: they are in
+    /// its [`QueuePair::mcast`], it detaches from them when it is dropped (or with
+    /// [`QueuePair::detach_mcast`]), and the id leaving a group no longer detaches it.
+    /// Joins that complete later do not attach it.
     pub fn take_qp(&mut self) -> Option<QueuePair> {
         let qp = self.qp.take()?;
-        // SAFETY: the id is live; librdmacm must not reach the QP once it is not the id's.
+        let _table = id_table();
+        self.hand_over_groups(&qp);
+        // SAFETY: the id is live; librdmacm must not reach the QP once it is not the id's
+        // (a join's event, read under the table lock, no longer attaches it).
         unsafe { (*self.ptr()).qp = ptr::null_mut() };
         Some(*qp)
     }
@@ -367,9 +393,16 @@ impl CmId {
 
 impl Drop for CmId {
     fn drop(&mut self) {
+        // First, while the QP is still the id's: librdmacm detaches it from each group (a
+        // QP attached to a group cannot be destroyed), and no join's event comes after.
+        self.leave_all();
         if let Some(qp) = self.qp.take() {
-            // SAFETY: the id is live; librdmacm must not reach the QP once it is destroyed.
-            unsafe { (*self.ptr()).qp = ptr::null_mut() };
+            {
+                let _table = id_table();
+                // SAFETY: the id is live; librdmacm must not reach the QP once it is
+                // destroyed.
+                unsafe { (*self.ptr()).qp = ptr::null_mut() };
+            }
             drop(qp);
         }
         let _table = id_table();
@@ -387,6 +420,7 @@ impl fmt::Debug for CmId {
             .field("local", &self.local_addr())
             .field("peer", &self.peer_addr())
             .field("qp", &self.qp)
+            .field("multicast_groups", &self.multicast_groups())
             .finish()
     }
 }

@@ -1,0 +1,296 @@
+//! UD multicast over rdma_cm: `rdma_join_multicast_ex` and `rdma_leave_multicast`.
+//!
+//! An id remembers the groups it joined, each as a [`Join`] whose address is the context
+//! librdmacm hands back in the join's events: the events name their group by it
+//! ([`CmEventKind::MulticastJoin`](crate::cm::CmEventKind::MulticastJoin)). A [`Join`] is
+//! freed only after `rdma_leave_multicast` returned, after every event of the join that
+//! was read has been acknowledged; an id leaves the groups it is still in when it is
+//! dropped, before its QP is destroyed (a QP attached to a group cannot be: `EBUSY`).
+//!
+//! When a join's `MULTICAST_JOIN` event is read, librdmacm attaches the id's QP to the
+//! group (`ibv_attach_mcast`), unless the join is send-only or the id has no QP then; its
+//! `rdma_leave_multicast` detaches it. Reading an event, leaving a group, and setting or
+//! clearing the QP pointer of an id with joins are serialized by the id table lock
+//! ([`id_table`](super::id_table)): so a leave never detaches the QP while a join's event
+//! is attaching it, and a QP that leaves the id ([`CmId::take_qp`]) is never attached
+//! behind its back, and takes along the groups it was attached to, which it detaches
+//! itself before it is destroyed. An event is acknowledged right after its copy, outside
+//! the lock, so the leave's wait for the acknowledgements is short and needs no lock.
+
+use std::net::{IpAddr, SocketAddr};
+use std::ptr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rdmacm_sys as cm;
+
+use super::{id_table, CmId};
+use crate::cm::addr::to_c;
+use crate::cm::ud::UdPeer;
+use crate::cm::PortSpace;
+use crate::context::gid::Gid;
+use crate::drop_error;
+use crate::error::{check, Error, Result};
+use crate::qp::QueuePair;
+
+/// How a join takes part in its group (`enum rdma_cm_mc_join_flags`), for
+/// [`CmId::join_multicast_ex`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MulticastJoinFlag {
+    /// `RDMA_MC_JOIN_FLAG_FULLMEMBER`: sends to the group and receives from it (the id's
+    /// QP is attached to the group). What [`CmId::join_multicast`] joins as.
+    #[default]
+    FullMember,
+    /// `RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER`: sends to the group only; the id's QP is not
+    /// attached, and on RoCE the host does not join the group at the IP level.
+    SendOnlyFullMember,
+}
+
+impl MulticastJoinFlag {
+    /// The C value.
+    pub fn raw(self) -> cm::rdma_cm_mc_join_flags {
+        match self {
+            MulticastJoinFlag::FullMember => {
+                cm::rdma_cm_mc_join_flags::RDMA_MC_JOIN_FLAG_FULLMEMBER
+            }
+            MulticastJoinFlag::SendOnlyFullMember => {
+                cm::rdma_cm_mc_join_flags::RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+            }
+        }
+    }
+}
+
+/// One group an id joined: the context of the join's events, kept by the id until the
+/// group is left.
+pub(crate) struct Join {
+    group: IpAddr,
+    flag: MulticastJoinFlag,
+    /// The group's GID and LID once librdmacm attached the id's QP to it (at the join's
+    /// `MULTICAST_JOIN` event), until the QP leaves the id and takes it along. Written and
+    /// taken under the id table lock.
+    attached: Mutex<Option<(Gid, u16)>>,
+}
+
+impl Join {
+    /// The group joined.
+    pub(crate) fn group(&self) -> IpAddr {
+        self.group
+    }
+
+    /// Records what a `MULTICAST_JOIN` event of this join did: librdmacm attached the id's
+    /// QP to the group if the id had one (`has_qp`, read under the id table lock, which the
+    /// event's reader holds) and the join is not send-only.
+    pub(crate) fn record_join(&self, peer: &UdPeer, has_qp: bool) {
+        if has_qp && self.flag != MulticastJoinFlag::SendOnlyFullMember {
+            let ah = peer.ah_attr();
+            *self.attached_lock() = Some((Gid::from_raw(ah.grh.dgid), ah.dlid));
+        }
+    }
+
+    fn attached_lock(&self) -> std::sync::MutexGuard<'_, Option<(Gid, u16)>> {
+        // Nothing panics under the lock; a poisoned value is still whole.
+        self.attached.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The C socket address of `group` (port 0), the same bytes for the join and the leave
+/// (`rdma_leave_multicast` finds the join by comparing them).
+fn group_addr(group: IpAddr) -> libc::sockaddr_storage {
+    to_c(SocketAddr::new(group, 0))
+}
+
+impl CmId {
+    /// `rdma_join_multicast`: joins the multicast group `group` as a full member
+    /// ([`join_multicast_ex`](Self::join_multicast_ex) with
+    /// [`MulticastJoinFlag::FullMember`]).
+    ///
+    /// A UD id bound to a local address, whose QP receives the group's datagrams and sends
+    /// one to the group:
+    /// ```no_run
+    /// # fn f(channel: &rdma_verbs::cm::EventChannel, id: &mut rdma_verbs::cm::CmId,
+    /// #      pd: &rdma_verbs::ProtectionDomain, mr: &rdma_verbs::MemoryRegion)
+    /// #      -> rdma_verbs::Result<()> {
+    /// use rdma_verbs::cm::CmEventKind;
+    /// use rdma_verbs::SendRequest;
+    ///
+    /// id.join_multicast("239.1.2.3".parse().unwrap())?;
+    /// let ev = channel.get_event()?.expect_kind("rdma_join_multicast", |k| {
+    ///     matches!(k, CmEventKind::MulticastJoin { .. })
+    /// })?;
+    /// let CmEventKind::MulticastJoin { group, ud } = ev.kind else { unreachable!() };
+    /// let ah = ud.create_ah(pd)?; // the PD of the id's QP
+    /// let sge = [mr.sge(..)?];
+    /// let send = SendRequest::send(1, &sge).ud(&ah, ud.qp_num, ud.qkey);
+    /// id.qp().expect("created before the join").post_send(&mut [send.signaled()])?;
+    /// id.leave_multicast(group)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn join_multicast(&mut self, group: IpAddr) -> Result<()> {
+        self.join_multicast_ex(group, MulticastJoinFlag::FullMember)
+    }
+
+    /// `rdma_join_multicast_ex`: joins the multicast group `group` as `flag` says. The id
+    /// must be a UD one (port space [`Udp`](PortSpace::Udp) or [`Ipoib`](PortSpace::Ipoib))
+    /// bound to a device ([`bind`](Self::bind) to a local address, or
+    /// [`resolve_addr`](Self::resolve_addr) of the group itself, which the routing table
+    /// resolves to a device).
+    ///
+    /// The join ends with a [`MulticastJoin`](crate::cm::CmEventKind::MulticastJoin) event
+    /// naming `group` and carrying the group's [`UdPeer`]: send to the group with an
+    /// address handle from [`UdPeer::create_ah`], its `qp_num`
+    /// ([`MULTICAST_QPN`](crate::MULTICAST_QPN)) and `qkey`. Or with a
+    /// [`MulticastError`](crate::cm::CmEventKind::MulticastError)
+    /// (`status` says why): the id stays joined until it leaves the group, which it should
+    /// do before joining it again. When the `MulticastJoin` event is read, librdmacm
+    /// attaches the id's QP to the group (not for a send-only join), and detaches it when
+    /// the id leaves: create the QP ([`create_qp`](Self::create_qp)) before joining, since
+    /// a QP made after the event is not attached (leave and join again then), and do not
+    /// attach the QP to the group yourself ([`QueuePair::attach_mcast`]): librdmacm's leave
+    /// would detach it behind the QP's back. The id leaves the group with
+    /// [`leave_multicast`](Self::leave_multicast), or when it is dropped; a QP taken out of
+    /// the id ([`take_qp`](Self::take_qp)) takes the groups it is attached to along, and
+    /// detaches from them when it is dropped.
+    ///
+    /// Checked before librdmacm, each an [`Error::InvalidArgument`] naming what was wrong:
+    /// `group` is a multicast address (IPv4 `224.0.0.0/4`, IPv6 `ff00::/8`), the id's port
+    /// space is a UD one, the id is bound to a device, and it has not joined `group`
+    /// already.
+    pub fn join_multicast_ex(&mut self, group: IpAddr, flag: MulticastJoinFlag) -> Result<()> {
+        if !group.is_multicast() {
+            return Err(Error::InvalidArgument {
+                what: "multicast group address",
+                reason: format!(
+                    "{group} is not a multicast address (IPv4 224.0.0.0/4, IPv6 ff00::/8)"
+                ),
+            });
+        }
+        if !matches!(self.ps, PortSpace::Udp | PortSpace::Ipoib) {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: format!(
+                    "multicast groups are joined by UD ids (port space Udp or Ipoib); this \
+                     id's port space is {:?}",
+                    self.ps
+                ),
+            });
+        }
+        // SAFETY: the id is live; librdmacm sets its fields in calls on it, which take the
+        // id by reference and so do not run beside this one (CmId is not Sync).
+        if unsafe { (*self.ptr()).verbs }.is_null() {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: "not bound to a device yet (bind or resolve_addr first)".into(),
+            });
+        }
+        if self.joined(group).is_some() {
+            return Err(Error::InvalidArgument {
+                what: "multicast group",
+                reason: format!("the id has already joined {group}"),
+            });
+        }
+        let join = Arc::new(Join {
+            group,
+            flag,
+            attached: Mutex::new(None),
+        });
+        let mut addr = group_addr(group);
+        let mut attr = cm::rdma_cm_join_mc_attr_ex {
+            comp_mask: (cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_ADDRESS
+                | cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS)
+                .0,
+            join_flags: flag.raw().0,
+            addr: ptr::addr_of_mut!(addr).cast(),
+        };
+        let context = Arc::as_ptr(&join).cast_mut().cast();
+        // SAFETY: the id is live; attr and the address it points to outlive the call, which
+        // copies the address. The context is the Join, which stays alive (self.joins) until
+        // rdma_leave_multicast has returned, after the join's last event was acknowledged;
+        // if the call fails, librdmacm forgets the join and no event carries the context.
+        check("rdma_join_multicast_ex", unsafe {
+            cm::rdma_join_multicast_ex(self.ptr(), &mut attr, context)
+        })?;
+        self.joins.push(join);
+        Ok(())
+    }
+
+    /// `rdma_leave_multicast`: leaves the group `group` the id joined (a join still under
+    /// way is cancelled), which detaches the id's QP from it. Datagrams of the group may
+    /// still be on the QP's receive queue afterwards. A group the id has not joined (or
+    /// has left) is an [`Error::InvalidArgument`], before librdmacm.
+    ///
+    /// If librdmacm fails to leave, it has forgotten the join all the same: the id no
+    /// longer counts it as joined.
+    pub fn leave_multicast(&mut self, group: IpAddr) -> Result<()> {
+        let Some(at) = self.joined(group) else {
+            return Err(Error::InvalidArgument {
+                what: "multicast group",
+                reason: format!("the id has not joined {group}"),
+            });
+        };
+        let join = self.joins.swap_remove(at);
+        self.leave(join)
+    }
+
+    /// The groups the id has joined and not left (joins under way and failed ones too).
+    pub fn multicast_groups(&self) -> Vec<IpAddr> {
+        self.joins.iter().map(|join| join.group).collect()
+    }
+
+    /// Where `group` is in the id's joins.
+    fn joined(&self, group: IpAddr) -> Option<usize> {
+        self.joins.iter().position(|join| join.group == group)
+    }
+
+    /// `rdma_leave_multicast` of `join`, taken out of the id's joins.
+    fn leave(&self, join: Arc<Join>) -> Result<()> {
+        let mut addr = group_addr(join.group);
+        let rc = {
+            // No event is read meanwhile: librdmacm's detaching the id's QP does not race
+            // with a join's event attaching it. An event read just before is acknowledged
+            // without the lock, so the call's wait for it ends.
+            let _table = id_table();
+            // SAFETY: the id is live and joined the group with these very address bytes;
+            // the join's events read are acknowledged by their readers, each once.
+            unsafe { cm::rdma_leave_multicast(self.ptr(), ptr::addr_of_mut!(addr).cast()) }
+        };
+        let result = check("rdma_leave_multicast", rc);
+        if result.is_err() {
+            // librdmacm freed its record of the join without waiting for the join's events:
+            // one read meanwhile may still carry the context, which so must never be freed.
+            std::mem::forget(join);
+        }
+        result
+    }
+
+    /// Leaves every group the id is still in (on drop), reporting failures.
+    pub(super) fn leave_all(&mut self) {
+        for join in std::mem::take(&mut self.joins) {
+            let rc = match self.leave(join) {
+                Ok(()) => 0,
+                Err(err) => err.raw_os_error().unwrap_or(libc::EIO),
+            };
+            drop_error::report("rdma_leave_multicast", rc);
+        }
+    }
+
+    /// Whether the id has joins (whose events read the id's QP pointer).
+    pub(super) fn has_joins(&self) -> bool {
+        !self.joins.is_empty()
+    }
+
+    /// Hands the groups librdmacm attached the id's QP to over to `qp`, which is leaving
+    /// the id: it then detaches from them itself before it is destroyed. The caller holds
+    /// the id table lock and clears the id's QP pointer under it.
+    pub(super) fn hand_over_groups(&self, qp: &QueuePair) {
+        let Some(mut groups) = qp.mcast_groups() else {
+            return;
+        };
+        for join in &self.joins {
+            if let Some(group) = join.attached_lock().take() {
+                if !groups.contains(&group) {
+                    groups.push(group);
+                }
+            }
+        }
+    }
+}
