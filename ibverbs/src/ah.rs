@@ -1,5 +1,8 @@
 //! Address handles: `struct ibv_ah`, the route to a peer for UD sends.
 
+pub(crate) mod attr; // AhAttr: struct ibv_ah_attr, ibv_create_ah from one
+pub(crate) mod from_wc; // ibv_init_ah_from_wc, ibv_create_ah_from_wc; the GRH's layout
+
 use std::fmt;
 use std::ptr::NonNull;
 
@@ -11,6 +14,10 @@ use crate::pd::ProtectionDomain;
 use crate::route::{Endpoint, Route};
 
 /// An address handle (`ibv_create_ah`): where UD sends go.
+///
+/// Made to a peer's [`Endpoint`] along a [`Route`] ([`ProtectionDomain::create_ah`]), from
+/// an address vector ([`ProtectionDomain::create_ah_from_attr`]), or back to the sender of a
+/// received datagram ([`ProtectionDomain::create_ah_from_wc`]).
 pub struct AddressHandle {
     raw: NonNull<ffi::ibv_ah>,
     pd: ProtectionDomain,

@@ -126,7 +126,7 @@ impl WorkCompletion {
         self.raw.qp_num
     }
 
-    /// The sender's QP number (UD receives).
+    /// The sender's QP number (UD receives): where an answer goes.
     pub fn src_qp(&self) -> u32 {
         self.raw.src_qp
     }
@@ -136,7 +136,9 @@ impl WorkCompletion {
         self.raw.slid
     }
 
-    /// Whether a 40-byte GRH precedes the data (UD receives).
+    /// Whether a 40-byte GRH precedes the data (UD receives): the address of the sender,
+    /// which [`ProtectionDomain::create_ah_from_wc`](crate::ProtectionDomain::create_ah_from_wc)
+    /// answers.
     pub fn has_grh(&self) -> bool {
         self.raw.wc_flags & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0
     }

@@ -2,7 +2,9 @@
 
 use std::io;
 
+use crate::context::gid::{Gid, GidType};
 use crate::cq::wc_status::WcStatus;
+use crate::cq::WcOpcode;
 use crate::qp::qp_type::QpType;
 use crate::qp::state::QpState;
 use crate::wr::opcode::WrOpcode;
@@ -95,6 +97,16 @@ pub enum Error {
         index: usize,
         /// What is wrong with it.
         reason: WrError,
+    },
+    /// A work completion and the bytes it received make no address handle
+    /// ([`Context::init_ah_from_wc`](crate::Context::init_ah_from_wc),
+    /// [`ProtectionDomain::create_ah_from_wc`](crate::ProtectionDomain::create_ah_from_wc)):
+    /// refused before `ibv_init_ah_from_wc`, or the lookup of the datagram's destination that
+    /// failed in it.
+    #[error("no address handle from the completion: {reason}")]
+    AhFromWc {
+        /// What is wrong with the completion or its GRH.
+        reason: AhFromWcError,
     },
     /// A work completion carries an error status.
     #[error("work request {wr_id} completed with {status} (vendor error {vendor_err:#x})")]
@@ -293,6 +305,95 @@ pub enum WrError {
     /// queue.
     #[error("the queue pair takes its receives from a shared receive queue")]
     ReceivesFromSrq,
+}
+
+/// Why a work completion and the bytes it received make no address handle
+/// ([`Error::AhFromWc`]). The GRH is written by the datagram's sender (or anything on the path
+/// to this port), so each of these is an input to report, never a panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AhFromWcError {
+    /// The completion is not of a receive (`IBV_WC_RECV`, `IBV_WC_RECV_RDMA_WITH_IMM`): only
+    /// a receive has a sender to answer.
+    #[error("the completion is {opcode:?}, not a receive")]
+    NotReceive {
+        /// The completion's operation.
+        opcode: WcOpcode,
+    },
+    /// The completion has no GRH (`IBV_WC_GRH` not set) on a RoCE port, where every datagram
+    /// carries one and an address handle needs one. (On InfiniBand a datagram from the same
+    /// subnet may come without, and is answered by its LID.)
+    #[error(
+        "the completion has no GRH (IBV_WC_GRH), which every datagram received on a RoCE \
+         port (port {port}) carries"
+    )]
+    NoGrh {
+        /// The port given.
+        port: u8,
+    },
+    /// Fewer bytes than the GRH: the receive buffer is handed in from its start, GRH
+    /// included.
+    #[error("{len} received bytes, fewer than the {required}-byte GRH they start with")]
+    ShortBuffer {
+        /// The length of the slice given.
+        len: usize,
+        /// 40.
+        required: usize,
+    },
+    /// The first 40 bytes hold neither a GRH / IPv6 header (IP version 6 in bytes 0..4) nor
+    /// an IPv4 header in their last 20 bytes (version 4 in byte 20).
+    #[error(
+        "the GRH's IP version is {version}, not 6, and its last 20 bytes hold no IPv4 header \
+         (version {ipv4_version}, not 4)"
+    )]
+    UnknownHeader {
+        /// The version in the top 4 bits of byte 0.
+        version: u8,
+        /// The version in the top 4 bits of byte 20.
+        ipv4_version: u8,
+    },
+    /// A GRH / IPv6 header whose next header is neither the InfiniBand transport header
+    /// (0x1B: InfiniBand, RoCE v1) nor UDP (17: RoCE v2).
+    #[error(
+        "the GRH's next header is {next_header:#04x}, neither 0x1b (an InfiniBand transport \
+         header: InfiniBand, RoCE v1) nor 0x11 (UDP: RoCE v2)"
+    )]
+    UnknownNextHeader {
+        /// Byte 6 of the GRH.
+        next_header: u8,
+    },
+    /// The datagram was sent to a multicast group: no GID of the port is its destination,
+    /// so none says where to answer from. Answer from a GID of your choosing
+    /// ([`ProtectionDomain::create_ah`](crate::ProtectionDomain::create_ah)).
+    #[error(
+        "the datagram went to multicast group {group}, which is no GID of the port to answer from"
+    )]
+    MulticastDestination {
+        /// The group: the GRH's destination GID, or the IPv4-mapped destination address.
+        group: Gid,
+    },
+    /// The datagram's destination is no GID of the port, of the type its header says (a
+    /// GRH with next header 0x1B: InfiniBand or RoCE v1; UDP or IPv4: RoCE v2): it was not
+    /// addressed to this port (or was received on another port than the one given).
+    #[error("the datagram's destination {gid} is no {gid_type} GID of port {port}")]
+    GidNotFound {
+        /// The destination GID (IPv4-mapped for RoCE v2 over IPv4).
+        gid: Gid,
+        /// The type the GID table entry would have to have.
+        gid_type: GidType,
+        /// The port searched.
+        port: u8,
+    },
+    /// An address on InfiniBand needs a field of the completion that the extended CQ was not
+    /// created with.
+    #[error(
+        "the extended CQ's completions lack {field}, which an address on InfiniBand needs \
+         (WcFields::STANDARD has it)"
+    )]
+    MissingField {
+        /// The field, such as `WcFields::SLID`.
+        field: &'static str,
+    },
 }
 
 impl Error {

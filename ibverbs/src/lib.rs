@@ -82,7 +82,7 @@
 //! | [`SharedReceiveQueue`] | `ibv_srq` | `ibv_create_srq` | PD |
 //! | [`PreparedQueuePair`] / [`QueuePair`] | `ibv_qp` | `ibv_create_qp` | PD, CQs, SRQ |
 //! | a multicast attachment (part of its [`QueuePair`]) | | `ibv_attach_mcast` | |
-//! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah` | PD |
+//! | [`AddressHandle`] | `ibv_ah` | `ibv_create_ah`; `ibv_create_ah_from_wc` ([`ProtectionDomain::create_ah_from_wc`]: back to a datagram's sender) | PD |
 //! | `cm::EventChannel` (feature `cm`) | `rdma_event_channel` | `rdma_create_event_channel` | |
 //! | `tokio::AsyncCq` (feature `tokio`) | `ibv_cq` and its channel's fd on tokio's reactor | `tokio::AsyncCq::new` | its CQ, the channel's registration |
 //! | `tokio::AsyncEvents` (feature `tokio`) | the context's `async_fd` on tokio's reactor | `tokio::AsyncEvents::new` | context |
@@ -218,6 +218,16 @@
 //!    checked to be set, or the build fails with [`Error::Unsupported`]; a pushed request
 //!    reaches the call of its own opcode only, by a dispatch exhaustive over [`WrOpcode`]
 //!    ([`WrError::NotInBatch`] for an opcode without one).
+//!
+//! Bytes a peer chooses reach libibverbs in one place: the GRH of a received datagram, of
+//! which `ibv_init_ah_from_wc` reads 40 bytes through a pointer.
+//! [`Context::init_ah_from_wc`] and [`ProtectionDomain::create_ah_from_wc`] refuse a slice
+//! of fewer than 40 bytes and hand libibverbs an aligned copy of the first 40, never the
+//! slice; they check the header first, so a header of neither kind, a multicast or a zero
+//! destination GID (which libibverbs's table search would match to an empty entry) is a
+//! typed error ([`AhFromWcError`]) and never reaches it
+//! (`ah_from_wc::crafted_and_garbage_headers_are_typed_errors_or_a_handle`: 2000 garbage
+//! headers and crafted ones on the device).
 //!
 //! Destructors never panic: a failed destroy call is counted and reported on stderr with
 //! write errors ignored ([`drop_error`]), so a destructor running during an unwind cannot
@@ -413,6 +423,8 @@ pub mod tokio;
 mod wake;
 mod wr;
 
+pub use ah::attr::{AhAttr, GlobalRoute};
+pub use ah::from_wc::{Completion, GRH_LEN};
 pub use ah::AddressHandle;
 pub use context::async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use context::device_attr::{
@@ -429,7 +441,7 @@ pub use cq::ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
 pub use cq::wc_status::WcStatus;
 pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
-pub use error::{Error, Result, WrError};
+pub use error::{AhFromWcError, Error, Result, WrError};
 pub use fork::{fork_init, fork_status, ForkStatus};
 pub use mr::dmabuf::{DmaBuf, DmaBufRegion};
 pub use mr::mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};

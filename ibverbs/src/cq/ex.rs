@@ -537,8 +537,14 @@ impl ExCompletion<'_> {
     /// The operation (`ibv_wc_read_opcode`; only meaningful on success).
     #[inline]
     pub fn opcode(&self) -> WcOpcode {
+        WcOpcode::from_raw(self.opcode_raw())
+    }
+
+    /// The operation as the C value (`ibv_wc_read_opcode`).
+    #[inline]
+    pub(crate) fn opcode_raw(&self) -> ffi::ibv_wc_opcode {
         // SAFETY: the completion is current; read_opcode was checked at creation.
-        WcOpcode::from_raw(unsafe { ffi::ibv_wc_read_opcode(self.cq.as_ptr()) })
+        unsafe { ffi::ibv_wc_read_opcode(self.cq.as_ptr()) }
     }
 
     /// The provider's vendor error code (`ibv_wc_read_vendor_err`).
@@ -555,7 +561,10 @@ impl ExCompletion<'_> {
         unsafe { ffi::ibv_wc_read_wc_flags(self.cq.as_ptr()) }
     }
 
-    /// Whether a 40-byte GRH precedes the data (UD receives; `IBV_WC_GRH`).
+    /// Whether a 40-byte GRH precedes the data (UD receives; `IBV_WC_GRH`): the address of
+    /// the sender, which
+    /// [`ProtectionDomain::create_ah_from_wc`](crate::ProtectionDomain::create_ah_from_wc)
+    /// answers (inside the session).
     #[inline]
     pub fn has_grh(&self) -> bool {
         self.wc_flags() & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0

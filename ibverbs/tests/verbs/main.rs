@@ -9,7 +9,8 @@
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
 //! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
 //! (what reaches a provider function: a batch's opcodes, missing provider functions,
-//! inline data from device memory); `common` holds what several share.
+//! inline data from device memory), `ah_from_wc` (address handles back to a datagram's
+//! sender, from its completion and GRH; hostile headers); `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
 //! with GID index 1 = `$IBVERBS_TEST_GID` (default `::ffff:127.0.0.1`) of type RoCE v2 on
@@ -17,6 +18,7 @@
 //! device is a failure, not a skip. Every test checks at its end that no destroy call failed
 //! in a destructor.
 
+mod ah_from_wc;
 mod atomic_write;
 mod common;
 mod cq_ex;

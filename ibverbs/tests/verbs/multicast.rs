@@ -12,8 +12,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, gid, open};
 
 use rdma_verbs::{
-    CompletionQueue, Endpoint, Error, Gid, QpType, QueuePair, RecvRequest, Route, SendRequest,
-    WcOpcode, WcStatus, DEFAULT_QKEY, MULTICAST_QPN,
+    AhFromWcError, CompletionQueue, Endpoint, Error, Gid, QpType, QueuePair, RecvRequest, Route,
+    SendRequest, WcOpcode, WcStatus, DEFAULT_QKEY, MULTICAST_QPN,
 };
 
 use crate::common::{contents, poll_one, Pair, ALL};
@@ -87,6 +87,19 @@ fn one_send_reaches_every_attached_qp_until_detached() {
         );
         assert_eq!(wc.src_qp(), qps[0].qp_num());
         assert_eq!(&contents(&mr)[at + 40..at + 58], b"to the whole group");
+        // The datagram's destination is the group, no GID to answer from.
+        let err = pd
+            .create_ah_from_wc(1, &wc, &contents(&mr)[at..at + 40])
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::AhFromWc {
+                    reason: AhFromWcError::MulticastDestination { group: g }
+                } if g == group
+            ),
+            "{err}"
+        );
     }
 
     // Detached, the second QP gets nothing; the first still does.

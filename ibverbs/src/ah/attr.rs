@@ -1,0 +1,156 @@
+//! Address vectors as values: `struct ibv_ah_attr` ([`AhAttr`]) and `ibv_create_ah` from one.
+
+use crate::ah::AddressHandle;
+use crate::context::gid::Gid;
+use crate::context::port::LinkLayer;
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::pd::ProtectionDomain;
+
+/// An address vector (`struct ibv_ah_attr`): where an address handle sends, and from where.
+///
+/// [`Context::init_ah_from_wc`](crate::Context::init_ah_from_wc) makes one that answers the
+/// sender of a received datagram; [`ProtectionDomain::create_ah_from_attr`] makes the
+/// handle. Its fields are those of the C structure, which never grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AhAttr {
+    /// The local port the datagrams leave from (`port_num`), from 1.
+    pub port: u8,
+    /// The destination LID (InfiniBand; unused on RoCE).
+    pub dlid: u16,
+    /// The service level.
+    pub sl: u8,
+    /// The source path bits (InfiniBand, on a port with an LMC).
+    pub src_path_bits: u8,
+    /// The static rate (`enum ibv_rate`; 0: the port's own).
+    pub static_rate: u8,
+    /// The global route (`grh`, with `is_global` set): always there on RoCE; on InfiniBand
+    /// only to leave the subnet.
+    pub grh: Option<GlobalRoute>,
+}
+
+/// The global route of an address vector (`struct ibv_global_route`): the GRH the datagrams
+/// carry (on RoCE v2: the IP header's fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// The destination GID (RoCE: the peer's IP address, IPv4-mapped for IPv4).
+    pub dgid: Gid,
+    /// The entry of the port's GID table the datagrams leave from.
+    pub sgid_index: u8,
+    /// The hop limit (RoCE v2: the IP TTL / hop limit).
+    pub hop_limit: u8,
+    /// The traffic class (RoCE v2: DSCP and ECN).
+    pub traffic_class: u8,
+    /// The flow label, 20 bits (RoCE v2: the UDP source port derives from it).
+    pub flow_label: u32,
+}
+
+impl AhAttr {
+    /// The C structure's values.
+    pub(crate) fn from_raw(raw: &ffi::ibv_ah_attr) -> Self {
+        let grh = &raw.grh;
+        AhAttr {
+            port: raw.port_num,
+            dlid: raw.dlid,
+            sl: raw.sl,
+            src_path_bits: raw.src_path_bits,
+            static_rate: raw.static_rate,
+            grh: (raw.is_global != 0).then(|| GlobalRoute {
+                dgid: Gid::from_raw(grh.dgid),
+                sgid_index: grh.sgid_index,
+                hop_limit: grh.hop_limit,
+                traffic_class: grh.traffic_class,
+                flow_label: grh.flow_label,
+            }),
+        }
+    }
+
+    /// The C structure (an absent route is all zeros, `is_global` 0).
+    pub(crate) fn to_raw(self) -> ffi::ibv_ah_attr {
+        let grh = self.grh.unwrap_or(GlobalRoute {
+            dgid: Gid::ZERO,
+            sgid_index: 0,
+            hop_limit: 0,
+            traffic_class: 0,
+            flow_label: 0,
+        });
+        ffi::ibv_ah_attr {
+            grh: ffi::ibv_global_route {
+                dgid: grh.dgid.to_raw(),
+                flow_label: grh.flow_label,
+                sgid_index: grh.sgid_index,
+                hop_limit: grh.hop_limit,
+                traffic_class: grh.traffic_class,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: u8::from(self.grh.is_some()),
+            port_num: self.port,
+        }
+    }
+}
+
+impl ProtectionDomain {
+    /// Creates an address handle from an address vector (`ibv_create_ah`), such as one of
+    /// [`Context::init_ah_from_wc`](crate::Context::init_ah_from_wc), changed or not.
+    ///
+    /// Checked before the call, as for [`create_ah`](Self::create_ah): the port against
+    /// the device's port count and a route's `sgid_index` against the port's GID table
+    /// ([`Error::OutOfRange`], naming the limit; an empty entry is
+    /// [`Error::InvalidArgument`]); on RoCE, a vector without a route is
+    /// [`Error::InvalidArgument`] (every RoCE datagram carries a GRH). The rest is the
+    /// provider's to check.
+    pub fn create_ah_from_attr(&self, attr: &AhAttr) -> Result<AddressHandle> {
+        let ctx = self.context();
+        let port = ctx.query_port(attr.port)?;
+        match attr.grh {
+            Some(grh) => {
+                ctx.used_gid(attr.port, grh.sgid_index)?;
+            }
+            None if port.link_layer == LinkLayer::Ethernet => {
+                return Err(Error::InvalidArgument {
+                    what: "address vector",
+                    reason: format!(
+                        "port {} is RoCE (Ethernet), where an address needs a global route \
+                         (AhAttr::grh)",
+                        attr.port
+                    ),
+                });
+            }
+            None => {}
+        }
+        AddressHandle::from_attr(self, &mut attr.to_raw())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_round_trip_keeps_every_field() {
+        let attr = AhAttr {
+            port: 2,
+            dlid: 0x1234,
+            sl: 5,
+            src_path_bits: 3,
+            static_rate: 7,
+            grh: Some(GlobalRoute {
+                dgid: "fe80::1".parse().unwrap(),
+                sgid_index: 4,
+                hop_limit: 63,
+                traffic_class: 0x28,
+                flow_label: 0xabcde,
+            }),
+        };
+        let raw = attr.to_raw();
+        assert_eq!(raw.is_global, 1);
+        assert_eq!(AhAttr::from_raw(&raw), attr);
+        let local = AhAttr { grh: None, ..attr };
+        let raw = local.to_raw();
+        assert_eq!((raw.is_global, raw.grh.sgid_index), (0, 0));
+        assert_eq!(AhAttr::from_raw(&raw), local);
+    }
+}
