@@ -305,12 +305,16 @@ fn async_step(
         }
         started += 1;
     }
+    // As C: spin, yielding, so that the step's end is seen at once.
     while shared.completed[step].load(Ordering::SeqCst) != started {
-        if let Ok((n, step)) = retries.recv_timeout(Duration::from_millis(1)) {
-            if start(n, &mut ids[n]).is_err() {
-                shared.fail(n);
-                shared.complete(n, step);
+        match retries.try_recv() {
+            Ok((n, step)) => {
+                if start(n, &mut ids[n]).is_err() {
+                    shared.fail(n);
+                    shared.complete(n, step);
+                }
             }
+            Err(_) => thread::yield_now(),
         }
     }
 }

@@ -4,6 +4,8 @@ pub(crate) mod async_event; // asynchronous events (ibv_get_async_event)
 pub(crate) mod device_attr; // ibv_query_device_ex and its attributes
 pub(crate) mod gid; // Gid and the GID table (ibv_query_gid_ex)
 pub(crate) mod port; // ibv_query_port and its attributes
+#[cfg(feature = "cm")]
+pub(crate) mod port_cache; // the ports' attributes and GID tables a CM QP reads
 
 use std::fmt;
 use std::panic::RefUnwindSafe;
@@ -31,6 +33,9 @@ struct Inner {
     /// What keeps a context another library opened open (librdmacm's device list), dropped
     /// instead of `ibv_close_device`; `None` for a context this crate opened.
     keep_open: Option<Box<dyn Send + Sync + RefUnwindSafe>>,
+    /// The ports' attributes and GID tables, as QPs on CM ids read them.
+    #[cfg(feature = "cm")]
+    ports: port_cache::PortCache,
 }
 
 // SAFETY: libibverbs contexts may be used from any thread; all verbs on them are thread-safe.
@@ -74,6 +79,8 @@ impl Context {
                 raw,
                 attr: OnceLock::new(),
                 keep_open: None,
+                #[cfg(feature = "cm")]
+                ports: Default::default(),
             }),
         }
     }
@@ -93,6 +100,7 @@ impl Context {
                 raw,
                 attr: OnceLock::new(),
                 keep_open: Some(keep_open),
+                ports: Default::default(),
             }),
         }
     }

@@ -138,9 +138,13 @@ impl EventChannel {
         }
     }
 
-    /// Polls the fd for up to `ms` (-1: no limit), then reads one event if there is one
-    /// (another reader may have taken it).
+    /// Reads one event if one is queued; if none is, polls the fd for up to `ms` (-1: no
+    /// limit) and reads one if it became readable (another reader may have taken it). An
+    /// event already queued costs one system call, not a poll and a read.
     fn wait_and_get(&self, ms: i32) -> Result<Option<CmEvent>> {
+        if let Some(event) = self.try_get_event()? {
+            return Ok(Some(event));
+        }
         let mut pfd = libc::pollfd {
             fd: self.fd(),
             events: libc::POLLIN,

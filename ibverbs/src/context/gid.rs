@@ -328,6 +328,7 @@ impl Context {
 
     /// [`gid_table`](Self::gid_table) of a device with one port, whose attributes `attr`
     /// the caller has (its table is the device's): one call less per port.
+    #[cfg(feature = "cm")]
     pub(crate) fn gid_table_of_single_port(
         &self,
         port: u8,

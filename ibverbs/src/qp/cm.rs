@@ -8,8 +8,7 @@ use rdmacm_sys as cm;
 
 use super::{inline_limit, QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
-use crate::context::gid::{Gid, GidEntry, GidType};
-use crate::context::port::PortAttr;
+use crate::context::gid::Gid;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::qp::qp_type::QpType;
@@ -73,8 +72,7 @@ impl QueuePairBuilder<'_> {
             let ibaddr = (*id).route.addr.addr.ibaddr.as_ref();
             ((*id).port_num, Gid::from_raw(ibaddr.sgid))
         };
-        let port = ctx.query_port(port_num)?;
-        let gid = route_gid(ctx, port_num, &port, sgid)?;
+        let (port, gid) = ctx.route_port(port_num, sgid)?;
         let mut init = self.init_attr();
         let asked = init;
         // SAFETY: the id is live and bound to the PD's device (caller); the CQs and SRQ are
@@ -101,23 +99,5 @@ impl QueuePairBuilder<'_> {
             }
         }
         Ok(qp)
-    }
-}
-
-/// The entry of `port`'s GID table that rdma_cm sends from for the route's source GID
-/// `sgid`: on RoCE the same GID is in the table once per RoCE version, and rdma_cm's
-/// default is v2 (changeable only through configfs: the QP's `query` then shows the
-/// index it really uses). A GID not in the table (a route on a port with no such entry)
-/// falls back to the port's default.
-fn route_gid(ctx: &Context, port: u8, attr: &PortAttr, sgid: Gid) -> Result<GidEntry> {
-    let table = ctx.gid_table_of_single_port(port, attr)?;
-    let of_port = table.iter().filter(|e| e.port == port && e.gid == sgid);
-    let best = of_port
-        .clone()
-        .find(|e| e.gid_type == GidType::RoceV2)
-        .or_else(|| of_port.clone().next());
-    match best {
-        Some(entry) => Ok(*entry),
-        None => ctx.default_gid(port),
     }
 }

@@ -2,18 +2,27 @@
 //! it (signalling, an SRQ, send operations), what rdma_cm decides and so refuses, and the
 //! GID it sends from (its route's).
 
-use std::time::Duration;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
-use rdma_verbs::{AccessFlags, Error, QpType, RecvRequest, SendOps, SendRequest};
-use rdma_verbs_test_kit::open;
+use rdma_verbs::{
+    AccessFlags, Context, Error, Gid, GidType, QpType, RecvRequest, SendOps, SendRequest,
+};
+use rdma_verbs_test_kit::{cm_addr, cm_device, open};
 
 use super::{listener, next_event, one_completion};
 
 /// An id resolved (address and route) to `addr`, without a QP.
-fn resolved(channel: &EventChannel, addr: std::net::SocketAddr) -> CmId {
+fn resolved(channel: &EventChannel, addr: SocketAddr) -> CmId {
+    resolved_from(channel, None, addr)
+}
+
+/// An id resolved from `src` (the route's choice if `None`) to `addr`, without a QP.
+fn resolved_from(channel: &EventChannel, src: Option<SocketAddr>, addr: SocketAddr) -> CmId {
     let id = channel.create_id(PortSpace::Tcp).unwrap();
-    id.resolve_addr(None, addr, Duration::from_secs(2)).unwrap();
+    id.resolve_addr(src, addr, Duration::from_secs(2)).unwrap();
     assert!(matches!(
         next_event(channel).kind,
         CmEventKind::AddrResolved
@@ -152,4 +161,106 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
     let mut got = [0; 19];
     rmr.read(0, &mut got).unwrap();
     assert_eq!(&got, b"through ibv_wr_send");
+}
+
+/// An address added to the CM device's network device, removed on drop.
+struct AddedAddr {
+    addr: Ipv4Addr,
+    netdev: String,
+}
+
+impl AddedAddr {
+    /// Adds `addr`/24 and waits (up to 10 s) for the GID it makes in `ctx`'s port 1.
+    fn add(ctx: &Context, addr: Ipv4Addr) -> Self {
+        let ndev = format!(
+            "/sys/class/infiniband/{}/ports/1/gid_attrs/ndevs/0",
+            cm_device()
+        );
+        let netdev = std::fs::read_to_string(&ndev)
+            .expect(&ndev)
+            .trim()
+            .to_owned();
+        let ip = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .status()
+                .expect("ip")
+                .success()
+        };
+        assert!(ip(&["addr", "add", &format!("{addr}/24"), "dev", &netdev]));
+        let added = AddedAddr { addr, netdev };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ctx
+            .gid_table(1)
+            .unwrap()
+            .iter()
+            .any(|e| e.gid == mapped(addr))
+        {
+            assert!(Instant::now() < deadline, "no GID for {addr} within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        added
+    }
+}
+
+impl Drop for AddedAddr {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args([
+                "addr",
+                "del",
+                &format!("{}/24", self.addr),
+                "dev",
+                &self.netdev,
+            ])
+            .status();
+    }
+}
+
+/// The IPv4-mapped GID of `addr`.
+fn mapped(addr: Ipv4Addr) -> Gid {
+    Gid::from(addr.to_ipv6_mapped())
+}
+
+/// The index of `gid`'s RoCE v2 entry in port 1's table.
+fn v2_index(ctx: &Context, gid: Gid) -> u8 {
+    let table = ctx.gid_table(1).unwrap();
+    let entry = table
+        .iter()
+        .find(|e| e.gid == gid && e.gid_type == GidType::RoceV2);
+    entry
+        .unwrap_or_else(|| panic!("no RoCE v2 entry for {gid:?}"))
+        .index
+}
+
+#[test]
+fn a_cm_qp_reports_the_gid_of_its_route_even_one_added_after_the_first_qp() {
+    // One thread: the ids share this thread's device context, and so its copy of the port
+    // that the first QP filled; the second QP's route is from an address added after it.
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let IpAddr::V4(first_addr) = cm_addr() else {
+        panic!("the CM address is IPv4")
+    };
+    let mut first = resolved(&cchan, addr);
+    let ctx = first.context().unwrap();
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
+    first.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
+    let first_index = first.qp().unwrap().gid_index();
+    assert_eq!(first_index, v2_index(&ctx, mapped(first_addr)));
+
+    let extra = Ipv4Addr::new(198, 18, 1, 77);
+    let _added = AddedAddr::add(&ctx, extra);
+    let src = SocketAddr::new(IpAddr::V4(extra), 0);
+    let mut second = resolved_from(&cchan, Some(src), addr);
+    second
+        .create_qp(pd.create_qp(QpType::Rc, &cq, &cq))
+        .unwrap();
+    let second_index = second.qp().unwrap().gid_index();
+    assert_eq!(
+        second_index,
+        v2_index(&ctx, mapped(extra)),
+        "the new address's GID"
+    );
+    assert_ne!(second_index, first_index);
 }
