@@ -88,7 +88,7 @@
 //! | `tokio::AsyncEvents` (feature `tokio`) | the context's `async_fd` on tokio's reactor | `tokio::AsyncEvents::new` | context |
 //! | `tokio::cm::AsyncCmChannel` (features `tokio`, `cm`) | `rdma_event_channel` and its fd on tokio's reactor, each id's queued events | `tokio::cm::AsyncCmChannel::new` | the channel, the registration |
 //! | `tokio::cm::AsyncCmId` (features `tokio`, `cm`) | `rdma_cm_id` whose events are awaited | `AsyncCmChannel::create_id`, a `Listener`'s request | its id (destroyed on drop, also when a connect or accept future is dropped), the async channel |
-//! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new` | its QP, CQ, and each posted region until its completion (see the `tokio` module: cancellation) |
+//! | `tokio::AsyncQp` (feature `tokio`) | `ibv_qp` and the regions of its requests in flight | `tokio::AsyncQp::new`, `tokio::cm::AsyncCmId::async_qp` | its QP, CQ, each posted region until its completion (see the `tokio` module: cancellation), and the address handle of each UD send until it completes; a CM id whose QP it wraps keeps the table (and so the QP) alive until the id is destroyed, and clears librdmacm's pointer to the QP first |
 //! | `cm::CmId` (feature `cm`) | `rdma_cm_id` | `rdma_create_id`, a connect request | its channel, its QP (made by `rdma_create_qp_ex`, destroyed before the id), its multicast joins (`rdma_join_multicast_ex`; left before the QP and the id are destroyed) |
 //!
 //! A UD queue pair remembers the multicast groups it joined ([`QueuePair::attach_mcast`])

@@ -24,12 +24,14 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::io::Interest;
 use futures_core::Stream;
 
-use super::cq::{check_runtime, reactor_error, RawFdOf};
+use super::cq::{check_runtime, reactor_error, AsyncCq, RawFdOf};
+use super::ops::AsyncQp;
 use crate::cm::{
     CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, MulticastJoinFlag, PortSpace,
     UdPeer,
 };
 use crate::error::{Error, Result};
+use crate::mr::RegistrableMemory;
 use crate::wake::wake_all;
 use crate::{QueuePair, QueuePairBuilder};
 
@@ -138,13 +140,14 @@ impl AsyncCmChannel {
         }
     }
 
-    /// Binds a new id to `addr` (`rdma_bind_addr`, port 0: one the CM picks) and listens
-    /// on it (`rdma_listen`, `backlog` requests pending at most).
+    /// Binds a new id of the TCP port space (RC connections) to `addr` (`rdma_bind_addr`,
+    /// port 0: one the CM picks) and listens on it (`rdma_listen`, `backlog` requests
+    /// pending at most). For another port space (UD requests of the UDP one), create the
+    /// id, bind it, and call [`AsyncCmId::listen`].
     pub fn listen(&self, addr: SocketAddr, backlog: i32) -> Result<Listener> {
         let id = self.create_id(PortSpace::Tcp)?;
         id.id().bind(addr)?;
-        id.id().listen(backlog)?;
-        Ok(Listener { id })
+        id.listen(backlog)
     }
 
     /// `id`'s next event, reading the fd when the reactor says it is readable.
@@ -230,6 +233,45 @@ impl AsyncCmId {
     /// The id, for the calls that need no event (addresses, [`CmId::context`], its QP).
     pub fn id(&self) -> &CmId {
         self.id.as_ref().expect("taken only by drop")
+    }
+
+    /// Listens on the bound id (`rdma_listen`, `backlog` requests pending at most): its
+    /// connect requests come from the [`Listener`].
+    pub fn listen(self, backlog: i32) -> Result<Listener> {
+        self.id().listen(backlog)?;
+        Ok(Listener { id: self })
+    }
+
+    /// Wraps the id's QP ([`create_qp`](Self::create_qp), nothing posted on it) in an
+    /// [`AsyncQp`] on `cq` (which must be the QP's send and receive CQ and no other QP's,
+    /// as [`AsyncQp::new`] requires) while the id keeps it for librdmacm: made before
+    /// connecting or accepting, receives posted on it are in place when the peer's first
+    /// message comes, as C programs post them before `rdma_connect` or `rdma_accept` (a
+    /// server may send as soon as it accepts). librdmacm still moves the QP through its
+    /// states (to RTR and RTS on connect or accept, to ERROR on disconnect); the id keeps
+    /// the QP alive until the id is dropped, and [`id().qp()`](CmId::qp) is then `None`:
+    /// only the `AsyncQp` posts on it. ([`take_qp`](Self::take_qp) instead takes the QP
+    /// out of librdmacm's hands, once connected.)
+    ///
+    /// ```no_run
+    /// # async fn f(id: &mut rdma_verbs::tokio::cm::AsyncCmId) -> rdma_verbs::Result<()> {
+    /// use rdma_verbs::tokio::{AsyncCq, AsyncQp};
+    /// let ctx = id.id().context()?;
+    /// let (pd, channel) = (ctx.alloc_pd()?, ctx.create_comp_channel()?);
+    /// let cq = AsyncCq::new(ctx.create_cq(64, Some(&channel))?)?;
+    /// id.create_qp(pd.create_qp(rdma_verbs::QpType::Rc, cq.cq(), cq.cq()).max_recv_wr(16))?;
+    /// let qp: AsyncQp = id.async_qp(cq)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Fails as [`AsyncQp::new`] does, and if the id has no QP or has joined multicast
+    /// groups (join after: the QP is then attached to them); if the wrapping fails, the
+    /// QP is destroyed and the id has none.
+    pub fn async_qp<B>(&mut self, cq: AsyncCq) -> Result<AsyncQp<B>>
+    where
+        B: RegistrableMemory + Send + Sync + 'static,
+    {
+        AsyncQp::on_cm_id(self.id_mut(), cq)
     }
 
     /// Creates the id's QP ([`CmId::create_qp`]), before connecting or accepting.
@@ -344,12 +386,13 @@ impl AsyncCmId {
                 matches!(k, CmEventKind::Established { .. })
             })
             .await?;
-        let CmEventKind::Established { private_data, .. } = event.kind else {
+        let CmEventKind::Established { private_data, ud } = event.kind else {
             unreachable!("matched by expect");
         };
         Ok(Connected {
             id: self,
             private_data,
+            ud,
         })
     }
 
@@ -423,6 +466,9 @@ pub struct Connected {
     pub id: AsyncCmId,
     /// What the peer sent with its accept.
     pub private_data: Vec<u8>,
+    /// For a UD id (UDP or IPoIB port space): the peer's address vector, QP number and
+    /// Q_Key, to send it datagrams with ([`UdPeer::create_ah`], [`AsyncQp::send_to`]).
+    pub ud: Option<UdPeer>,
 }
 
 /// A listening id: yields the connect requests that arrive, as a [`Stream`] (an
@@ -489,10 +535,17 @@ pub struct ConnectRequest {
 
 impl ConnectRequest {
     /// Accepts (`rdma_accept`) and waits for the connection (`Established`): resolves to
-    /// the connected id. Dropping the future destroys the id.
+    /// the connected id. Dropping the future destroys the id. A UD request (UDP or IPoIB
+    /// port space: a service ID resolution, whose server side has no `Established`)
+    /// resolves once its reply is sent; the peer's datagrams then come to the id's QP,
+    /// and the answer to each goes back through an address handle made from its
+    /// completion ([`ProtectionDomain::create_ah_from_wc`](crate::ProtectionDomain::create_ah_from_wc)).
     pub async fn accept(self, param: &ConnParam<'_>) -> Result<AsyncCmId> {
         let id = self.id;
         id.id().accept(param)?;
+        if matches!(id.id().port_space(), PortSpace::Udp | PortSpace::Ipoib) {
+            return Ok(id);
+        }
         id.expect("rdma_accept", |k| {
             matches!(k, CmEventKind::Established { .. })
         })

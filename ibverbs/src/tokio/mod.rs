@@ -22,9 +22,9 @@
 //! | [`AsyncCq`] | a CQ's completions: busy-polls, then its channel's fd on the reactor | [`AsyncCq::new`] (a CQ with a channel) |
 //! | [`CompletionStream`] | the same, one completion at a time, as a `Stream` | [`AsyncCq::into_stream`] |
 //! | [`AsyncEvents`] | the device's async events (`ibv_get_async_event`), as a `Stream` | [`AsyncEvents::new`] |
-//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP on which nothing was posted yet, alone on its [`AsyncCq`]; a connected rdma_cm id's QP is taken out of it with `cm::AsyncCmId::take_qp`) |
+//! | [`AsyncQp`] | a connected QP whose operations own their buffers | [`AsyncQp::new`] (a QP on which nothing was posted yet, alone on its [`AsyncCq`]; an rdma_cm id's QP is wrapped before the connection with `cm::AsyncCmId::async_qp`, or taken out of a connected id with `cm::AsyncCmId::take_qp`) |
 //! | `cm::AsyncCmChannel`, `cm::AsyncCmId`, `cm::Listener` (feature `cm` too) | rdma_cm events: resolve, connect, accept, incoming requests as a `Stream`, disconnect | `cm::AsyncCmChannel::new` |
-//! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
+//! | [`Op`] | one posted send, receive, RDMA write or read, or atomic: resolves to its region and completion | [`AsyncQp::send`], [`AsyncQp::send_to`] (UD), [`AsyncQp::recv`], [`AsyncQp::write`], [`AsyncQp::read`], [`AsyncQp::fetch_add`], [`AsyncQp::compare_swap`] |
 //!
 //! # Waiting for completions
 //! [`AsyncCq::poll`] polls the CQ; while it is empty it polls again up to the spin budget,

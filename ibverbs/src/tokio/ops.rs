@@ -15,6 +15,7 @@ use crate::mr::{AlignedBuffer, MemoryRegion, RegistrableMemory};
 use crate::qp::QueuePair;
 use crate::wake::wake_all;
 use crate::wr::{RecvRequest, RemoteMemory, SendRequest};
+use crate::AddressHandle;
 
 /// A connected QP whose operations are futures that own their buffer (feature `tokio`).
 ///
@@ -35,7 +36,7 @@ pub struct AsyncQp<B: RegistrableMemory = AlignedBuffer> {
     shared: Arc<Shared<B>>,
 }
 
-struct Shared<B: RegistrableMemory> {
+pub(crate) struct Shared<B: RegistrableMemory> {
     /// Destroyed first (`ibv_destroy_qp`, which ends the HCA's access to every buffer in
     /// the table), then the table's regions are deregistered and freed.
     qp: QueuePair,
@@ -95,6 +96,9 @@ enum Slot<B: RegistrableMemory> {
         mr: MemoryRegion<B>,
         /// The op was dropped: free the region when the completion comes.
         abandoned: bool,
+        /// The address handle of a UD send ([`AsyncQp::send_to`]), kept until it
+        /// completes: the HCA may read it until then.
+        ah: Option<Arc<AddressHandle>>,
     },
     /// Completed, waiting for its op to take it.
     Done {
@@ -166,6 +170,19 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         })
     }
 
+    /// Wraps `id`'s QP (as [`new`](Self::new) does) while the id keeps librdmacm's
+    /// pointer to it and the table alive: see
+    /// [`AsyncCmId::async_qp`](super::cm::AsyncCmId::async_qp).
+    #[cfg(feature = "cm")]
+    pub(crate) fn on_cm_id(id: &mut crate::cm::CmId, cq: AsyncCq) -> Result<Self>
+    where
+        B: 'static,
+        Shared<B>: Send + Sync,
+    {
+        let shared = id.lend_qp(|qp| Ok(AsyncQp::new(qp, cq)?.shared))?;
+        Ok(AsyncQp { shared })
+    }
+
     /// The QP number.
     pub fn qp_num(&self) -> u32 {
         self.shared.qp.qp_num()
@@ -187,6 +204,24 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         self.start(mr, |id, mr| {
             let sge = [mr.sge(range)?];
             self.post(SendRequest::send(id, &sge))
+        })
+    }
+
+    /// Sends `range` of `mr` as one datagram (`IBV_WR_SEND` on a UD QP) to QP `remote_qpn`
+    /// with Q_Key `remote_qkey` through `ah` (from a `UdPeer` of rdma_cm, a received
+    /// completion, or an endpoint), which is kept until the send completes. On another
+    /// type of QP, the QP's check refuses it ([`Error::InvalidArgument`]).
+    pub fn send_to(
+        &self,
+        mr: MemoryRegion<B>,
+        range: impl RangeBounds<usize>,
+        ah: Arc<AddressHandle>,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Result<Op<B>> {
+        self.start_with(mr, Some(Arc::clone(&ah)), |id, mr| {
+            let sge = [mr.sge(range)?];
+            self.post(SendRequest::send(id, &sge).ud(&ah, remote_qpn, remote_qkey))
         })
     }
 
@@ -269,6 +304,16 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         mr: MemoryRegion<B>,
         post: impl FnOnce(u64, &MemoryRegion<B>) -> Result<()>,
     ) -> Result<Op<B>> {
+        self.start_with(mr, None, post)
+    }
+
+    /// [`start`](Self::start), keeping `ah` with the request until it completes.
+    fn start_with(
+        &self,
+        mr: MemoryRegion<B>,
+        ah: Option<Arc<AddressHandle>>,
+        post: impl FnOnce(u64, &MemoryRegion<B>) -> Result<()>,
+    ) -> Result<Op<B>> {
         let mut state = self.shared.lock();
         let id = state.next_id;
         post(id, &mr)?;
@@ -276,6 +321,7 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         let slot = Slot::InFlight {
             mr,
             abandoned: false,
+            ah,
         };
         state.slots.insert(id, slot);
         Ok(Op {
@@ -352,6 +398,8 @@ struct After<B: RegistrableMemory> {
     wake: Vec<Waker>,
     drop: Vec<Waker>,
     free: Vec<MemoryRegion<B>>,
+    /// Address handles of completed UD sends (`ibv_destroy_ah` if the last clone).
+    ahs: Vec<Arc<AddressHandle>>,
 }
 
 impl<B: RegistrableMemory> Default for After<B> {
@@ -360,6 +408,7 @@ impl<B: RegistrableMemory> Default for After<B> {
             wake: Vec::new(),
             drop: Vec::new(),
             free: Vec::new(),
+            ahs: Vec::new(),
         }
     }
 }
@@ -367,9 +416,14 @@ impl<B: RegistrableMemory> Default for After<B> {
 impl<B: RegistrableMemory> After<B> {
     /// Wakes first (so that no task is left waiting if a drop panics), then drops.
     fn run(self) {
-        let After { wake, drop, free } = self;
+        let After {
+            wake,
+            drop,
+            free,
+            ahs,
+        } = self;
         wake_all(wake);
-        std::mem::drop((drop, free));
+        std::mem::drop((drop, free, ahs));
     }
 }
 
@@ -390,13 +444,15 @@ impl<B: RegistrableMemory> State<B> {
         for wc in wc[..n].iter().filter(|wc| wc.qp_num() == self.qp_num) {
             let id = wc.wr_id();
             match self.slots.remove(&id) {
-                Some(Slot::InFlight {
-                    mr,
-                    abandoned: true,
-                }) => after.free.push(mr), // the HCA is done with it
-                Some(Slot::InFlight { mr, .. }) => {
-                    self.slots.insert(id, Slot::Done { mr, wc: *wc });
-                    after.wake.extend(lock(&self.wakers).ops.remove(&id));
+                Some(Slot::InFlight { mr, abandoned, ah }) => {
+                    // The HCA is done with the region and the address handle.
+                    after.ahs.extend(ah);
+                    if abandoned {
+                        after.free.push(mr);
+                    } else {
+                        self.slots.insert(id, Slot::Done { mr, wc: *wc });
+                        after.wake.extend(lock(&self.wakers).ops.remove(&id));
+                    }
                 }
                 Some(done @ Slot::Done { .. }) => {
                     self.slots.insert(id, done);

@@ -9,6 +9,8 @@
 
 #[cfg(feature = "cm")]
 mod cm;
+#[cfg(feature = "cm")]
+mod cm_qp;
 mod common;
 mod cq;
 mod events;

@@ -1,7 +1,9 @@
 //! CM ids: `struct rdma_cm_id`, the rdma_cm counterpart of a socket.
 
+#[cfg(feature = "tokio")]
+pub(crate) mod lend;
 pub(crate) mod mcast; // MulticastJoinFlag: rdma_join_multicast_ex, rdma_leave_multicast
-pub(crate) mod option; // CmOption: rdma_set_option
+pub(crate) mod option; // CmOption: rdma_set_option // the QP lent to an owner of its own (tokio's AsyncQp)
 
 use std::cell::OnceCell;
 use std::fmt;
@@ -41,6 +43,10 @@ pub struct CmId {
     ctx: OnceCell<Context>,
     /// The multicast groups joined and not left, each the context of its join's events.
     joins: Vec<Arc<mcast::Join>>,
+    /// The owner of a QP lent out of the id (`lend_qp`), kept while librdmacm may reach
+    /// the QP.
+    #[cfg(feature = "tokio")]
+    lent: Option<lend::Keeper>,
     // Dropped after the id is destroyed (fields drop after Drop::drop).
     _channel: Arc<ChannelInner>,
 }
@@ -132,6 +138,8 @@ impl CmId {
             qp: None,
             ctx: OnceCell::new(),
             joins: Vec::new(),
+            #[cfg(feature = "tokio")]
+            lent: None,
             _channel: Arc::clone(&channel.inner),
         })
     }
@@ -156,6 +164,8 @@ impl CmId {
             qp: None,
             ctx: OnceCell::new(),
             joins: Vec::new(),
+            #[cfg(feature = "tokio")]
+            lent: None,
             _channel: Arc::clone(&channel.inner),
         }
     }
@@ -344,7 +354,11 @@ impl CmId {
     /// # Ok(()) }
     /// ```
     pub fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
-        if self.qp.is_some() {
+        #[cfg(feature = "tokio")]
+        let lent = self.lent.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let lent = false;
+        if self.qp.is_some() || lent {
             return Err(Error::InvalidArgument {
                 what: "CM id",
                 reason: "already has a QP".into(),
@@ -396,6 +410,8 @@ impl Drop for CmId {
         // First, while the QP is still the id's: librdmacm detaches it from each group (a
         // QP attached to a group cannot be destroyed), and no join's event comes after.
         self.leave_all();
+        #[cfg(feature = "tokio")]
+        self.release_lent();
         if let Some(qp) = self.qp.take() {
             {
                 let _table = id_table();
