@@ -280,7 +280,7 @@ impl AsyncCmId {
     }
 
     /// Takes the id's QP out of it ([`CmId::take_qp`]), for example into an
-    /// [`AsyncQp`](crate::tokio::AsyncQp) once connected.
+    /// [`AsyncQp`] once connected.
     pub fn take_qp(&mut self) -> Option<QueuePair> {
         self.id_mut().take_qp()
     }
