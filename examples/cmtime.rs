@@ -122,35 +122,34 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
     Ok(o)
 }
 
-/// `rdma_getaddrinfo` as C's `get_rdma_addr`: the source address if given, else the
-/// destination (with `passive` for a server).
+/// `rdma_getaddrinfo` as C's `get_rdma_addr`: the source address if given (looked up
+/// passive, then handed to the destination's lookup as its source), else the destination
+/// (with `passive` for a server).
 fn rdma_addr(o: &Options, passive: bool) -> Result<AddrInfo, String> {
-    let hints = AddrHints {
+    let mut hints = AddrHints {
         passive,
-        numeric_host: false,
         port_space: Some(PortSpace::Tcp),
+        qp_type: Some(QpType::Rc),
+        ..AddrHints::default()
     };
-    let node = if passive {
-        o.src.as_deref()
-    } else {
-        o.dst.as_deref()
+    let lookup = |node: Option<&str>, service: Option<&str>, hints: &AddrHints| {
+        getaddrinfo(node, service, hints)
+            .map_err(|e| format!("getaddrinfo error: {e}"))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| "getaddrinfo error: no address".to_owned())
     };
-    let mut info = getaddrinfo(node, Some(&o.port), &hints)
-        .map_err(|e| format!("getaddrinfo error: {e}"))?
-        .into_iter()
-        .next()
-        .ok_or("getaddrinfo error: no address")?;
-    if let (Some(src), false) = (&o.src, passive) {
+    if passive {
+        return lookup(o.src.as_deref(), Some(&o.port), &hints);
+    }
+    if let Some(src) = &o.src {
         let bind = AddrHints {
             passive: true,
             ..hints
         };
-        info.src = getaddrinfo(Some(src), None, &bind)
-            .map_err(|e| format!("getaddrinfo error: {e}"))?
-            .into_iter()
-            .find_map(|i| i.src);
+        hints.src = lookup(Some(src), None, &bind)?.src;
     }
-    Ok(info)
+    lookup(o.dst.as_deref(), Some(&o.port), &hints)
 }
 
 /// The start and end of each step of one connection.

@@ -10,6 +10,16 @@ use rdmacm_sys as cm;
 
 use super::PortSpace;
 use crate::error::{Error, Result};
+use crate::qp::qp_type::QpType;
+
+/// The length of `addr`'s C form (`socklen_t`).
+fn sockaddr_len(addr: SocketAddr) -> libc::socklen_t {
+    let len = match addr {
+        SocketAddr::V4(_) => mem::size_of::<libc::sockaddr_in>(),
+        SocketAddr::V6(_) => mem::size_of::<libc::sockaddr_in6>(),
+    };
+    len as libc::socklen_t
+}
 
 /// `addr` as a C socket address: a `sockaddr_storage` holding a `sockaddr_in` or
 /// `sockaddr_in6`, which librdmacm reads by its family.
@@ -93,17 +103,50 @@ pub struct AddrInfo {
     /// The port space the entry is for (`ai_port_space`); `None` for one this crate does not
     /// name.
     pub port_space: Option<PortSpace>,
+    /// The QP type the entry is for (`ai_qp_type`), when librdmacm names one this crate
+    /// does.
+    pub qp_type: Option<QpType>,
+    /// The canonical names of the source and destination (`ai_src_canonname`,
+    /// `ai_dst_canonname`), when the lookup gave them.
+    pub src_name: Option<String>,
+    /// See [`src_name`](Self::src_name).
+    pub dst_name: Option<String>,
+    /// Private data to send with the connect request (`ai_connect`: what an address
+    /// service such as ibacm asks the server to be sent); empty when none. C programs pass
+    /// it as `rdma_connect`'s private data ([`ConnParam::private_data`](super::ConnParam)).
+    pub connect_data: Vec<u8>,
 }
 
-/// What [`getaddrinfo`] looks for (the `hints` of `rdma_getaddrinfo`).
+/// The address family [`getaddrinfo`] resolves a name to (`ai_family`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AddrFamily {
+    /// `AF_INET`: IPv4 only.
+    Inet,
+    /// `AF_INET6`: IPv6 only.
+    Inet6,
+}
+
+/// What [`getaddrinfo`] looks for (the `hints` of `rdma_getaddrinfo`). Build it from
+/// `Default` (nothing asked) with the fields wanted:
+/// `AddrHints { passive: true, port_space: Some(PortSpace::Tcp), ..Default::default() }`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddrHints {
     /// `RAI_PASSIVE`: the result is an address to bind and listen on.
     pub passive: bool,
     /// `RAI_NUMERICHOST`: the node is a numeric address; no name lookup.
     pub numeric_host: bool,
+    /// `RAI_NOROUTE`: no route lookup (an address service may otherwise resolve a path).
+    pub no_route: bool,
+    /// The address family to resolve names to (`ai_family`); `None`: any.
+    pub family: Option<AddrFamily>,
     /// The port space (`ai_port_space`); `None` leaves it to librdmacm.
     pub port_space: Option<PortSpace>,
+    /// The QP type (`ai_qp_type`); `None` leaves it to librdmacm.
+    pub qp_type: Option<QpType>,
+    /// The source address to pair with the destination (`ai_src_addr`): C programs pass
+    /// the result of a passive lookup of their `-b` address, so that each result has both.
+    pub src: Option<SocketAddr>,
 }
 
 /// `rdma_getaddrinfo`: resolves `node` and `service` (a port number) to CM addresses. A
@@ -131,11 +174,25 @@ pub fn getaddrinfo(
     if hints.numeric_host {
         flags |= cm::RAI_NUMERICHOST as i32;
     }
-    let c_hints = cm::rdma_addrinfo {
+    if hints.no_route {
+        flags |= cm::RAI_NOROUTE as i32;
+    }
+    let mut src = hints.src.map(to_c);
+    let mut c_hints = cm::rdma_addrinfo {
         ai_flags: flags,
+        ai_family: match hints.family {
+            None => libc::AF_UNSPEC,
+            Some(AddrFamily::Inet) => libc::AF_INET,
+            Some(AddrFamily::Inet6) => libc::AF_INET6,
+        },
+        ai_qp_type: hints.qp_type.map_or(0, |t| t.raw().0 as i32),
         ai_port_space: hints.port_space.map_or(0, |ps| ps.raw().0 as i32),
         ..Default::default()
     };
+    if let (Some(storage), Some(addr)) = (src.as_mut(), hints.src) {
+        c_hints.ai_src_addr = ptr::addr_of_mut!(*storage).cast();
+        c_hints.ai_src_len = sockaddr_len(addr);
+    }
     let mut res = ptr::null_mut();
     let as_ptr = |s: &Option<CString>| s.as_ref().map_or(ptr::null(), |s| s.as_ptr());
     // SAFETY: the strings are NUL-terminated or null, the hints are initialised, and res is
@@ -157,12 +214,26 @@ pub fn getaddrinfo(
     let mut cur = res;
     while !cur.is_null() {
         // SAFETY: cur is an entry of the list rdma_getaddrinfo returned, not yet freed; its
-        // addresses are null or as long as their family says.
+        // addresses are null or as long as their family says, its names null or
+        // NUL-terminated, its connect data null or ai_connect_len bytes.
         unsafe {
+            let ai = &*cur;
+            let name = |p: *const libc::c_char| {
+                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+            };
             out.push(AddrInfo {
-                src: from_c((*cur).ai_src_addr),
-                dst: from_c((*cur).ai_dst_addr),
-                port_space: PortSpace::from_raw((*cur).ai_port_space),
+                src: from_c(ai.ai_src_addr),
+                dst: from_c(ai.ai_dst_addr),
+                port_space: PortSpace::from_raw(ai.ai_port_space),
+                qp_type: QpType::from_raw(ai.ai_qp_type),
+                src_name: name(ai.ai_src_canonname),
+                dst_name: name(ai.ai_dst_canonname),
+                connect_data: if ai.ai_connect.is_null() {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(ai.ai_connect.cast::<u8>(), ai.ai_connect_len)
+                        .to_vec()
+                },
             });
             cur = (*cur).ai_next;
         }

@@ -82,7 +82,7 @@ mod device;
 mod param;
 mod ud;
 
-pub use addr::{getaddrinfo, AddrHints, AddrInfo};
+pub use addr::{getaddrinfo, AddrFamily, AddrHints, AddrInfo};
 pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
 pub use channel::id::mcast::MulticastJoinFlag;
 pub use channel::id::option::CmOption;

@@ -23,6 +23,14 @@ impl QpType {
             QpType::Ud => ffi::ibv_qp_type::IBV_QPT_UD,
         }
     }
+
+    /// The transport of a raw `enum ibv_qp_type` value, if it is one of these.
+    #[cfg(feature = "cm")]
+    pub(crate) fn from_raw(raw: i32) -> Option<Self> {
+        [QpType::Rc, QpType::Uc, QpType::Ud]
+            .into_iter()
+            .find(|t| t.raw().0 as i32 == raw)
+    }
 }
 
 impl fmt::Display for QpType {

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdma_verbs::cm::{
-    getaddrinfo, private_data_limit, AddrHints, CmEvent, CmEventKind, CmId, ConnParam,
+    getaddrinfo, private_data_limit, AddrFamily, AddrHints, CmEvent, CmEventKind, CmId, ConnParam,
     EventChannel, Message, PortSpace, UDP_QKEY,
 };
 use rdma_verbs::{
@@ -342,11 +342,45 @@ fn getaddrinfo_resolves_numeric_and_fails_on_unknown_names() {
         passive: true,
         numeric_host: true,
         port_space: Some(PortSpace::Tcp),
+        qp_type: Some(QpType::Rc),
+        ..AddrHints::default()
     };
     let ip = cm_addr().to_string();
     let found = getaddrinfo(Some(&ip), Some("7471"), &hints).expect("rdma_getaddrinfo");
     let want = SocketAddr::new(cm_addr(), 7471);
-    assert!(found.iter().any(|ai| ai.src == Some(want)), "{found:?}");
+    let entry = found.iter().find(|ai| ai.src == Some(want));
+    let entry = entry.unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!(entry.port_space, Some(PortSpace::Tcp));
+    assert_eq!(entry.qp_type, Some(QpType::Rc));
+
+    // A destination paired with a source given as a hint, as C programs do for `-b`.
+    let active = AddrHints {
+        passive: false,
+        src: Some(SocketAddr::new(cm_addr(), 0)),
+        ..hints
+    };
+    let found = getaddrinfo(Some(&ip), Some("7471"), &active).expect("rdma_getaddrinfo");
+    assert!(
+        found
+            .iter()
+            .any(|ai| ai.dst == Some(want) && ai.src.map(|s| s.ip()) == Some(cm_addr())),
+        "{found:?}"
+    );
+
+    // The family: the CM address (IPv4) is not an IPv6 one.
+    let v6 = AddrHints {
+        family: Some(AddrFamily::Inet6),
+        ..hints
+    };
+    assert!(
+        getaddrinfo(Some(&ip), Some("7471"), &v6).is_err(),
+        "an IPv4 address found as IPv6"
+    );
+    let v4 = AddrHints {
+        family: Some(AddrFamily::Inet),
+        ..hints
+    };
+    getaddrinfo(Some(&ip), Some("7471"), &v4).expect("found as IPv4");
 
     let err = getaddrinfo(
         Some("no-such-host.invalid"),

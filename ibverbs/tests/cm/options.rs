@@ -167,3 +167,65 @@ fn migrated_ids_get_their_events_on_the_new_channel() {
         CmEventKind::Established { .. }
     ));
 }
+
+#[test]
+fn notify_comm_est_establishes_an_accepted_connection_the_peer_never_confirmed() {
+    use rdma_verbs::AsyncEventKind;
+
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (listen, addr) = listener(&schan);
+    // Kinds rdma_cm does not take, before librdmacm; an id with no connection under way,
+    // by the kernel.
+    let err = listen.notify(AsyncEventKind::PortActive).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidArgument {
+                what: "rdma_notify event",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = listen.notify(AsyncEventKind::CommEst).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { what: "CM id", reason } if reason.contains("EINVAL")),
+        "{err:?}"
+    );
+
+    // A client with no QP: its side gets ConnectResponse and sends no RTU (it would with
+    // rdma_establish), so only the server's notify establishes the connection.
+    let cid = cchan.create_id(PortSpace::Tcp).unwrap();
+    cid.resolve_addr(None, addr, Duration::from_secs(2))
+        .unwrap();
+    assert!(matches!(next_event(&cchan).kind, CmEventKind::AddrResolved));
+    cid.resolve_route(Duration::from_secs(2)).unwrap();
+    assert!(matches!(
+        next_event(&cchan).kind,
+        CmEventKind::RouteResolved
+    ));
+    cid.connect(&ConnParam::default()).unwrap();
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let _sside = add_qp(&mut sid);
+    sid.accept(&ConnParam::default()).unwrap();
+    let ev = next_event(&cchan);
+    assert!(
+        matches!(ev.kind, CmEventKind::ConnectResponse { .. }),
+        "{ev:?}"
+    );
+    assert!(
+        schan
+            .get_event_timeout(Duration::from_millis(200))
+            .unwrap()
+            .is_none(),
+        "no RTU, no Established"
+    );
+    sid.notify(AsyncEventKind::CommEst)
+        .expect("rdma_notify(IBV_EVENT_COMM_EST)");
+    let ev = next_event(&schan);
+    assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
+    assert!(ev.is_for(&sid));
+}

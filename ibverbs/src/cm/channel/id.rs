@@ -19,6 +19,7 @@ use super::{ChannelInner, EventChannel};
 use crate::cm::addr::{from_c, to_c};
 use crate::cm::param::{check_private_data, ConnParam, Message};
 use crate::cm::PortSpace;
+use crate::context::async_event::AsyncEventKind;
 use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
@@ -301,6 +302,36 @@ impl CmId {
         // SAFETY: the id is live.
         check("rdma_disconnect", unsafe {
             cm::rdma_disconnect(self.ptr())
+        })
+    }
+
+    /// `rdma_notify`: tells rdma_cm of an asynchronous event of the id's QP that it needs
+    /// to know of. `CommEst` (`IBV_EVENT_COMM_EST`, from [`Context::get_async_event`](crate::Context::get_async_event)): the
+    /// QP received before the connection was established (the peer's first message came
+    /// before its RTU on the accepting side), so the connection is established now;
+    /// `PathMig`: the QP migrated to its alternate path.
+    ///
+    /// Any other kind is refused before librdmacm ([`Error::InvalidArgument`], as the
+    /// kernel would), and so is, by the kernel, an id with no connection under way
+    /// (`EINVAL`). On iWARP devices the call does nothing.
+    pub fn notify(&self, event: AsyncEventKind) -> Result<()> {
+        if !matches!(event, AsyncEventKind::CommEst | AsyncEventKind::PathMig) {
+            return Err(Error::InvalidArgument {
+                what: "rdma_notify event",
+                reason: format!(
+                    "{event:?}: rdma_cm takes only CommEst (IBV_EVENT_COMM_EST) and PathMig \
+                     (IBV_EVENT_PATH_MIG)"
+                ),
+            });
+        }
+        // SAFETY: the id is live; the event is a value of enum ibv_event_type.
+        let rc = unsafe { cm::rdma_notify(self.ptr(), event.raw()) };
+        check("rdma_notify", rc).map_err(|err| match err.raw_os_error() {
+            Some(libc::EINVAL) => Error::InvalidArgument {
+                what: "CM id",
+                reason: "rdma_notify: no connection is under way on it (EINVAL)".into(),
+            },
+            _ => err,
         })
     }
 
