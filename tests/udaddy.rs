@@ -137,8 +137,14 @@ fn rust_server_c_client_two_connections_of_full_size_datagrams() {
 }
 
 #[test]
-fn c_server_rust_client_two_connections_from_a_bound_source() {
-    exchange(Program::C, Program::Rust, &["-c", "2", "-C", "30"], true);
+fn c_server_rust_client_two_connections_from_a_bound_source_with_a_tos() {
+    // The TOS is the client's (set once each address is resolved); the server ignores it.
+    exchange(
+        Program::C,
+        Program::Rust,
+        &["-c", "2", "-C", "30", "-t", "0x20"],
+        true,
+    );
 }
 
 #[test]
