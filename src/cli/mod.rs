@@ -37,7 +37,19 @@ pub fn exit_code(status: i32) -> ExitCode {
 /// (leading `0`) or decimal number up to the first other character; 0 if there is none;
 /// clamped to the `long` range on overflow.
 pub fn strtol(s: &str) -> i64 {
-    let (negative, value) = c_number(s);
+    let (negative, value) = c_number(s, None);
+    long(negative, value)
+}
+
+/// `atoi(s)`, which glibc makes `(int) strtol(s, NULL, 10)`: a decimal number as
+/// [`strtol`] reads it, clamped to the `long` range, then its low 32 bits.
+pub fn atoi(s: &str) -> i32 {
+    let (negative, value) = c_number(s, Some(10));
+    long(negative, value) as i32
+}
+
+/// The signed magnitude clamped to the `long` range, as `strtol` returns it.
+fn long(negative: bool, value: i128) -> i64 {
     let value = if negative { -value } else { value };
     i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
 }
@@ -45,7 +57,7 @@ pub fn strtol(s: &str) -> i64 {
 /// `strtoull(s, NULL, 0)` (and `strtoul` on 64-bit Linux): as [`strtol`], but `u64::MAX` on
 /// overflow and a negative number wrapping around.
 pub fn strtoull(s: &str) -> u64 {
-    let (negative, value) = c_number(s);
+    let (negative, value) = c_number(s, None);
     match u64::try_from(value) {
         Ok(v) if negative => v.wrapping_neg(),
         Ok(v) => v,
@@ -54,8 +66,8 @@ pub fn strtoull(s: &str) -> u64 {
 }
 
 /// The sign and magnitude (saturated beyond `u64::MAX`) of a C number, as `strtol` and
-/// `strtoull` with base 0 read it.
-fn c_number(s: &str) -> (bool, i128) {
+/// `strtoull` read it with base 0 (`radix` `None`: the prefix says) or `radix`.
+fn c_number(s: &str, radix: Option<u32>) -> (bool, i128) {
     let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -67,7 +79,9 @@ fn c_number(s: &str) -> (bool, i128) {
         && bytes[0] == b'0'
         && (bytes[1] | 0x20) == b'x'
         && bytes[2].is_ascii_hexdigit();
-    let (radix, digits) = if hex_prefix {
+    let (radix, digits) = if let Some(radix) = radix {
+        (radix, s)
+    } else if hex_prefix {
         (16, &s[2..])
     } else if bytes.first() == Some(&b'0') {
         (8, s)
@@ -87,6 +101,30 @@ pub fn strerror(errno: i32) -> String {
     let text = io::Error::from_raw_os_error(errno).to_string();
     let suffix = format!(" (os error {errno})");
     text.strip_suffix(&suffix).unwrap_or(&text).to_owned()
+}
+
+/// The code (`EAI_*`, negative) of a `getaddrinfo` error from glibc's `gai_strerror` text
+/// of it, which is what [`rdma_verbs::cm::getaddrinfo`]'s errors carry; -1 for another
+/// text. The C programs return that code as their exit status.
+pub fn gai_code(text: &str) -> i32 {
+    [
+        (libc::EAI_BADFLAGS, "Bad value for ai_flags"),
+        (libc::EAI_NONAME, "Name or service not known"),
+        (libc::EAI_AGAIN, "Temporary failure in name resolution"),
+        (libc::EAI_FAIL, "Non-recoverable failure in name resolution"),
+        (libc::EAI_NODATA, "No address associated with hostname"),
+        (libc::EAI_FAMILY, "ai_family not supported"),
+        (libc::EAI_SOCKTYPE, "ai_socktype not supported"),
+        (libc::EAI_SERVICE, "Servname not supported for ai_socktype"),
+        // EAI_ADDRFAMILY, which the libc crate does not name on Linux.
+        (-9, "Address family for hostname not supported"),
+        (libc::EAI_MEMORY, "Memory allocation failure"),
+        (libc::EAI_SYSTEM, "System error"),
+        (libc::EAI_OVERFLOW, "Result too large for supplied buffer"),
+    ]
+    .into_iter()
+    .find(|&(_, t)| t == text)
+    .map_or(-1, |(code, _)| code)
 }
 
 /// The `strerror`-style text of a failed verb, as `perror` prints it.
@@ -159,6 +197,17 @@ mod tests {
         assert_eq!(strtoull("0x10000000000000000"), u64::MAX);
         assert_eq!(strtoull("-1"), u64::MAX);
         assert_eq!(strtoull("0x100001"), 0x100001);
+        assert_eq!(atoi("010"), 10);
+        assert_eq!(atoi(" -12x"), -12);
+        assert_eq!(atoi("0x10"), 0);
+        assert_eq!(atoi("4294967297"), 1);
+    }
+
+    #[test]
+    fn gai_codes_from_their_text() {
+        assert_eq!(gai_code("Name or service not known"), libc::EAI_NONAME);
+        assert_eq!(gai_code("ai_family not supported"), -6);
+        assert_eq!(gai_code("something else"), -1);
     }
 
     #[test]

@@ -1,0 +1,248 @@
+//! Our `mckey` (the package's example) against rdma-core's (`/usr/bin`, package
+//! rdmacm-utils), as sender and as receiver, and against itself, on the rdma_cm device (run
+//! through `scripts/with-rdma`, which names its address in `$WITH_RDMA_CM_ADDR`; a missing
+//! one is a failure, not a skip; multicast on its dummy netdev: docs/testing.md): the
+//! receiver joins an IPv4 group, the sender joins it too (as a full or a send-only member)
+//! and sends its datagrams through the join event's address handle, the receiver gets them
+//! all (it waits for its count), and both print C's lines and end with status 0; a message
+//! larger than the MTU and bad options get C's output and status; what rdma-verbs cannot do
+//! (`-l`, `-M`) fails, naming it. Each test uses its own group, so they run in parallel.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rdma_verbs_test_kit::{c_tool, cm_addr, example, open_cm, Outcome, Running};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, Debug)]
+enum Program {
+    Rust,
+    C,
+}
+
+impl Program {
+    fn path(self) -> PathBuf {
+        match self {
+            Program::Rust => example("mckey"),
+            Program::C => c_tool("mckey"),
+        }
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Whether the host is a member of `group` at the IP level (`/proc/net/igmp`, which
+/// writes each group as its 32 bits in host order, in hexadecimal): what a full member's
+/// join does on RoCE.
+fn igmp_member(group: Ipv4Addr) -> bool {
+    let hex = format!("{:08X}", u32::from_ne_bytes(group.octets()));
+    std::fs::read_to_string("/proc/net/igmp")
+        .is_ok_and(|text| text.split_whitespace().any(|word| word == hex))
+}
+
+/// Asserts that `out` ended with status 0 after exactly `lines`, with nothing on stderr.
+fn assert_clean(what: &str, out: &Outcome, lines: &[String]) {
+    let mut want = lines.join("\n");
+    want.push('\n');
+    assert!(
+        out.status.success() && out.stdout == want && out.stderr.is_empty(),
+        "{what}: status {}, expected stdout:\n{want}{}",
+        out.status,
+        out.context()
+    );
+    let text = format!("{}{}", out.stdout, out.stderr).to_lowercase();
+    assert!(
+        !text.contains("error") && !text.contains("fail"),
+        "{what}: {}",
+        out.context()
+    );
+}
+
+/// C's lines for a run of `ids` ids on `group` in `role` (`client`: the sender).
+fn lines(role: &str, ids: usize, group: Ipv4Addr) -> Vec<String> {
+    let mut l = vec![format!("mckey: starting {role}"), "mckey: joining".into()];
+    for _ in 0..ids {
+        l.push(format!("mckey: joined dgid: ::ffff:{group} mlid 0x0 sl 0"));
+    }
+    l.push(if role == "client" {
+        "initiating data transfers".into()
+    } else {
+        "receiving data transfers".into()
+    });
+    for last in [
+        "data transfers complete",
+        "test complete",
+        "return status 0",
+    ] {
+        l.push(last.into());
+    }
+    l
+}
+
+/// A receiver of `ids` ids, then a sender of `ids` ids (with `sender_args` besides), on
+/// `group`, both bound to the CM address; `args` (messages, sizes) go to both.
+fn multicast(
+    receiver: Program,
+    sender: Program,
+    group: Ipv4Addr,
+    ids: usize,
+    args: &[&str],
+    sender_args: &[&str],
+) {
+    open_cm();
+    let (addr, group_text, ids_text) = (cm_addr().to_string(), group.to_string(), ids.to_string());
+    let mut common = vec![
+        "-m",
+        group_text.as_str(),
+        "-b",
+        addr.as_str(),
+        "-c",
+        &ids_text,
+    ];
+    common.extend(args);
+    let mut r = Running::spawn("receiver", &receiver.path(), &strings(&common));
+    r.wait_until("joined the group", TIMEOUT, || igmp_member(group));
+    let mut s_args = common.clone();
+    s_args.push("-s");
+    s_args.extend(sender_args);
+    let s = Running::spawn("sender", &sender.path(), &strings(&s_args))
+        .finish_by(Instant::now() + TIMEOUT);
+    let r = r.finish_by(Instant::now() + TIMEOUT);
+    let what = format!("{receiver:?} receiver, {sender:?} sender {sender_args:?}, {args:?}");
+    let s = s.unwrap_or_else(|out| panic!("{what}: the sender hung\n{out}"));
+    let r = r
+        .unwrap_or_else(|out| panic!("{what}: the receiver hung\n{out}\nsender:\n{}", s.context()));
+    assert_clean(&format!("{what}: sender"), &s, &lines("client", ids, group));
+    assert_clean(
+        &format!("{what}: receiver"),
+        &r,
+        &lines("server", ids, group),
+    );
+}
+
+#[test]
+fn rust_sender_c_receiver() {
+    multicast(
+        Program::C,
+        Program::Rust,
+        Ipv4Addr::new(239, 1, 4, 1),
+        1,
+        &[],
+        &[],
+    );
+}
+
+#[test]
+fn c_sender_rust_receiver() {
+    multicast(
+        Program::Rust,
+        Program::C,
+        Ipv4Addr::new(239, 1, 4, 2),
+        1,
+        &[],
+        &[],
+    );
+}
+
+#[test]
+fn rust_sender_rust_receiver_two_ids_of_full_size_datagrams() {
+    multicast(
+        Program::Rust,
+        Program::Rust,
+        Ipv4Addr::new(239, 1, 4, 3),
+        2,
+        &["-C", "30", "-S", "1024"],
+        &[],
+    );
+}
+
+#[test]
+fn rust_send_only_sender_c_receiver() {
+    multicast(
+        Program::C,
+        Program::Rust,
+        Ipv4Addr::new(239, 1, 4, 4),
+        1,
+        &["-C", "20"],
+        &["-o"],
+    );
+}
+
+#[test]
+fn c_send_only_sender_rust_receiver() {
+    multicast(
+        Program::Rust,
+        Program::C,
+        Ipv4Addr::new(239, 1, 4, 5),
+        1,
+        &["-C", "20", "-S", "512"],
+        &["-o"],
+    );
+}
+
+/// What `program` prints and returns for `args`, its path written as `mckey`.
+fn run_alone(program: Program, args: &[&str]) -> (Option<i32>, String, String) {
+    let path = program.path();
+    let out = Running::spawn("mckey", &path, &strings(args)).finish(Instant::now() + TIMEOUT);
+    let name = path.display().to_string();
+    (
+        out.status.code(),
+        out.stdout.replace(&name, "mckey"),
+        out.stderr.replace(&name, "mckey"),
+    )
+}
+
+#[test]
+fn a_message_over_the_mtu_fails_as_in_c() {
+    // Checked once the group resolved, before the join; the leave then fails as well.
+    open_cm();
+    let addr = cm_addr().to_string();
+    let args = ["-m", "239.1.4.6", "-b", addr.as_str(), "-s", "-S", "100000"];
+    let (ours, c) = (
+        run_alone(Program::Rust, &args),
+        run_alone(Program::C, &args),
+    );
+    assert_eq!(ours, c);
+    assert!(
+        c.1.contains("message_size 100000 is larger than active mtu"),
+        "{c:?}"
+    );
+    assert_eq!(c.0, Some(255), "the failed leave's -1");
+}
+
+#[test]
+fn what_rdma_verbs_cannot_do_fails_naming_it() {
+    open_cm();
+    let addr = cm_addr().to_string();
+    for (args, missing) in [
+        (
+            &["-m", "239.1.4.7", "-b", addr.as_str(), "-s", "-l"][..],
+            "QP creation flags",
+        ),
+        (&["-M", "ff0e::1", "-b", addr.as_str(), "-s"], "AF_IB"),
+    ] {
+        let (status, stdout, stderr) = run_alone(Program::Rust, args);
+        assert_eq!(status, Some(255), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stdout.ends_with("test complete\nreturn status -1\n"),
+            "{args:?}: {stdout}"
+        );
+        assert!(
+            stderr.contains(missing) && stderr.contains("not supported by rdma-verbs"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn bad_options_get_cs_usage_and_messages() {
+    for args in [&["-h"][..], &["-M", "ff0e::1"]] {
+        let (ours, c) = (run_alone(Program::Rust, args), run_alone(Program::C, args));
+        assert_eq!(ours, c, "{args:?}");
+        assert_eq!(c.0, Some(1), "{args:?}");
+    }
+}
