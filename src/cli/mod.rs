@@ -37,7 +37,17 @@ pub fn exit_code(status: i32) -> ExitCode {
 /// (leading `0`) or decimal number up to the first other character; 0 if there is none;
 /// clamped to the `long` range on overflow.
 pub fn strtol(s: &str) -> i64 {
-    let (negative, value) = c_number(s);
+    signed(c_number(s, None))
+}
+
+/// `atoi(s)`, glibc's `(int) strtol(s, NULL, 10)`: decimal only, clamped to the `long`
+/// range, then its low 32 bits (so `4294967297` is 1).
+pub fn atoi(s: &str) -> i32 {
+    signed(c_number(s, Some(10))) as i32
+}
+
+/// A sign and magnitude of [`c_number`] as a `long`, clamped.
+fn signed((negative, value): (bool, i128)) -> i64 {
     let value = if negative { -value } else { value };
     i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
 }
@@ -45,7 +55,7 @@ pub fn strtol(s: &str) -> i64 {
 /// `strtoull(s, NULL, 0)` (and `strtoul` on 64-bit Linux): as [`strtol`], but `u64::MAX` on
 /// overflow and a negative number wrapping around.
 pub fn strtoull(s: &str) -> u64 {
-    let (negative, value) = c_number(s);
+    let (negative, value) = c_number(s, None);
     match u64::try_from(value) {
         Ok(v) if negative => v.wrapping_neg(),
         Ok(v) => v,
@@ -54,8 +64,8 @@ pub fn strtoull(s: &str) -> u64 {
 }
 
 /// The sign and magnitude (saturated beyond `u64::MAX`) of a C number, as `strtol` and
-/// `strtoull` with base 0 read it.
-fn c_number(s: &str) -> (bool, i128) {
+/// `strtoull` read it with base 0 (`None`: the prefix tells) or 10.
+fn c_number(s: &str, base: Option<u32>) -> (bool, i128) {
     let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -67,7 +77,9 @@ fn c_number(s: &str) -> (bool, i128) {
         && bytes[0] == b'0'
         && (bytes[1] | 0x20) == b'x'
         && bytes[2].is_ascii_hexdigit();
-    let (radix, digits) = if hex_prefix {
+    let (radix, digits) = if base == Some(10) {
+        (10, s)
+    } else if hex_prefix {
         (16, &s[2..])
     } else if bytes.first() == Some(&b'0') {
         (8, s)
@@ -158,6 +170,11 @@ mod tests {
         assert_eq!(strtoull("0xffffffffffffffff"), u64::MAX);
         assert_eq!(strtoull("0x10000000000000000"), u64::MAX);
         assert_eq!(strtoull("-1"), u64::MAX);
+        assert_eq!(atoi(" 010"), 10);
+        assert_eq!(atoi("0x10"), 0);
+        assert_eq!(atoi("-12abc"), -12);
+        assert_eq!(atoi("4294967297"), 1);
+        assert_eq!(atoi("99999999999999999999999"), -1);
         assert_eq!(strtoull("0x100001"), 0x100001);
     }
 
