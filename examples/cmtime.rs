@@ -28,7 +28,7 @@ use rdma_verbs::cm::{
     IdHandle, PortSpace,
 };
 use rdma_verbs::{CompletionChannel, CompletionQueue, ProtectionDomain, QpType};
-use rdma_verbs_tools::cli::{getopt_long, Item};
+use rdma_verbs_tools::cli::{atoi, getopt_long, Item};
 
 /// The steps, in C's order and words.
 const STEPS: [&str; 8] = [
@@ -57,27 +57,6 @@ struct Options {
     port: String,
     retries: i32,
     timeout: Duration,
-}
-
-/// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
-fn atoi(s: &str) -> i64 {
-    let s = s.trim_start();
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let n = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |n, d| {
-            n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-        });
-    if neg {
-        -n
-    } else {
-        n
-    }
 }
 
 /// The command line, or the exit status after C's usage text.
@@ -115,7 +94,7 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
             'b' => o.src = Some(value),
             'c' => o.connections = usize::try_from(atoi(&value)).unwrap_or(0),
             'p' => o.port = value,
-            'r' => o.retries = i32::try_from(atoi(&value)).unwrap_or(i32::MAX),
+            'r' => o.retries = atoi(&value),
             _ => o.timeout = Duration::from_millis(u64::try_from(atoi(&value)).unwrap_or(0)),
         }
     }

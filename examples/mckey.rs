@@ -30,7 +30,7 @@ use rdma_verbs::{
     RecvRequest, SendRequest, WorkCompletion, GRH_LEN,
 };
 use rdma_verbs_tools::cli::{
-    atoi, exit_code, gai_code, getopt_long, strerror, strtol, verbs_error_text, Item,
+    atoi, exit_code, getopt_long, strerror, strtol, verbs_error_text, Item,
 };
 use rdma_verbs_tools::devinfo::inet_ntop;
 
@@ -133,22 +133,23 @@ fn perror(what: &str, err: &rdma_verbs::Error) {
 /// C's `get_addr`: the first address of `name` (port 0), or the `EAI_*` code after C's
 /// message.
 fn get_addr(name: Option<&str>) -> Result<IpAddr, Ret> {
+    // getaddrinfo(NULL, NULL) fails so.
+    let no_name = || (libc::EAI_NONAME, "Name or service not known".to_owned());
     let found = match name {
         Some(name) => getaddrinfo(Some(name), None, &AddrHints::default()).map_err(|e| match e {
-            rdma_verbs::Error::Verb { source, .. } => source.to_string(),
-            other => other.to_string(),
+            rdma_verbs::Error::AddrInfo { code, message } => (code, message),
+            other => (-1, other.to_string()),
         }),
-        // getaddrinfo(NULL, NULL) fails so.
-        None => Err("Name or service not known".to_owned()),
+        None => Err(no_name()),
     };
     let found = found.and_then(|info| {
         info.into_iter()
             .find_map(|i| i.dst.or(i.src))
-            .ok_or_else(|| "Name or service not known".to_owned())
+            .ok_or_else(no_name)
     });
-    found.map(|a| a.ip()).map_err(|text| {
+    found.map(|a| a.ip()).map_err(|(code, text)| {
         println!("getaddrinfo failed ({text}) - invalid hostname or IP address");
-        gai_code(&text)
+        code
     })
 }
 

@@ -28,7 +28,7 @@ use rdma_verbs::{
     RecvRequest, SendRequest, WorkCompletion, GRH_LEN,
 };
 use rdma_verbs_tools::cli::{
-    atoi, exit_code, gai_code, getopt_long, strerror, strtol, strtoull, verbs_error_text, Item,
+    atoi, exit_code, getopt_long, strerror, strtol, strtoull, verbs_error_text, Item,
 };
 
 /// The port the server listens on and the client connects to (C has no option for it).
@@ -553,17 +553,15 @@ fn rdma_addr(
         // rdma-verbs has no AF_IB addresses.
         return Err((libc::EAI_FAMILY, "AF_IB addresses are not supported".into()));
     }
-    let gai = |e: rdma_verbs::Error| {
-        let text = match &e {
-            rdma_verbs::Error::Verb { source, .. } => source.to_string(),
-            other => other.to_string(),
-        };
-        (gai_code(&text), text)
+    let gai = |e: rdma_verbs::Error| match e {
+        rdma_verbs::Error::AddrInfo { code, message } => (code, message),
+        other => (-1, other.to_string()),
     };
     let hints = AddrHints {
         passive,
         numeric_host: o.numeric_host,
         port_space: port_space(o),
+        ..AddrHints::default()
     };
     let node = if passive { &o.src } else { &o.dst };
     let info = getaddrinfo(node.as_deref(), Some(PORT), &hints).map_err(gai)?;

@@ -25,6 +25,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// `rdma_getaddrinfo` could not resolve the name or service: `code` is its `EAI_*`
+    /// code (negative, as `getaddrinfo`'s), `message` glibc's `gai_strerror` text of it.
+    #[error("rdma_getaddrinfo failed: {message}")]
+    AddrInfo {
+        /// The `EAI_*` code, such as `libc::EAI_NONAME`.
+        code: i32,
+        /// `gai_strerror(code)`.
+        message: String,
+    },
     /// No device has this name.
     #[error("no RDMA device named {name:?} (devices: {available})")]
     DeviceNotFound {

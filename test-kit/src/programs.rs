@@ -45,15 +45,18 @@ fn built(path: PathBuf, how: &str) -> PathBuf {
 /// names, and the tests would then compare ours with ours. Panics, naming the Debian package
 /// to install, if it is missing or unknown: rdma-core's `ibv_devices`, `ibv_devinfo` and
 /// `ibv_rc_pingpong` (ibverbs-utils), `ibstat`, `sminfo`, `smpquery`, `perfquery`,
-/// `ibnetdiscover` and `ibportstate` (infiniband-diags), `rping`, `cmtime`, `udaddy` and
-/// `mckey` (rdmacm-utils) and perftest's `ib_*` tools (perftest).
+/// `ibnetdiscover` and `ibportstate` (infiniband-diags), `rping`, `cmtime`, `udaddy`, `mckey`,
+/// `ucmatose`, `rdma_server` and `rdma_client` (rdmacm-utils) and perftest's `ib_*` tools
+/// (perftest).
 pub fn c_tool(tool: &str) -> PathBuf {
     let (dir, package) = match tool {
         "ibv_devices" | "ibv_devinfo" | "ibv_rc_pingpong" => ("/usr/bin", "ibverbs-utils"),
         "ibstat" | "sminfo" | "smpquery" | "perfquery" | "ibnetdiscover" | "ibportstate" => {
             ("/usr/sbin", "infiniband-diags")
         }
-        "rping" | "cmtime" | "udaddy" | "mckey" => ("/usr/bin", "rdmacm-utils"),
+        "rping" | "cmtime" | "udaddy" | "mckey" | "ucmatose" | "rdma_server" | "rdma_client" => {
+            ("/usr/bin", "rdmacm-utils")
+        }
         _ if tool.starts_with("ib_") => ("/usr/bin", "perftest"),
         _ => panic!("{tool} is not a C tool the tests know"),
     };

@@ -1,7 +1,6 @@
 //! Socket addresses to and from C (`sockaddr_in`, `sockaddr_in6`) and `rdma_getaddrinfo`.
 
 use std::ffi::{CStr, CString};
-use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::ptr;
@@ -150,7 +149,7 @@ pub struct AddrHints {
 }
 
 /// `rdma_getaddrinfo`: resolves `node` and `service` (a port number) to CM addresses. A
-/// name that does not resolve is an [`Error::Verb`] whose message is `gai_strerror`'s.
+/// name that does not resolve is an [`Error::AddrInfo`] with its `EAI_*` code.
 pub fn getaddrinfo(
     node: Option<&str>,
     service: Option<&str>,
@@ -205,9 +204,9 @@ pub fn getaddrinfo(
         // A getaddrinfo error code (EAI_*).
         // SAFETY: gai_strerror returns a static NUL-terminated string for any code.
         let msg = unsafe { CStr::from_ptr(libc::gai_strerror(rc)) };
-        return Err(Error::Verb {
-            verb: "rdma_getaddrinfo",
-            source: io::Error::other(msg.to_string_lossy().into_owned()),
+        return Err(Error::AddrInfo {
+            code: rc,
+            message: msg.to_string_lossy().into_owned(),
         });
     }
     let mut out = Vec::new();
