@@ -12,6 +12,7 @@ use super::cq::AsyncCq;
 use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::{AlignedBuffer, MemoryRegion, RegistrableMemory};
+use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
 use crate::wake::wake_all;
 use crate::wr::{RecvRequest, RemoteMemory, SendRequest};
@@ -210,7 +211,8 @@ impl<B: RegistrableMemory> AsyncQp<B> {
     /// Sends `range` of `mr` as one datagram (`IBV_WR_SEND` on a UD QP) to QP `remote_qpn`
     /// with Q_Key `remote_qkey` through `ah` (from a `UdPeer` of rdma_cm, a received
     /// completion, or an endpoint), which is kept until the send completes. On another
-    /// type of QP, the QP's check refuses it ([`Error::InvalidArgument`]).
+    /// type of QP, where a send has no address and would reach the connected peer, it is
+    /// refused ([`Error::InvalidArgument`]).
     pub fn send_to(
         &self,
         mr: MemoryRegion<B>,
@@ -219,6 +221,13 @@ impl<B: RegistrableMemory> AsyncQp<B> {
         remote_qpn: u32,
         remote_qkey: u32,
     ) -> Result<Op<B>> {
+        let qp_type = self.shared.qp.qp_type();
+        if qp_type != QpType::Ud {
+            return Err(Error::InvalidArgument {
+                what: "queue pair type",
+                reason: format!("send_to sends datagrams, on a UD QP; this QP is {qp_type:?}"),
+            });
+        }
         self.start_with(mr, Some(Arc::clone(&ah)), |id, mr| {
             let sge = [mr.sge(range)?];
             self.post(SendRequest::send(id, &sge).ud(&ah, remote_qpn, remote_qkey))

@@ -220,8 +220,9 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
     id.id().bind(SocketAddr::new(cm_addr(), 0)).unwrap();
     let ctx = id.id().context().unwrap();
     let pd = ctx.alloc_pd().unwrap();
+    let comp = ctx.create_comp_channel().unwrap();
     // No QP yet.
-    let cq = AsyncCq::new(ctx.create_cq(8, None).unwrap()).unwrap();
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&comp)).unwrap()).unwrap();
     let err = id.async_qp::<AlignedBuffer>(cq).unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument { what: "CM id", reason } if reason.contains("no QP")),
@@ -231,7 +232,7 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
     let other = ctx.create_cq(8, None).unwrap();
     id.create_qp(pd.create_qp(QpType::Rc, &other, &other))
         .unwrap();
-    let cq = AsyncCq::new(ctx.create_cq(8, None).unwrap()).unwrap();
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&comp)).unwrap()).unwrap();
     let err = id.async_qp::<AlignedBuffer>(cq).unwrap_err();
     assert!(
         matches!(
@@ -245,7 +246,7 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
     );
     assert!(id.id().qp().is_none());
     // Posted on before: its completions could not be told from the table's.
-    let cq = AsyncCq::new(ctx.create_cq(8, None).unwrap()).unwrap();
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&comp)).unwrap()).unwrap();
     id.create_qp(pd.create_qp(QpType::Rc, cq.cq(), cq.cq()).max_send_wr(2))
         .unwrap();
     let mut mr = region(&pd, 8, &[]);
@@ -261,8 +262,8 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
         "{err:?}"
     );
     mr.write(0, b"unused").unwrap();
-    // A datagram to a connected QP: refused by the QP's own check.
-    let cq = AsyncCq::new(ctx.create_cq(8, None).unwrap()).unwrap();
+    // A datagram on a connected QP (whose send would ignore the address): refused.
+    let cq = AsyncCq::new(ctx.create_cq(8, Some(&comp)).unwrap()).unwrap();
     id.create_qp(pd.create_qp(QpType::Rc, cq.cq(), cq.cq()).max_send_wr(2))
         .unwrap();
     let qp: AsyncQp = id.async_qp(cq).unwrap();
@@ -279,7 +280,10 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
     let err = qp
         .send_to(region(&pd, 8, b"x"), ..1, ah, 1, rdma_verbs::cm::UDP_QKEY)
         .unwrap_err();
-    assert!(matches!(&err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(
+        matches!(&err, Error::InvalidArgument { what: "queue pair type", reason } if reason.contains("Rc")),
+        "{err:?}"
+    );
     assert_eq!(qp.in_flight(), 0, "nothing was posted");
     drop((qp, id, mr, pd, channel));
     assert_clean_drops();
