@@ -452,6 +452,7 @@ pub use mw::{MemoryWindow, MwType};
 pub use pd::domain::ThreadDomain;
 pub use pd::ProtectionDomain;
 pub use qp::attr::QpAttributes;
+pub use qp::create_flags::QpCreateFlags;
 pub use qp::ex::WrBatch;
 pub use qp::mcast::MULTICAST_QPN;
 pub use qp::qp_type::QpType;

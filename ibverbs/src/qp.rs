@@ -8,6 +8,7 @@
 pub(crate) mod attr; // QueuePair::query (ibv_query_qp) and QpAttributes
 #[cfg(feature = "cm")]
 pub(crate) mod cm; // a QP on a CM id (rdma_create_qp_ex)
+pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
@@ -29,6 +30,7 @@ use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
 use crate::mr::AccessFlags;
 use crate::pd::ProtectionDomain;
+use crate::qp::create_flags::QpCreateFlags;
 use crate::qp::ex::ExSend;
 use crate::qp::qp_type::QpType;
 use crate::qp::state::QpState;
@@ -84,6 +86,20 @@ impl Default for ConnectOptions {
     }
 }
 
+/// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
+/// it: the creation flags or the inline data the provider refused, named; else `err`.
+#[cold]
+fn creation_error(
+    ctx: *mut ffi::ibv_context,
+    init: &ffi::ibv_qp_init_attr_ex,
+    err: Error,
+) -> Error {
+    match create_flags::creation_error(ctx, init, err) {
+        err @ Error::Unsupported { .. } => err,
+        err => inline_limit::creation_error(ctx, init, err),
+    }
+}
+
 /// Parameters of a new queue pair; see [`ProtectionDomain::create_qp`].
 pub struct QueuePairBuilder<'a> {
     pd: &'a ProtectionDomain,
@@ -99,6 +115,7 @@ pub struct QueuePairBuilder<'a> {
     access: Option<AccessFlags>,
     qkey: Option<u32>,
     send_ops: SendOps,
+    create_flags: QpCreateFlags,
 }
 
 /// The Q_Key UD queue pairs get unless told otherwise.
@@ -132,6 +149,7 @@ impl ProtectionDomain {
             access: None,
             qkey: None,
             send_ops: SendOps::empty(),
+            create_flags: QpCreateFlags::empty(),
         }
     }
 }
@@ -236,8 +254,8 @@ impl<'a> QueuePairBuilder<'a> {
         } else {
             "ibv_create_qp_ex"
         };
-        let raw = check_ptr(verb, raw)
-            .map_err(|err| inline_limit::creation_error(ctx.ptr(), &attr_asked, err))?;
+        let raw =
+            check_ptr(verb, raw).map_err(|err| creation_error(ctx.ptr(), &attr_asked, err))?;
         // SAFETY: raw was just created from init on the builder's objects.
         let qp = unsafe { self.wrap(raw, &init, port_num, &gid, &port) };
         if let Some(ex) = qp.qp_ex() {
@@ -308,6 +326,10 @@ impl<'a> QueuePairBuilder<'a> {
         if !self.send_ops.is_empty() {
             init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
             init.send_ops_flags = self.send_ops.bits();
+        }
+        if !self.create_flags.is_empty() {
+            init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_CREATE_FLAGS.0;
+            init.create_flags = self.create_flags.bits();
         }
         init
     }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
-    AccessFlags, Context, Error, Gid, GidType, QpType, RecvRequest, SendOps, SendRequest,
+    AccessFlags, Context, Error, Gid, GidType, QpCreateFlags, QpType, RecvRequest, SendOps,
+    SendRequest,
 };
 use rdma_verbs_test_kit::{cm_addr, cm_device, open};
 
@@ -58,6 +59,12 @@ fn settings_rdma_cm_decides_and_misfits_are_refused_before_the_call() {
     assert!(invalid(&err, builder, "access is rdma_cm's"), "{err:?}");
     let err = id.create_qp(rc().qkey(7)).unwrap_err();
     assert!(invalid(&err, builder, "qkey is rdma_cm's"), "{err:?}");
+    // Creation flags rxe does not take: named, and the id keeps no QP.
+    let err = id
+        .create_qp(rc().create_flags(QpCreateFlags::BLOCK_SELF_MCAST_LB))
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    assert!(id.qp().is_none());
     let err = id
         .create_qp(pd.create_qp(QpType::Ud, &cq, &cq))
         .unwrap_err();

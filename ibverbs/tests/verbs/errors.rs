@@ -5,8 +5,8 @@
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 
 use rdma_verbs::{
-    AccessFlags, AsRaw, ConnectOptions, Error, Mtu, MwType, QpState, QpType, RecvRequest, SendOps,
-    SendRequest, WcStatus, WorkCompletion, WrError, WrOpcode,
+    AccessFlags, AsRaw, ConnectOptions, Error, Mtu, MwType, QpCreateFlags, QpState, QpType,
+    RecvRequest, SendOps, SendRequest, WcStatus, WorkCompletion, WrError, WrOpcode,
 };
 
 use crate::common::{poll_one, refusal, Pair, ALL};
@@ -419,6 +419,40 @@ fn max_inline_data_over_the_limit_names_it() {
         Error::DeviceLimit { max: m, .. } if m == u64::from(max) => {}
         other => panic!("expected the same limit, got {other}"),
     }
+    drop((qp, cq, pd));
+    assert_clean_drops();
+}
+
+/// Creation flags rxe does not take (it takes none) fail the creation as
+/// [`Error::Unsupported`] naming them, found by creating the same QP without them; the
+/// same QP without flags builds, and nothing is left behind.
+#[test]
+fn creation_flags_the_provider_does_not_take_are_named() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    for flags in [
+        QpCreateFlags::BLOCK_SELF_MCAST_LB,
+        QpCreateFlags::SCATTER_FCS,
+        QpCreateFlags::CVLAN_STRIPPING,
+        QpCreateFlags::PCI_WRITE_END_PADDING,
+        QpCreateFlags::all(),
+    ] {
+        let err = pd
+            .create_qp(QpType::Ud, &cq, &cq)
+            .create_flags(flags)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported { what, .. } if what.contains("creation flags")),
+            "{flags:?}: {err:?}"
+        );
+    }
+    let qp = pd
+        .create_qp(QpType::Ud, &cq, &cq)
+        .create_flags(QpCreateFlags::empty())
+        .build()
+        .unwrap();
     drop((qp, cq, pd));
     assert_clean_drops();
 }
