@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -131,21 +131,30 @@ fn rdma_addr(o: &Options, passive: bool) -> Result<AddrInfo, String> {
     lookup(o.dst.as_deref(), Some(&o.port), &hints)
 }
 
-/// The start and end of each step of one connection.
-#[derive(Clone, Copy, Default)]
-struct Times([[Option<Instant>; 2]; 8]);
+/// The start and end of each step of one connection: nanoseconds after
+/// [`Progress::base`], plus one (0: not reached). Atomics, as C's plain stores: the event
+/// thread and the steps never wait for each other to write a time.
+type Times = [[AtomicU64; 2]; 8];
 
 /// What the event thread and the steps share.
 struct Progress {
-    times: Mutex<Vec<Times>>,
+    base: Instant,
+    times: Vec<Times>,
     completed: [AtomicUsize; 8],
     failed: Mutex<Vec<bool>>,
 }
 
 impl Progress {
     fn mark(&self, node: usize, step: usize, end: bool) {
-        let mut times = self.times.lock().unwrap_or_else(PoisonError::into_inner);
-        times[node].0[step][usize::from(end)] = Some(Instant::now());
+        let ns = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.times[node][step][usize::from(end)].store(ns + 1, Ordering::Relaxed);
+    }
+
+    /// When `node` started (or, if `end`, ended) `step`.
+    fn at(&self, node: usize, step: usize, end: bool) -> Option<Instant> {
+        let ns = self.times[node][step][usize::from(end)].load(Ordering::Relaxed);
+        ns.checked_sub(1)
+            .map(|ns| self.base + Duration::from_nanos(ns))
     }
 
     fn complete(&self, node: usize, step: usize) {
@@ -301,7 +310,8 @@ fn run_client(o: &Options) -> Result<(), String> {
     let channel = EventChannel::new().map_err(|e| e.to_string())?;
     let n = o.connections;
     let shared = Arc::new(Progress {
-        times: Mutex::new(vec![Times::default(); n]),
+        base: Instant::now(),
+        times: (0..n).map(|_| Times::default()).collect(),
         completed: Default::default(),
         failed: Mutex::new(vec![false; n]),
     });
@@ -420,8 +430,7 @@ fn run_client(o: &Options) -> Result<(), String> {
     totals[DESTROY][1] = Some(Instant::now());
     drop(objects);
 
-    let times = shared.times.lock().unwrap_or_else(PoisonError::into_inner);
-    print!("{}", table(&times, &totals, o.src.is_some()));
+    print!("{}", table(&shared, &totals, o.src.is_some()));
     Ok(())
 }
 
@@ -433,21 +442,21 @@ fn diff_us(start: Option<Instant>, end: Option<Instant>) -> Option<f32> {
 }
 
 /// C's `show_perf`.
-fn table(nodes: &[Times], totals: &[[Option<Instant>; 2]; 8], bound: bool) -> String {
+fn table(nodes: &Progress, totals: &[[Option<Instant>; 2]; 8], bound: bool) -> String {
     let mut out = String::from("step              total ms     max ms     min us  us / conn\n");
     for (step, name) in STEPS.iter().enumerate() {
         if step == BIND && !bound {
             continue;
         }
         let (mut max, mut min) = (0f32, 999_999_999f32);
-        for t in nodes {
-            if let Some(us) = diff_us(t.0[step][0], t.0[step][1]) {
+        for node in 0..nodes.times.len() {
+            if let Some(us) = diff_us(nodes.at(node, step, false), nodes.at(node, step, true)) {
                 max = max.max(us);
                 min = min.min(us);
             }
         }
         let us = diff_us(totals[step][0], totals[step][1]).unwrap_or(0.0);
-        let conns = nodes.len() as f32;
+        let conns = nodes.times.len() as f32;
         out.push_str(&format!(
             "{name:<13}: {:11.2}{:11.2}{:11.2}{:11.2}\n",
             us / 1000.,

@@ -779,11 +779,11 @@ impl fmt::Debug for QueuePair {
     }
 }
 
-/// A random 24-bit packet sequence number.
+/// A random 24-bit packet sequence number: the hash of nothing under a new `RandomState`,
+/// whose keys are random per thread and step on with each one made (no system call).
 fn random_psn() -> u32 {
     use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
+    let h = std::collections::hash_map::RandomState::new().build_hasher();
     (h.finish() & 0xff_ffff) as u32
 }
 

@@ -117,52 +117,55 @@ impl EventChannel {
     /// Waits for the next event (`rdma_get_cm_event`), then acknowledges it.
     pub fn get_event(&self) -> Result<CmEvent> {
         loop {
-            if let Some(event) = self.wait_and_get(-1)? {
+            if let Some(event) = self.try_get_event()? {
                 return Ok(event);
             }
+            self.poll(-1)?;
         }
     }
 
-    /// Waits up to `timeout` for the next event; `None` if none came.
+    /// Waits up to `timeout` for the next event; `None` if none came. An event already
+    /// queued costs one system call (no clock read, no poll); a timeout too long to have
+    /// an end waits as [`get_event`](Self::get_event) does.
     pub fn get_event_timeout(&self, timeout: Duration) -> Result<Option<CmEvent>> {
-        let deadline = Instant::now() + timeout;
+        let mut deadline = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-            if let Some(event) = self.wait_and_get(ms)? {
+            if let Some(event) = self.try_get_event()? {
                 return Ok(Some(event));
             }
-            if left.is_zero() {
-                return Ok(None);
-            }
+            let now = Instant::now();
+            let ms = match *deadline.get_or_insert_with(|| now.checked_add(timeout)) {
+                Some(end) => {
+                    let left = end.saturating_duration_since(now);
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    // Rounded up, so that the wait ends at or after the deadline.
+                    i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+                }
+                None => -1,
+            };
+            self.poll(ms)?;
         }
     }
 
-    /// Reads one event if one is queued; if none is, polls the fd for up to `ms` (-1: no
-    /// limit) and reads one if it became readable (another reader may have taken it). An
-    /// event already queued costs one system call, not a poll and a read.
-    fn wait_and_get(&self, ms: i32) -> Result<Option<CmEvent>> {
-        if let Some(event) = self.try_get_event()? {
-            return Ok(Some(event));
-        }
+    /// Polls the fd until it is readable or `ms` milliseconds have passed (-1: no limit);
+    /// a signal ends the wait early. Whether an event is there is for the next read to say
+    /// (another reader may take it first).
+    fn poll(&self, ms: i32) -> Result<()> {
         let mut pfd = libc::pollfd {
             fd: self.fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: pfd is one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n < 0 {
+        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
             let err = Error::last("poll");
-            if err.raw_os_error() == Some(libc::EINTR) {
-                return Ok(None);
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
             }
-            return Err(err);
         }
-        if n == 0 {
-            return Ok(None);
-        }
-        self.try_get_event()
+        Ok(())
     }
 
     /// Reads one event if one is queued (`rdma_get_cm_event` on the non-blocking fd), then
