@@ -417,7 +417,7 @@ fn timeouts_are_bounded() {
     );
     // A timeout with no end in the clock's range (it panicked adding it to the clock): an
     // event already there is returned.
-    let mut id = channel.create_id(PortSpace::Tcp).unwrap();
+    let id = channel.create_id(PortSpace::Tcp).unwrap();
     id.resolve_addr(
         None,
         SocketAddr::new(cm_addr(), 7471),
