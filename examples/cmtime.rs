@@ -28,7 +28,7 @@ use rdma_verbs::cm::{
     IdHandle, PortSpace,
 };
 use rdma_verbs::{CompletionChannel, CompletionQueue, ProtectionDomain, QpType};
-use rdma_verbs_tools::cli::{atoi, getopt_long, Item};
+use rdma_verbs_tools::cli::{atoi, getopt_long, print_usage, Item};
 
 /// The steps, in C's order and words.
 const STEPS: [&str; 8] = [
@@ -75,17 +75,17 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
             Item::Opt(opt, value) => (opt, value.unwrap_or_default()),
             Item::Error(err) => {
                 eprintln!("{}", err.message(prog));
-                println!("usage: {prog}");
-                for line in [
-                    "[-s server_address]",
-                    "[-b bind_address]",
-                    "[-c connections]",
-                    "[-p port_number]",
-                    "[-r retries]",
-                    "[-t timeout_ms]",
-                ] {
-                    println!("\t{line}");
-                }
+                print_usage(
+                    prog,
+                    &[
+                        "[-s server_address]",
+                        "[-b bind_address]",
+                        "[-c connections]",
+                        "[-p port_number]",
+                        "[-r retries]",
+                        "[-t timeout_ms]",
+                    ],
+                );
                 return Err(ExitCode::from(1));
             }
         };

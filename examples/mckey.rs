@@ -31,7 +31,7 @@ use rdma_verbs::{
     QpCreateFlags, QpType, RecvRequest, SendRequest, WorkCompletion, GRH_LEN,
 };
 use rdma_verbs_tools::cli::{
-    atoi, exit_code, getopt_long, strerror, strtol, verbs_error_text, Item,
+    atoi, exit_code, getopt_long, perror, print_usage, strerror, strtol, verbs_error_text, Item,
 };
 use rdma_verbs_tools::devinfo::inet_ntop;
 
@@ -62,18 +62,18 @@ struct Options {
 }
 
 fn usage(prog: &str) {
-    println!("usage: {prog}");
-    println!("\t-m multicast_address");
-    println!("\t[-M unmapped_multicast_address]\n\t replaces -m and requires -b");
-    for line in [
-        "[-s(ender)]",
-        "[-b bind_address]",
-        "[-c connections]",
-        "[-C message_count]",
-        "[-S message_size]",
-    ] {
-        println!("\t{line}");
-    }
+    print_usage(
+        prog,
+        &[
+            "-m multicast_address",
+            "[-M unmapped_multicast_address]\n\t replaces -m and requires -b",
+            "[-s(ender)]",
+            "[-b bind_address]",
+            "[-c connections]",
+            "[-C message_count]",
+            "[-S message_size]",
+        ],
+    );
     println!(
         "\t[-p port_space - {:#x} for UDP (default), {:#x} for IPOIB]",
         PortSpace::Udp.raw().0,
@@ -121,11 +121,6 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
         }
     }
     Ok(o)
-}
-
-/// `perror(what)` for a failed call of the library.
-fn perror(what: &str, err: &rdma_verbs::Error) {
-    eprintln!("{what}: {}", verbs_error_text(err));
 }
 
 /// C's `get_addr`: the first address of `name` (port 0), or the `EAI_*` code after C's

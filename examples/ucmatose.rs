@@ -35,7 +35,9 @@ use rdma_verbs::cm::{
 use rdma_verbs::{
     AccessFlags, CompletionQueue, MemoryRegion, QpType, RecvRequest, SendRequest, WorkCompletion,
 };
-use rdma_verbs_tools::cli::{atoi, exit_code, getopt_long, strtoull, verbs_error_text, Item};
+use rdma_verbs_tools::cli::{
+    atoi, exit_code, getopt_long, perror, print_usage, strtoull, verbs_error_text, Item,
+};
 
 /// What C gives address and route resolution.
 const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
@@ -84,24 +86,24 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
             Item::Opt(opt, value) => (opt, value.unwrap_or_default()),
             Item::Error(err) => {
                 eprintln!("{}", err.message(prog));
-                println!("usage: {prog}");
-                for line in [
-                    "[-s server_address]",
-                    "[-b bind_address]",
-                    "[-f address_format]",
-                    "    name, ip, ipv6, or gid",
-                    "[-P port_space]",
-                    "    tcp or ib",
-                    "[-c connections]",
-                    "[-C message_count]",
-                    "[-S message_size]",
-                    "[-t type_of_service]",
-                    "[-p port_number]",
-                    "[-m(igrate)]",
-                    "[-a ack_timeout]",
-                ] {
-                    println!("\t{line}");
-                }
+                print_usage(
+                    prog,
+                    &[
+                        "[-s server_address]",
+                        "[-b bind_address]",
+                        "[-f address_format]",
+                        "    name, ip, ipv6, or gid",
+                        "[-P port_space]",
+                        "    tcp or ib",
+                        "[-c connections]",
+                        "[-C message_count]",
+                        "[-S message_size]",
+                        "[-t type_of_service]",
+                        "[-p port_number]",
+                        "[-m(igrate)]",
+                        "[-a ack_timeout]",
+                    ],
+                );
                 return Err(ExitCode::from(1));
             }
         };
@@ -132,11 +134,6 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
         }
     }
     Ok(o)
-}
-
-/// `perror`: `what` and the error's `strerror` text, on stderr.
-fn perror(what: &str, err: &rdma_verbs::Error) {
-    eprintln!("{what}: {}", verbs_error_text(err));
 }
 
 /// A node's send CQ, in its pair.

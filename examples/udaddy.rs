@@ -28,7 +28,8 @@ use rdma_verbs::{
     RecvRequest, SendRequest, WorkCompletion, GRH_LEN,
 };
 use rdma_verbs_tools::cli::{
-    atoi, exit_code, getopt_long, strerror, strtol, strtoull, verbs_error_text, Item,
+    atoi, exit_code, getopt_long, perror, print_usage, strerror, strtol, strtoull,
+    verbs_error_text, Item,
 };
 
 /// The port the server listens on and the client connects to (C has no option for it).
@@ -55,21 +56,21 @@ struct Options {
 }
 
 fn usage(prog: &str) {
-    println!("usage: {prog}");
-    for line in [
-        "[-s server_address]",
-        "[-b bind_address]",
-        "[-f address_format]",
-        "    name, ip, ipv6, or gid",
-        "[-P port_space]",
-        "    udp or ipoib",
-        "[-c connections]",
-        "[-C message_count]",
-        "[-S message_size]",
-        "[-t type_of_service]",
-    ] {
-        println!("\t{line}");
-    }
+    print_usage(
+        prog,
+        &[
+            "[-s server_address]",
+            "[-b bind_address]",
+            "[-f address_format]",
+            "    name, ip, ipv6, or gid",
+            "[-P port_space]",
+            "    udp or ipoib",
+            "[-c connections]",
+            "[-C message_count]",
+            "[-S message_size]",
+            "[-t type_of_service]",
+        ],
+    );
     println!(
         "\t[-p port_space - {:#x} for UDP (default), {:#x} for IPOIB]",
         PortSpace::Udp.raw().0,
@@ -130,11 +131,6 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
         }
     }
     Ok(o)
-}
-
-/// `perror(what)` for a failed call of the library.
-fn perror(what: &str, err: &rdma_verbs::Error) {
-    eprintln!("{what}: {}", verbs_error_text(err));
 }
 
 /// The port space of `-p`'s number; `None` for a number that is none (which C's

@@ -108,6 +108,20 @@ pub fn verbs_error_text(err: &rdma_verbs::Error) -> String {
     err.raw_os_error().map_or_else(|| err.to_string(), strerror)
 }
 
+/// `perror(what)` of a failed call of the library: `what` and the error's `strerror` text
+/// ([`verbs_error_text`]), on stderr.
+pub fn perror(what: &str, err: &rdma_verbs::Error) {
+    eprintln!("{what}: {}", verbs_error_text(err));
+}
+
+/// A C example's usage text: `usage: PROG`, then each line after a tab.
+pub fn print_usage(prog: &str, lines: &[&str]) {
+    println!("usage: {prog}");
+    for line in lines {
+        println!("\t{line}");
+    }
+}
+
 /// A tool's standard output, buffered like C's `printf`, and its error messages.
 ///
 /// Write with `write!`; [`Output::error`] first sends what is buffered, so that on a
