@@ -6,28 +6,12 @@
 //! Each test uses its own port, so they run in parallel.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, open_cm, run_alone, Outcome, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECTIONS: usize = 20;
-
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self) -> PathBuf {
-        match self {
-            Program::Rust => example("cmtime"),
-            Program::C => c_tool("cmtime"),
-        }
-    }
-}
 
 /// `program` as the server on `port` of the CM address, once it listens.
 fn server(program: Program, port: u16) -> Running {
@@ -38,7 +22,7 @@ fn server(program: Program, port: u16) -> Running {
         "-p".into(),
         port.to_string(),
     ];
-    let mut s = Running::spawn("server", &program.path(), &args);
+    let mut s = Running::spawn("server", &program.example("cmtime"), &args);
     let at = SocketAddr::new(cm_addr(), port);
     s.wait_until("listened", TIMEOUT, || cm_listening(at));
     s
@@ -81,8 +65,8 @@ fn connect(server_program: Program, client_program: Program, port: u16, bind: bo
     if bind {
         args.extend(["-b".to_owned(), addr]);
     }
-    let c =
-        Running::spawn("client", &client_program.path(), &args).finish(Instant::now() + TIMEOUT);
+    let c = Running::spawn("client", &client_program.example("cmtime"), &args)
+        .finish(Instant::now() + TIMEOUT);
     let what = format!("{server_program:?} server, {client_program:?} client");
     let server_out = s.finish_by(Instant::now()).err().unwrap_or_default();
     assert!(
@@ -150,16 +134,7 @@ fn c_server_rust_client_with_a_bound_source() {
 
 #[test]
 fn a_bad_option_gets_cs_usage() {
-    let run = |program: Program| {
-        let path = program.path();
-        let out = Running::spawn("cmtime", &path, &["-h".into()]).finish(Instant::now() + TIMEOUT);
-        let name = path.display().to_string();
-        (
-            out.status.code(),
-            out.stdout.replace(&name, "cmtime"),
-            out.stderr.replace(&name, "cmtime"),
-        )
-    };
+    let run = |program: Program| run_alone(&program.example("cmtime"), "cmtime", &["-h"], TIMEOUT);
     let (ours, c) = (run(Program::Rust), run(Program::C));
     assert_eq!(ours, c);
     assert_eq!(c.0, Some(1));

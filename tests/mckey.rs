@@ -10,31 +10,11 @@
 //! they run in parallel.
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, open_cm, strings, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self) -> PathBuf {
-        match self {
-            Program::Rust => example("mckey"),
-            Program::C => c_tool("mckey"),
-        }
-    }
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| a.to_string()).collect()
-}
 
 /// Whether the host is a member of `group` at the IP level (`/proc/net/igmp`, which
 /// writes each group as its 32 bits in host order, in hexadecimal): what a full member's
@@ -43,24 +23,6 @@ fn igmp_member(group: Ipv4Addr) -> bool {
     let hex = format!("{:08X}", u32::from_ne_bytes(group.octets()));
     std::fs::read_to_string("/proc/net/igmp")
         .is_ok_and(|text| text.split_whitespace().any(|word| word == hex))
-}
-
-/// Asserts that `out` ended with status 0 after exactly `lines`, with nothing on stderr.
-fn assert_clean(what: &str, out: &Outcome, lines: &[String]) {
-    let mut want = lines.join("\n");
-    want.push('\n');
-    assert!(
-        out.status.success() && out.stdout == want && out.stderr.is_empty(),
-        "{what}: status {}, expected stdout:\n{want}{}",
-        out.status,
-        out.context()
-    );
-    let text = format!("{}{}", out.stdout, out.stderr).to_lowercase();
-    assert!(
-        !text.contains("error") && !text.contains("fail"),
-        "{what}: {}",
-        out.context()
-    );
 }
 
 /// C's lines for a run of `ids` ids on `group` in `role` (`client`: the sender).
@@ -105,24 +67,20 @@ fn multicast(
         &ids_text,
     ];
     common.extend(args);
-    let mut r = Running::spawn("receiver", &receiver.path(), &strings(&common));
+    let mut r = Running::spawn("receiver", &receiver.example("mckey"), &strings(&common));
     r.wait_until("joined the group", TIMEOUT, || igmp_member(group));
     let mut s_args = common.clone();
     s_args.push("-s");
     s_args.extend(sender_args);
-    let s = Running::spawn("sender", &sender.path(), &strings(&s_args))
+    let s = Running::spawn("sender", &sender.example("mckey"), &strings(&s_args))
         .finish_by(Instant::now() + TIMEOUT);
     let r = r.finish_by(Instant::now() + TIMEOUT);
     let what = format!("{receiver:?} receiver, {sender:?} sender {sender_args:?}, {args:?}");
     let s = s.unwrap_or_else(|out| panic!("{what}: the sender hung\n{out}"));
     let r = r
         .unwrap_or_else(|out| panic!("{what}: the receiver hung\n{out}\nsender:\n{}", s.context()));
-    assert_clean(&format!("{what}: sender"), &s, &lines("client", ids, group));
-    assert_clean(
-        &format!("{what}: receiver"),
-        &r,
-        &lines("server", ids, group),
-    );
+    s.assert_clean(&format!("{what}: sender"), &lines("client", ids, group));
+    r.assert_clean(&format!("{what}: receiver"), &lines("server", ids, group));
 }
 
 #[test]
@@ -187,14 +145,7 @@ fn c_send_only_sender_rust_receiver() {
 
 /// What `program` prints and returns for `args`, its path written as `mckey`.
 fn run_alone(program: Program, args: &[&str]) -> (Option<i32>, String, String) {
-    let path = program.path();
-    let out = Running::spawn("mckey", &path, &strings(args)).finish(Instant::now() + TIMEOUT);
-    let name = path.display().to_string();
-    (
-        out.status.code(),
-        out.stdout.replace(&name, "mckey"),
-        out.stderr.replace(&name, "mckey"),
-    )
+    rdma_verbs_test_kit::run_alone(&program.example("mckey"), "mckey", args, TIMEOUT)
 }
 
 #[test]

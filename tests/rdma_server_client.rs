@@ -7,27 +7,11 @@
 //! own port, so they run in parallel.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, open_cm, run_alone, Outcome, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self, name: &str) -> PathBuf {
-        match self {
-            Program::Rust => example(name),
-            Program::C => c_tool(name),
-        }
-    }
-}
 
 /// The client `program` against the CM address on `port`, run to its end.
 fn client(program: Program, port: u16) -> Outcome {
@@ -38,7 +22,8 @@ fn client(program: Program, port: u16) -> Outcome {
         "-p".into(),
         port.to_string(),
     ];
-    Running::spawn("client", &program.path("rdma_client"), &args).finish(Instant::now() + TIMEOUT)
+    Running::spawn("client", &program.example("rdma_client"), &args)
+        .finish(Instant::now() + TIMEOUT)
 }
 
 fn exchange(server_program: Program, client_program: Program, port: u16) {
@@ -49,7 +34,7 @@ fn exchange(server_program: Program, client_program: Program, port: u16) {
         "-p".into(),
         port.to_string(),
     ];
-    let mut s = Running::spawn("server", &server_program.path("rdma_server"), &args);
+    let mut s = Running::spawn("server", &server_program.example("rdma_server"), &args);
     let at = SocketAddr::new(cm_addr(), port);
     s.wait_until("listened", TIMEOUT, || cm_listening(at));
     let c = client(client_program, port);
@@ -109,16 +94,7 @@ fn a_client_nobody_answers_fails_as_cs() {
 #[test]
 fn a_bad_option_gets_cs_usage() {
     for name in ["rdma_server", "rdma_client"] {
-        let run = |program: Program| {
-            let path = program.path(name);
-            let out = Running::spawn(name, &path, &["-h".into()]).finish(Instant::now() + TIMEOUT);
-            let shown = path.display().to_string();
-            (
-                out.status.code(),
-                out.stdout.replace(&shown, name),
-                out.stderr.replace(&shown, name),
-            )
-        };
+        let run = |program: Program| run_alone(&program.example(name), name, &["-h"], TIMEOUT);
         let (ours, c) = (run(Program::Rust), run(Program::C));
         assert_eq!(ours, c, "{name}");
         assert_eq!(c.0, Some(1), "{name}");

@@ -9,27 +9,11 @@
 //! parallel; each program gets [`TIMEOUT`], then is killed and the test fails.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, open_cm, tool, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, open_cm, Outcome, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self) -> PathBuf {
-        match self {
-            Program::Rust => tool("rping"),
-            Program::C => c_tool("rping"),
-        }
-    }
-}
 
 /// The data of ping `n` of `size` bytes as rping's client makes it, up to its NUL:
 /// `rdma-ping-N: ` and letters from `A` + N modulo 58, cycling through `A`..=`z`.
@@ -57,7 +41,7 @@ fn server(program: Program, port: u16, extra: &[&str]) -> Running {
         .map(|s| s.to_string())
         .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    let mut s = Running::spawn("server", &program.path(), &args);
+    let mut s = Running::spawn("server", &program.tool("rping"), &args);
     let at = SocketAddr::new(cm_addr(), port);
     s.wait_until("listened", TIMEOUT, || cm_listening(at));
     s
@@ -71,7 +55,7 @@ fn client(program: Program, port: u16, extra: &[&str]) -> Outcome {
         .map(|s| s.to_string())
         .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    Running::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT)
+    Running::spawn("client", &program.tool("rping"), &args).finish(Instant::now() + TIMEOUT)
 }
 
 /// `count` pings of `size` bytes from `client` to `server`, both with `-v` and the client
@@ -149,8 +133,8 @@ fn sizes_out_of_range_are_refused_as_c_does_with_its_status() {
     for program in [Program::C, Program::Rust] {
         for size in ["22", "65536"] {
             let args = ["-c", "-a", "127.0.0.1", "-S", size].map(String::from);
-            let out =
-                Running::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT);
+            let out = Running::spawn("client", &program.tool("rping"), &args)
+                .finish(Instant::now() + TIMEOUT);
             // EINVAL, the C program's status for a bad command line.
             assert_eq!(out.status.code(), Some(22), "{program:?} -S {size}");
             assert!(

@@ -8,27 +8,11 @@
 //! C's usage. Each test uses its own port, so they run in parallel.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, open_cm, run_alone, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self) -> PathBuf {
-        match self {
-            Program::Rust => example("ucmatose"),
-            Program::C => c_tool("ucmatose"),
-        }
-    }
-}
 
 /// A run's options beyond the addresses and port.
 #[derive(Clone, Copy)]
@@ -110,7 +94,7 @@ fn connect(server_program: Program, client_program: Program, port: u16, run: Run
     let addr = cm_addr().to_string();
     let mut server_args = vec!["-b".to_owned(), addr.clone()];
     server_args.extend(run.args(port));
-    let mut s = Running::spawn("server", &server_program.path(), &server_args);
+    let mut s = Running::spawn("server", &server_program.example("ucmatose"), &server_args);
     let at = SocketAddr::new(cm_addr(), port);
     s.wait_until("listened", TIMEOUT, || cm_listening(at));
 
@@ -122,7 +106,7 @@ fn connect(server_program: Program, client_program: Program, port: u16, run: Run
         client_args.extend(["-t".to_owned(), tos.to_string()]);
     }
     client_args.extend(run.args(port));
-    let c = Running::spawn("client", &client_program.path(), &client_args)
+    let c = Running::spawn("client", &client_program.example("ucmatose"), &client_args)
         .finish(Instant::now() + TIMEOUT);
     let what = format!("{server_program:?} server, {client_program:?} client");
     let s = match s.finish_by(Instant::now() + TIMEOUT) {
@@ -227,7 +211,8 @@ fn a_client_nobody_answers_fails_as_cs() {
     open_cm();
     let run = |program: Program| {
         let args = ["-s", &cm_addr().to_string(), "-p", "47538", "-c", "2"].map(String::from);
-        let out = Running::spawn("client", &program.path(), &args).finish(Instant::now() + TIMEOUT);
+        let out = Running::spawn("client", &program.example("ucmatose"), &args)
+            .finish(Instant::now() + TIMEOUT);
         (out.status.code(), out.stdout, out.stderr)
     };
     let (ours, c) = (run(Program::Rust), run(Program::C));
@@ -241,17 +226,8 @@ fn a_client_nobody_answers_fails_as_cs() {
 
 #[test]
 fn a_bad_option_gets_cs_usage() {
-    let run = |program: Program| {
-        let path = program.path();
-        let out =
-            Running::spawn("ucmatose", &path, &["-h".into()]).finish(Instant::now() + TIMEOUT);
-        let name = path.display().to_string();
-        (
-            out.status.code(),
-            out.stdout.replace(&name, "ucmatose"),
-            out.stderr.replace(&name, "ucmatose"),
-        )
-    };
+    let run =
+        |program: Program| run_alone(&program.example("ucmatose"), "ucmatose", &["-h"], TIMEOUT);
     let (ours, c) = (run(Program::Rust), run(Program::C));
     assert_eq!(ours, c);
     assert_eq!(c.0, Some(1));

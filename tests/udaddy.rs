@@ -10,11 +10,10 @@
 //! udaddy has no port option (its port is 7174), so the tests that run a server take turns.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rdma_verbs_test_kit::{c_tool, cm_addr, cm_listening, example, open_cm, Outcome, Running};
+use rdma_verbs_test_kit::{cm_addr, cm_listening, open_cm, strings, Program, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// udaddy's port.
@@ -22,53 +21,16 @@ const PORT: u16 = 7174;
 /// The server of one test at a time: they all listen on [`PORT`].
 static PORT_IN_USE: Mutex<()> = Mutex::new(());
 
-#[derive(Clone, Copy, Debug)]
-enum Program {
-    Rust,
-    C,
-}
-
-impl Program {
-    fn path(self) -> PathBuf {
-        match self {
-            Program::Rust => example("udaddy"),
-            Program::C => c_tool("udaddy"),
-        }
-    }
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| a.to_string()).collect()
-}
-
 /// `program` as the server on the CM address with `args`, once it listens.
 fn server(program: Program, args: &[&str]) -> Running {
     open_cm();
     let addr = cm_addr().to_string();
     let mut all = vec!["-b", addr.as_str()];
     all.extend(args);
-    let mut s = Running::spawn("server", &program.path(), &strings(&all));
+    let mut s = Running::spawn("server", &program.example("udaddy"), &strings(&all));
     let at = SocketAddr::new(cm_addr(), PORT);
     s.wait_until("listened", TIMEOUT, || cm_listening(at));
     s
-}
-
-/// Asserts that `out` ended with status 0 after exactly `lines`, with nothing on stderr.
-fn assert_clean(what: &str, out: &Outcome, lines: &[&str]) {
-    let mut want = lines.join("\n");
-    want.push('\n');
-    assert!(
-        out.status.success() && out.stdout == want && out.stderr.is_empty(),
-        "{what}: status {}, expected stdout:\n{want}{}",
-        out.status,
-        out.context()
-    );
-    let text = format!("{}{}", out.stdout, out.stderr).to_lowercase();
-    assert!(
-        !text.contains("error") && !text.contains("fail"),
-        "{what}: {}",
-        out.context()
-    );
 }
 
 /// A server and a client of `args` (connections, messages, sizes, the same on both
@@ -82,16 +44,15 @@ fn exchange(server_program: Program, client_program: Program, args: &[&str], bin
         all.extend(["-b", addr.as_str()]);
     }
     all.extend(args);
-    let c = Running::spawn("client", &client_program.path(), &strings(&all))
+    let c = Running::spawn("client", &client_program.example("udaddy"), &strings(&all))
         .finish_by(Instant::now() + TIMEOUT);
     let server_out = s.finish_by(Instant::now() + TIMEOUT);
     let what = format!("{server_program:?} server, {client_program:?} client, {args:?}");
     let c = c.unwrap_or_else(|out| panic!("{what}: the client hung\n{out}"));
     let s = server_out
         .unwrap_or_else(|out| panic!("{what}: the server hung\n{out}\nclient:\n{}", c.context()));
-    assert_clean(
+    c.assert_clean(
         &format!("{what}: client"),
-        &c,
         &[
             "udaddy: starting client",
             "udaddy: connecting",
@@ -102,9 +63,8 @@ fn exchange(server_program: Program, client_program: Program, args: &[&str], bin
             "return status 0",
         ],
     );
-    assert_clean(
+    s.assert_clean(
         &format!("{what}: server"),
-        &s,
         &[
             "udaddy: starting server",
             "receiving data transfers",
@@ -159,14 +119,7 @@ fn rust_server_rust_client_three_connections_from_a_bound_source() {
 
 /// What `program` prints and returns for `args`, its path written as `udaddy`.
 fn run_alone(program: Program, args: &[&str]) -> (Option<i32>, String, String) {
-    let path = program.path();
-    let out = Running::spawn("udaddy", &path, &strings(args)).finish(Instant::now() + TIMEOUT);
-    let name = path.display().to_string();
-    (
-        out.status.code(),
-        out.stdout.replace(&name, "udaddy"),
-        out.stderr.replace(&name, "udaddy"),
-    )
+    rdma_verbs_test_kit::run_alone(&program.example("udaddy"), "udaddy", args, TIMEOUT)
 }
 
 #[test]

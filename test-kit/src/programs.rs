@@ -31,6 +31,33 @@ pub fn example(name: &str) -> PathBuf {
     )
 }
 
+/// Which implementation of a C program an interoperability test runs: ours or rdma-core's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// Ours.
+    Rust,
+    /// rdma-core's, by its absolute path ([`c_tool`]).
+    C,
+}
+
+impl Program {
+    /// Our example `name` ([`example`]) or the C program `name`.
+    pub fn example(self, name: &str) -> PathBuf {
+        match self {
+            Program::Rust => example(name),
+            Program::C => c_tool(name),
+        }
+    }
+
+    /// Our tool `name` ([`tool`]) or the C program `name`.
+    pub fn tool(self, name: &str) -> PathBuf {
+        match self {
+            Program::Rust => tool(name),
+            Program::C => c_tool(name),
+        }
+    }
+}
+
 fn built(path: PathBuf, how: &str) -> PathBuf {
     assert!(
         path.is_file(),

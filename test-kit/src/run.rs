@@ -32,6 +32,51 @@ impl Outcome {
     pub fn context(&self) -> String {
         format!("stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
     }
+
+    /// Asserts that the program ended with status 0 after printing exactly `lines`, with
+    /// nothing on stderr and no "error" or "fail" anywhere (`what` names the run).
+    pub fn assert_clean(&self, what: &str, lines: &[impl AsRef<str>]) {
+        let mut want = lines
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join("\n");
+        want.push('\n');
+        assert!(
+            self.status.success() && self.stdout == want && self.stderr.is_empty(),
+            "{what}: status {}, expected stdout:\n{want}{}",
+            self.status,
+            self.context()
+        );
+        let text = format!("{}{}", self.stdout, self.stderr).to_lowercase();
+        assert!(
+            !text.contains("error") && !text.contains("fail"),
+            "{what}: {}",
+            self.context()
+        );
+    }
+}
+
+/// `args` as the owned strings [`Running::spawn`] takes.
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Runs `program` with `args` to its end (by `timeout`): its exit status, stdout and stderr,
+/// with its path written as `name` in both, so that ours and C's compare.
+pub fn run_alone(
+    program: &Path,
+    name: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> (Option<i32>, String, String) {
+    let out = Running::spawn(name, program, &strings(args)).finish(Instant::now() + timeout);
+    let shown = program.display().to_string();
+    (
+        out.status.code(),
+        out.stdout.replace(&shown, name),
+        out.stderr.replace(&shown, name),
+    )
 }
 
 fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
