@@ -413,6 +413,17 @@ impl CmId {
         self.qp.as_deref()
     }
 
+    /// Points librdmacm's `id->qp` at `qp` (null: none), under the id table, so that no
+    /// event read meanwhile (a join's, which attaches the id's QP) sees it change.
+    ///
+    /// # Safety
+    /// `qp` is null or a QP that lives until the pointer is set again or the id destroyed.
+    pub(super) unsafe fn set_librdmacm_qp(&self, qp: *mut crate::ffi::ibv_qp) {
+        let _table = id_table();
+        // SAFETY: the id is live (self); the pointer is null or lives as long (caller).
+        unsafe { (*self.ptr()).qp = qp };
+    }
+
     /// Takes the id's QP out of it, to be owned on its own (for example by a
     /// `tokio::AsyncQp`, feature `tokio`, which wraps only a QP nothing was posted on). Take
     /// it once the connection is established: librdmacm moves only the id's QP through
@@ -444,12 +455,8 @@ impl Drop for CmId {
         #[cfg(feature = "tokio")]
         self.release_lent();
         if let Some(qp) = self.qp.take() {
-            {
-                let _table = id_table();
-                // SAFETY: the id is live; librdmacm must not reach the QP once it is
-                // destroyed.
-                unsafe { (*self.ptr()).qp = ptr::null_mut() };
-            }
+            // SAFETY: null: librdmacm must not reach the QP once it is destroyed.
+            unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
             drop(qp);
         }
         let _table = id_table();

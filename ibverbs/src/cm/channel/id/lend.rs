@@ -5,7 +5,7 @@ use std::any::Any;
 use std::ptr;
 use std::sync::Arc;
 
-use super::{id_table, CmId};
+use super::CmId;
 use crate::error::{Error, Result};
 use crate::qp::QueuePair;
 
@@ -39,20 +39,14 @@ impl CmId {
             .take()
             .ok_or_else(|| refused("it has no QP (create_qp makes it)"))?;
         let raw = qp.ptr();
-        {
-            let _table = id_table();
-            // SAFETY: the id is live; librdmacm must not reach the QP while it changes hands
-            // (wrap may destroy it).
-            unsafe { (*self.ptr()).qp = ptr::null_mut() };
-        }
+        // SAFETY: null: librdmacm must not reach the QP while it changes hands (wrap may
+        // destroy it).
+        unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
         let owner = wrap(*qp)?;
         let keeper: Keeper = owner.clone();
-        {
-            let _table = id_table();
-            // SAFETY: the id is live; the QP lives while `keeper` does, which the id holds
-            // until Drop clears this pointer again.
-            unsafe { (*self.ptr()).qp = raw };
-        }
+        // SAFETY: the QP lives while `keeper` does, which the id holds until
+        // release_lent sets the pointer to null again.
+        unsafe { self.set_librdmacm_qp(raw) };
         self.lent = Some(keeper);
         Ok(owner)
     }
@@ -61,12 +55,8 @@ impl CmId {
     /// when the owner's last clone is).
     pub(super) fn release_lent(&mut self) {
         if let Some(keeper) = self.lent.take() {
-            {
-                let _table = id_table();
-                // SAFETY: the id is live; librdmacm must not reach the QP once it may be
-                // destroyed.
-                unsafe { (*self.ptr()).qp = ptr::null_mut() };
-            }
+            // SAFETY: null: librdmacm must not reach the QP once it may be destroyed.
+            unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
             drop(keeper);
         }
     }
