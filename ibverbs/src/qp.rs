@@ -10,7 +10,7 @@ pub(crate) mod attr; // QueuePair::query (ibv_query_qp) and QpAttributes
 pub(crate) mod cm; // a QP on a CM id (rdma_create_qp_ex)
 pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
-mod inline_limit; // the error of a creation asking for too much inline data
+mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
 pub(crate) mod qp_type; // QpType
 mod recv; // posting receives: QueuePair::post_recv

@@ -7,7 +7,6 @@
 use bitflags::bitflags;
 
 use super::QueuePairBuilder;
-use crate::drop_error;
 use crate::error::Error;
 use crate::ffi;
 
@@ -52,15 +51,9 @@ pub(super) fn creation_error(
     let mut attr = *init;
     attr.create_flags = 0;
     attr.comp_mask &= !ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_CREATE_FLAGS.0;
-    // SAFETY: the context is open and `init` is the attribute set of a creation that its
-    // caller vouched for (live PD, CQs and SRQ of this context).
-    let qp = unsafe { ffi::ibv_create_qp_ex(ctx, &mut attr) };
-    if qp.is_null() {
+    if !super::inline_limit::creates(ctx, attr) {
         return err;
     }
-    // SAFETY: the QP was just created, and nothing else knows it.
-    let rc = unsafe { ffi::ibv_destroy_qp(qp) };
-    drop_error::report("ibv_destroy_qp", rc);
     Error::Unsupported {
         what: "a QP with these creation flags (QueuePairBuilder::create_flags)",
         missing: "support for them by its provider",

@@ -10,6 +10,20 @@ use crate::drop_error;
 use crate::error::Error;
 use crate::ffi;
 
+/// Whether a QP of `attr` (a variation of a creation its caller vouched for: live PD, CQs
+/// and SRQ of the open context `ctx`) is created; one that is, is destroyed at once.
+pub(super) fn creates(ctx: *mut ffi::ibv_context, mut attr: ffi::ibv_qp_init_attr_ex) -> bool {
+    // SAFETY: the context is open and the attributes' objects are live and of it (caller).
+    let qp = unsafe { ffi::ibv_create_qp_ex(ctx, &mut attr) };
+    if qp.is_null() {
+        return false;
+    }
+    // SAFETY: the QP was just created, and nothing else knows it.
+    let rc = unsafe { ffi::ibv_destroy_qp(qp) };
+    drop_error::report("ibv_destroy_qp", rc);
+    true
+}
+
 /// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
 /// it: [`Error::DeviceLimit`] naming the largest `max_inline_data` the provider creates
 /// such a QP with, when asking for less than `init`'s lets it create one; else `err`.
@@ -27,16 +41,7 @@ pub(super) fn creation_error(
     let creates = |max_inline_data: u32| {
         let mut attr = *init;
         attr.cap.max_inline_data = max_inline_data;
-        // SAFETY: the context is open and `init` is the attribute set of a creation that
-        // its caller vouched for (live PD, CQs and SRQ of this context).
-        let qp = unsafe { ffi::ibv_create_qp_ex(ctx, &mut attr) };
-        if qp.is_null() {
-            return false;
-        }
-        // SAFETY: the QP was just created, and nothing else knows it.
-        let rc = unsafe { ffi::ibv_destroy_qp(qp) };
-        drop_error::report("ibv_destroy_qp", rc);
-        true
+        creates(ctx, attr)
     };
     if !creates(0) {
         return err;
