@@ -125,6 +125,18 @@ impl Context {
         name.to_str().unwrap_or("")
     }
 
+    /// The transport the device speaks (its `ibv_device`'s `transport_type`).
+    pub fn transport(&self) -> crate::Transport {
+        // SAFETY: the context is open, so its device is valid.
+        crate::Transport::from_raw(unsafe { (*(*self.ptr()).device).transport_type })
+    }
+
+    /// Whether the device's transport is iWARP, whose rules the crate checks
+    /// ([`IwarpRule`](crate::IwarpRule)).
+    pub(crate) fn is_iwarp(&self) -> bool {
+        self.transport() == crate::Transport::Iwarp
+    }
+
     /// The device's fixed attributes (`ibv_query_device`), queried on first use.
     pub(crate) fn device_limits(&self) -> Result<&ffi::ibv_device_attr> {
         if let Some(attr) = self.inner.attr.get() {

@@ -158,7 +158,7 @@ pub enum Transport {
 }
 
 impl Transport {
-    fn from_raw(raw: ffi::ibv_transport_type) -> Self {
+    pub(crate) fn from_raw(raw: ffi::ibv_transport_type) -> Self {
         use ffi::ibv_transport_type as T;
         match raw {
             T::IBV_TRANSPORT_IB => Transport::InfiniBand,

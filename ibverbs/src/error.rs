@@ -201,6 +201,10 @@ pub enum Error {
         /// How this memory breaks it.
         reason: String,
     },
+    /// Refused because the device's transport is iWARP, which forbids it ([`IwarpRule`]),
+    /// checked before the provider.
+    #[error("refused on an iWARP device: {0}")]
+    Iwarp(IwarpRule),
     /// `ibv_rereg_mr` failed; `region` says what became of the memory region.
     #[error("ibv_rereg_mr failed with {code} ({region}): {source}")]
     Rereg {
@@ -213,6 +217,32 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+/// A rule of iWARP (RDMAP over DDP over TCP, RFC 5040 and 5041) that InfiniBand and RoCE do
+/// not have, checked by the crate on a device whose transport is iWARP
+/// ([`Transport::Iwarp`](crate::Transport::Iwarp)) before the provider
+/// ([`Error::Iwarp`], [`WrError::Iwarp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IwarpRule {
+    /// iWARP has reliable connected queue pairs only: no UD (and so no multicast), no UC.
+    #[error("iWARP has reliable connected (RC) queue pairs only, not {qp_type}")]
+    RcOnly {
+        /// The transport asked for.
+        qp_type: QpType,
+    },
+    /// iWARP has no atomic operations (compare-and-swap, fetch-and-add, atomic write).
+    #[error("iWARP has no atomic operations")]
+    NoAtomics,
+    /// An iWARP connection is a TCP stream that rdma_cm sets up (MPA negotiation included):
+    /// a queue pair is connected through a CM id (`CmId::connect` / `CmId::accept`, feature
+    /// `cm`), never by moving it to RTR and RTS with `ibv_modify_qp`.
+    #[error(
+        "an iWARP queue pair is connected only through rdma_cm (its connection is a TCP \
+         stream), not by ibv_modify_qp to RTR and RTS"
+    )]
+    ConnectThroughRdmaCm,
 }
 
 /// What is wrong with a work request that the crate refuses to post ([`Error::Request`]):
@@ -228,6 +258,14 @@ pub enum WrError {
         opcode: WrOpcode,
         /// The queue pair's transport.
         qp_type: QpType,
+    },
+    /// The operation does not exist on iWARP ([`IwarpRule::NoAtomics`]).
+    #[error("{opcode} is refused on an iWARP device: {rule}")]
+    Iwarp {
+        /// The request's operation.
+        opcode: WrOpcode,
+        /// The rule it breaks.
+        rule: IwarpRule,
     },
     /// The operation is posted only through a [`WrBatch`](crate::WrBatch) (`ibv_wr_*`),
     /// not `ibv_post_send`.

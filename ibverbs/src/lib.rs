@@ -441,7 +441,7 @@ pub use cq::ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
 pub use cq::wc_status::WcStatus;
 pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
-pub use error::{AhFromWcError, Error, Result, WrError};
+pub use error::{AhFromWcError, Error, IwarpRule, Result, WrError};
 pub use fork::{fork_init, fork_status, ForkStatus};
 pub use mr::dmabuf::{DmaBuf, DmaBufRegion};
 pub use mr::mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};

@@ -26,7 +26,7 @@ use crate::context::gid::{Gid, GidEntry};
 use crate::context::port::{LinkLayer, Mtu, PortAttr};
 use crate::cq::{CompletionQueue, CqInner};
 use crate::drop_error;
-use crate::error::{check, check_ptr, Error, Result};
+use crate::error::{check, check_ptr, Error, IwarpRule, Result};
 use crate::ffi;
 use crate::mr::AccessFlags;
 use crate::pd::ProtectionDomain;
@@ -296,6 +296,19 @@ impl<'a> QueuePairBuilder<'a> {
         if let Some(srq) = self.srq {
             self.pd.check_same(srq.pd(), "shared receive queue")?;
         }
+        if ctx.is_iwarp() {
+            if self.qp_type != QpType::Rc {
+                return Err(Error::Iwarp(IwarpRule::RcOnly {
+                    qp_type: self.qp_type,
+                }));
+            }
+            let atomics = SendOps::ATOMIC_CMP_AND_SWP
+                .union(SendOps::ATOMIC_FETCH_AND_ADD)
+                .union(SendOps::ATOMIC_WRITE);
+            if self.send_ops.intersects(atomics) {
+                return Err(Error::Iwarp(IwarpRule::NoAtomics));
+            }
+        }
         if self.send_ops.contains(SendOps::ATOMIC_WRITE)
             && !ctx
                 .query_device()?
@@ -349,7 +362,10 @@ impl<'a> QueuePairBuilder<'a> {
         gid: &GidEntry,
         port: &PortAttr,
     ) -> QueuePair {
-        let send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
+        let mut send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
+        if self.pd.context().is_iwarp() {
+            send_limits = send_limits.for_iwarp();
+        }
         let qp_ex = if self.send_ops.is_empty() {
             None
         } else {
@@ -440,6 +456,9 @@ impl PreparedQueuePair {
                 what: "queue pair type",
                 reason: "a UD queue pair has no peer to connect to; use ready()".into(),
             });
+        }
+        if qp.pd.context().is_iwarp() {
+            return Err(Error::Iwarp(IwarpRule::ConnectThroughRdmaCm));
         }
         let path_mtu = ffi::ibv_mtu(opts.path_mtu.unwrap_or(qp.active_mtu).raw());
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;

@@ -22,6 +22,11 @@ LINK_DEV=rxe1
 CM_DEV=rxe_cm
 CM_NETDEV=cm0
 CM_ADDR=198.18.1.1
+# The iWARP device of a VM running the kernel scripts/build-siw built soft-iWARP for
+# (setup_siw): siw0 on the dummy netdev iw0.
+IWARP_DEV=siw0
+IWARP_NETDEV=iw0
+IWARP_ADDR=198.18.2.1
 
 msg() { printf '%s: %s\n' "$ME" "$*" >&2; }
 err() { printf '%s: error: %s\n' "$ME" "$*" >&2; }
@@ -110,6 +115,38 @@ setup_cm() {
 	fi
 	wait_gid "$CM_DEV" "$CM_ADDR" || return 1
 	export WITH_RDMA_CM_DEVICE=$CM_DEV WITH_RDMA_CM_ADDR=$CM_ADDR
+}
+
+# setup_siw MODULE: load soft-iWARP from MODULE (scripts/build-siw's siw.ko) and put
+# IWARP_DEV on the dummy netdev IWARP_NETDEV with IWARP_ADDR/24, then export
+# WITH_RDMA_IWARP_DEVICE and WITH_RDMA_IWARP_ADDR. After setup_rxe (ib_core is loaded).
+setup_siw() {
+	if [[ ! -e /sys/module/siw ]]; then
+		modprobe libcrc32c || return 1
+		insmod "$1" || return 1
+	fi
+	if [[ ! -e /sys/class/net/$IWARP_NETDEV ]]; then
+		ip link add "$IWARP_NETDEV" type dummy || return 1
+		ip addr add "$IWARP_ADDR/24" dev "$IWARP_NETDEV" || return 1
+	fi
+	ip link set "$IWARP_NETDEV" arp on up || return 1
+	if [[ ! -e /sys/class/infiniband/$IWARP_DEV ]]; then
+		rdma link add "$IWARP_DEV" type siw netdev "$IWARP_NETDEV" || return 1
+	fi
+	wait_active_dev "$IWARP_DEV" || return 1
+	export WITH_RDMA_IWARP_DEVICE=$IWARP_DEV WITH_RDMA_IWARP_ADDR=$IWARP_ADDR
+}
+
+# wait_active_dev DEV: wait up to 10 s for port 1 of DEV to be ACTIVE.
+wait_active_dev() {
+	local state i
+	for ((i = 0; i < 100; i++)); do
+		read -r state <"/sys/class/infiniband/$1/ports/1/state" && [[ $state == *ACTIVE ]] &&
+			return 0
+		nap 0.1
+	done
+	echo "$ME: $1 is not ACTIVE after 10 s"
+	return 1
 }
 
 # wait_gid DEV ADDR: wait up to 10 s for port 1 of DEV to be ACTIVE with the IPv4-mapped

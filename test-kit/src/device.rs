@@ -1,11 +1,16 @@
 //! The test device, named by the environment:
 //!
-//! - `IBVERBS_TEST_DEVICE`: the RDMA device (default `rxe0`);
+//! - `IBVERBS_TEST_PROVIDER`: `rxe` (the default: RoCE) or `siw` (soft-iWARP), which picks
+//!   the defaults below ([`provider`]);
+//! - `IBVERBS_TEST_DEVICE`: the RDMA device (default `rxe0`; with `siw`,
+//!   `$WITH_RDMA_IWARP_DEVICE`);
 //! - `IBVERBS_TEST_GID`: the GID at index 1 of its port 1, a RoCE v2 GID (default
 //!   `::ffff:127.0.0.1`, which rxe on `lo` has);
 //! - `IBVERBS_TEST_NETDEV`: the network device of that GID (default `lo`);
 //! - `WITH_RDMA_CM_DEVICE` and `WITH_RDMA_CM_ADDR`: the device rdma_cm can route on and
-//!   its IP address (set by `scripts/with-rdma`; no default).
+//!   its IP address (set by `scripts/with-rdma`; no default); with `siw`,
+//!   `WITH_RDMA_IWARP_DEVICE` and `WITH_RDMA_IWARP_ADDR` (set by `scripts/with-rdma` where
+//!   `scripts/build-siw` built soft-iWARP for the VM's kernel).
 //!
 //! A missing device is a failure, not a skip: [`open`], [`open_cm`], [`cm_device`] and
 //! [`cm_addr`] panic.
@@ -20,9 +25,33 @@ fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
-/// The device under test: `$IBVERBS_TEST_DEVICE`, default `rxe0`.
+/// The provider the tests run on, `$IBVERBS_TEST_PROVIDER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// rxe, RoCE v2 (`rxe`, the default).
+    Rxe,
+    /// soft-iWARP (`siw`).
+    Siw,
+}
+
+/// The provider under test: `$IBVERBS_TEST_PROVIDER` (`rxe` or `siw`), default `rxe`;
+/// panics on another value.
+pub fn provider() -> Provider {
+    match std::env::var("IBVERBS_TEST_PROVIDER").as_deref() {
+        Err(_) | Ok("rxe") => Provider::Rxe,
+        Ok("siw") => Provider::Siw,
+        Ok(other) => panic!("IBVERBS_TEST_PROVIDER is {other:?}: rxe or siw"),
+    }
+}
+
+/// The device under test: `$IBVERBS_TEST_DEVICE`, default `rxe0` (with the `siw` provider,
+/// `$WITH_RDMA_IWARP_DEVICE`).
 pub fn device() -> String {
-    env_or("IBVERBS_TEST_DEVICE", "rxe0")
+    match (std::env::var("IBVERBS_TEST_DEVICE"), provider()) {
+        (Ok(name), _) => name,
+        (Err(_), Provider::Rxe) => "rxe0".to_owned(),
+        (Err(_), Provider::Siw) => env_required("WITH_RDMA_IWARP_DEVICE"),
+    }
 }
 
 /// The GID at index 1 of port 1 of the test device: `$IBVERBS_TEST_GID`, default
@@ -40,20 +69,48 @@ pub fn netdev() -> String {
 
 /// `$name`; panics, naming `scripts/with-rdma`, when it is not set.
 fn env_required(name: &str) -> String {
-    std::env::var(name)
-        .unwrap_or_else(|_| panic!("${name} is not set (run the tests through scripts/with-rdma)"))
+    std::env::var(name).unwrap_or_else(|_| {
+        let siw = if name.contains("IWARP") {
+            ", on a kernel scripts/build-siw built soft-iWARP for"
+        } else {
+            ""
+        };
+        panic!("${name} is not set (run the tests through scripts/with-rdma{siw})")
+    })
 }
 
-/// The device for rdma_cm (its netdev has an address with a route): `$WITH_RDMA_CM_DEVICE`.
+/// The device for rdma_cm (its netdev has an address with a route): `$WITH_RDMA_CM_DEVICE`
+/// (with the `siw` provider, `$WITH_RDMA_IWARP_DEVICE`).
 pub fn cm_device() -> String {
-    env_required("WITH_RDMA_CM_DEVICE")
+    env_required(match provider() {
+        Provider::Rxe => "WITH_RDMA_CM_DEVICE",
+        Provider::Siw => "WITH_RDMA_IWARP_DEVICE",
+    })
 }
 
-/// The IP address of the rdma_cm device: `$WITH_RDMA_CM_ADDR`.
+/// The IP address of the rdma_cm device: `$WITH_RDMA_CM_ADDR` (with the `siw` provider,
+/// `$WITH_RDMA_IWARP_ADDR`).
 pub fn cm_addr() -> IpAddr {
-    env_required("WITH_RDMA_CM_ADDR")
+    let name = match provider() {
+        Provider::Rxe => "WITH_RDMA_CM_ADDR",
+        Provider::Siw => "WITH_RDMA_IWARP_ADDR",
+    };
+    env_required(name)
         .parse()
-        .expect("WITH_RDMA_CM_ADDR is an IP address")
+        .unwrap_or_else(|e| panic!("${name} is not an IP address: {e}"))
+}
+
+/// The iWARP device (soft-iWARP), whatever the provider under test:
+/// `$WITH_RDMA_IWARP_DEVICE`.
+pub fn iwarp_device() -> String {
+    env_required("WITH_RDMA_IWARP_DEVICE")
+}
+
+/// The IP address of the iWARP device's netdev: `$WITH_RDMA_IWARP_ADDR`.
+pub fn iwarp_addr() -> IpAddr {
+    env_required("WITH_RDMA_IWARP_ADDR")
+        .parse()
+        .expect("WITH_RDMA_IWARP_ADDR is an IP address")
 }
 
 /// Opens the test device (`ibv_open_device`); panics if it cannot.
@@ -112,4 +169,47 @@ pub fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
         );
         std::thread::yield_now();
     }
+}
+
+/// What a test needs of the provider that soft-iWARP (the `siw` provider) does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// UD queue pairs, and so UD over rdma_cm and multicast: iWARP has RC only.
+    Ud,
+    /// What InfiniBand's transport and CM have and iWARP's TCP stream does not: an ACK
+    /// timeout and a traffic class on the QP, RoCE GIDs of the route's addresses,
+    /// `rdma_notify`'s COMM_EST.
+    IbTransport,
+    /// The extended QP creation (`ibv_create_qp_ex` with send operations): siw's provider
+    /// has no `create_qp_ex`.
+    ExtendedQp,
+}
+
+impl Need {
+    /// What it is, for the line of a skipped test.
+    fn label(self) -> &'static str {
+        match self {
+            Need::Ud => "UD queue pairs (iWARP has RC only)",
+            Need::IbTransport => {
+                "InfiniBand transport attributes (ACK timeout, traffic class, RoCE GIDs, COMM_EST): \
+                 iWARP runs over TCP"
+            },
+            Need::ExtendedQp => "extended QP creation (no create_qp_ex in its provider)",
+        }
+    }
+}
+
+/// Whether a test that needs `need` runs on the provider under test ([`provider`]): always
+/// on rxe, which has all of them (a failure there is a failure); on siw, `false`, with a
+/// line naming what the provider lacks on stderr (past the test harness's capture). The
+/// crate's refusals of what iWARP forbids are tested on siw by tests of their own.
+pub fn provider_has(need: Need) -> bool {
+    if provider() == Provider::Rxe {
+        return true;
+    }
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let line = format!("{test}: skipped: siw has no {}\n", need.label());
+    // Written to the process's stderr, not through eprintln!, which the harness captures.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    false
 }

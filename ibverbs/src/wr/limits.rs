@@ -19,7 +19,7 @@
 //! exact check, for the rest), so that a QP posts one receive through a table indexed by it.
 //! Working out which limit a refused request broke is left to a cold function.
 
-use crate::error::WrError;
+use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::qp::qp_type::QpType;
 use crate::wr::opcode::{SendOps, WrOpcode};
@@ -160,6 +160,8 @@ pub(crate) struct SendLimits {
     /// The granted `max_send_wr`.
     depth: u32,
     qp_type: QpType,
+    /// Whether the QP's device is iWARP, which has no atomics.
+    iwarp: bool,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
     /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
@@ -177,10 +179,28 @@ impl SendLimits {
             max_inline: cap.max_inline_data,
             depth: cap.max_send_wr,
             qp_type,
+            iwarp: false,
             pd,
             send_ops: None,
         }
         .with_deny()
+    }
+
+    /// These limits on an iWARP device: without its atomics ([`IwarpRule::NoAtomics`]).
+    pub(crate) fn for_iwarp(mut self) -> Self {
+        self.iwarp = true;
+        self.ops = op_bits(self.transport_ops() & !ops::BATCH_ONLY);
+        self.with_deny()
+    }
+
+    /// The operations of the QP's transport on its device.
+    fn transport_ops(&self) -> u32 {
+        let all = transport_ops(self.qp_type);
+        if self.iwarp {
+            all & !(ops::ATOMICS | ops::ATOMIC_WRITE)
+        } else {
+            all
+        }
     }
 
     /// These limits with `deny` worked out from the others.
@@ -231,7 +251,7 @@ impl SendLimits {
                 enabled |= 1 << op;
             }
         }
-        self.ops = op_bits(transport_ops(self.qp_type) & enabled);
+        self.ops = op_bits(self.transport_ops() & enabled);
         self.send_ops = Some(send_ops);
         self.with_deny()
     }
@@ -268,6 +288,12 @@ impl SendLimits {
         let opcode = WrOpcode::from_raw(raw.opcode);
         let op = raw.opcode.0;
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
+        if self.iwarp && has(ops::ATOMICS | ops::ATOMIC_WRITE, op) {
+            return WrError::Iwarp {
+                opcode,
+                rule: IwarpRule::NoAtomics,
+            };
+        }
         if !has(transport_ops(self.qp_type), op) {
             return WrError::OpcodeNotSupported {
                 opcode,

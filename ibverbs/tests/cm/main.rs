@@ -8,6 +8,7 @@
 //! ([`qp`]); UD multicast joins ([`mcast`]). A missing device or address is a failure, not
 //! a skip.
 
+mod iwarp;
 mod mcast;
 mod options;
 mod qp;
@@ -24,7 +25,7 @@ use rdma_verbs::{
     AccessFlags, AddressHandle, AsRaw, CompletionQueue, Endpoint, Error, Gid, GidType,
     ProtectionDomain, QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
-use rdma_verbs_test_kit::{cm_addr, Running};
+use rdma_verbs_test_kit::{cm_addr, provider, provider_has, Need, Provider, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -112,6 +113,25 @@ fn padded(data: &[u8], len: usize) -> Vec<u8> {
     v
 }
 
+/// The private data `data` arrives as, sent in a message that carries at most `len`
+/// bytes: padded on IB and RoCE (a CM message's field), as sent on iWARP (MPA carries its
+/// length).
+fn delivered(data: &[u8], len: usize) -> Vec<u8> {
+    match provider() {
+        Provider::Rxe => padded(data, len),
+        Provider::Siw => data.to_vec(),
+    }
+}
+
+/// The reason of a reject by the peer's `rdma_reject`: the IB CM's "consumer defined" (28);
+/// on iWARP the errno of the MPA reject's reset, negated.
+fn peer_reject_reason() -> i32 {
+    match provider() {
+        Provider::Rxe => 28,
+        Provider::Siw => -libc::ECONNRESET,
+    }
+}
+
 #[test]
 fn connect_accept_with_private_data_then_send() {
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
@@ -134,7 +154,7 @@ fn connect_accept_with_private_data_then_send() {
         panic!("expected a connect request, got {ev:?}");
     };
     let connect_limit = private_data_limit(Message::Connect, PortSpace::Tcp);
-    assert_eq!(private_data, padded(hello, connect_limit));
+    assert_eq!(private_data, delivered(hello, connect_limit));
     assert_eq!(sid.peer_addr().map(|a| a.ip()), Some(cm_addr()));
     let sside = add_qp(&mut sid);
     let mut rmr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
@@ -157,7 +177,7 @@ fn connect_accept_with_private_data_then_send() {
         panic!("expected established on the client, got {ev:?}");
     };
     let accept_limit = private_data_limit(Message::Accept, PortSpace::Tcp);
-    assert_eq!(private_data, padded(welcome, accept_limit));
+    assert_eq!(private_data, delivered(welcome, accept_limit));
     let ev = next_event(&schan);
     assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
     assert!(ev.is_for(&sid));
@@ -196,6 +216,12 @@ fn connect_where_nobody_listens_is_rejected() {
         listener(&schan).1
     };
     let (cid, _side) = client(&cchan, addr);
+    if provider() == Provider::Siw {
+        // iWARP's connect is a TCP connect, refused at once by the peer's stack.
+        let err = cid.connect(&ConnParam::default()).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ECONNREFUSED), "{err}");
+        return;
+    }
     cid.connect(&ConnParam::default()).expect("rdma_connect");
     let ev = next_event(&cchan);
     match ev.kind {
@@ -237,9 +263,9 @@ fn reject_with_private_data() {
     else {
         panic!("expected a reject, got {err:?}");
     };
-    assert_eq!((verb, reason), ("rdma_connect", 28), "consumer defined");
+    assert_eq!((verb, reason), ("rdma_connect", peer_reject_reason()));
     let reject_limit = private_data_limit(Message::Reject, PortSpace::Tcp);
-    assert_eq!(private_data, padded(b"not today", reject_limit));
+    assert_eq!(private_data, delivered(b"not today", reject_limit));
 }
 
 /// Whether `err` is the private data length check with `value` over `max`.
@@ -313,7 +339,7 @@ fn private_data_over_the_limit_is_refused_before_the_call() {
         .expect("rdma_reject with 148 bytes");
     let ev = next_event(&cchan);
     assert!(
-        matches!(ev.kind, CmEventKind::Rejected { reason: 28, .. }),
+        matches!(ev.kind, CmEventKind::Rejected { reason, .. } if reason == peer_reject_reason()),
         "{ev:?}"
     );
 }
@@ -672,6 +698,9 @@ fn reply_ah(sid: &CmId, side: &Side) -> AddressHandle {
 
 #[test]
 fn ud_datagrams_both_ways() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener_in(&schan, PortSpace::Udp);
     let (cid, cside) = client_in(&cchan, addr, PortSpace::Udp);
@@ -741,6 +770,9 @@ fn ud_datagrams_both_ways() {
 
 #[test]
 fn ud_private_data_over_the_limit_is_refused_before_the_call() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener_in(&schan, PortSpace::Udp);
     let (cid, _side) = client_in(&cchan, addr, PortSpace::Udp);

@@ -13,7 +13,7 @@ use rdma_verbs::{
     AccessFlags, AddressHandle, Error, Gid, MemoryRegion, QpType, RecvRequest, SendRequest,
     WorkCompletion, MULTICAST_QPN,
 };
-use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, cm_addr};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, cm_addr, provider_has, Need};
 
 use super::{add_qp, next_event, one_completion, Side, GRH, TIMEOUT};
 
@@ -190,11 +190,17 @@ fn datagrams_to_a_group(group: Ipv4Addr, sender_flag: MulticastJoinFlag) {
 
 #[test]
 fn multicast_datagrams_reach_a_group_joined_through_rdma_cm() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     datagrams_to_a_group(Ipv4Addr::new(239, 1, 2, 3), MulticastJoinFlag::FullMember);
 }
 
 #[test]
 fn a_send_only_member_sends_to_the_group() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     datagrams_to_a_group(
         Ipv4Addr::new(239, 1, 2, 4),
         MulticastJoinFlag::SendOnlyFullMember,
@@ -207,6 +213,9 @@ fn invalid(err: &Error, what_is: &str, reason_has: &str) -> bool {
 
 #[test]
 fn bad_joins_and_leaves_are_refused_before_librdmacm() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let group = IpAddr::V4(Ipv4Addr::new(239, 1, 2, 5));
     let (channel, mut id) = bound_ud_id();
     for unicast in [
@@ -292,6 +301,9 @@ fn bad_joins_and_leaves_are_refused_before_librdmacm() {
 /// destroyed), and the groups can be joined and used again by a new id.
 #[test]
 fn an_id_dropped_with_joins_leaves_them() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let done = IpAddr::V4(Ipv4Addr::new(239, 1, 2, 6));
     let pending = IpAddr::V4(Ipv4Addr::new(239, 1, 2, 7));
     for round in 0..3 {
@@ -337,6 +349,9 @@ fn an_id_dropped_with_joins_leaves_them() {
 /// dropped (so no destroy call fails), before or after the id.
 #[test]
 fn a_qp_taken_from_a_joined_id_takes_its_group() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let group = Ipv4Addr::new(239, 1, 2, 8);
     for qp_first in [true, false] {
         let (channel, mut id) = bound_ud_id();

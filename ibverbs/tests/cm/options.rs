@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rdma_verbs::cm::{CmEventKind, CmOption, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::Error;
-use rdma_verbs_test_kit::cm_addr;
+use rdma_verbs_test_kit::{cm_addr, provider_has, Need};
 
 use super::{add_qp, client, listener, next_event};
 
@@ -17,6 +17,9 @@ fn refused_in_state(err: &Error, option: &str) -> bool {
 
 #[test]
 fn tos_and_ack_timeout_reach_the_connected_qp() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener(&schan);
     let mut cid = cchan.create_id(PortSpace::Tcp).unwrap();
@@ -170,6 +173,9 @@ fn migrated_ids_get_their_events_on_the_new_channel() {
 
 #[test]
 fn notify_comm_est_establishes_an_accepted_connection_the_peer_never_confirmed() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
     use rdma_verbs::AsyncEventKind;
 
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());

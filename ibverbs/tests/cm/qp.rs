@@ -11,7 +11,7 @@ use rdma_verbs::{
     AccessFlags, Context, Error, Gid, GidType, QpCreateFlags, QpType, RecvRequest, SendOps,
     SendRequest,
 };
-use rdma_verbs_test_kit::{cm_addr, cm_device, open};
+use rdma_verbs_test_kit::{cm_addr, cm_device, open, provider_has, Need};
 
 use super::{listener, next_event, one_completion};
 
@@ -107,6 +107,9 @@ fn settings_rdma_cm_decides_and_misfits_are_refused_before_the_call() {
 
 #[test]
 fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid() {
+    if !provider_has(Need::ExtendedQp) {
+        return;
+    }
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener(&schan);
     let mut cid = resolved(&cchan, addr);
@@ -242,6 +245,9 @@ fn v2_index(ctx: &Context, gid: Gid) -> u8 {
 
 #[test]
 fn a_cm_qp_reports_the_gid_of_its_route_even_one_added_after_the_first_qp() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
     // One thread: the ids share this thread's device context, and so its copy of the port
     // that the first QP filled; the second QP's route is from an address added after it.
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());

@@ -1,0 +1,148 @@
+//! iWARP's rules, on the iWARP device (soft-iWARP: `$WITH_RDMA_IWARP_DEVICE`, whatever the
+//! provider under test): what iWARP forbids is refused by the crate before the provider,
+//! naming the rule ([`IwarpRule`]); what it has works over a connection rdma_cm set up.
+
+use std::net::SocketAddr;
+
+use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::{
+    AccessFlags, ConnectOptions, Context, Error, IwarpRule, QpType, SendOps, SendRequest,
+    Transport, WrError,
+};
+use rdma_verbs_test_kit::{iwarp_addr, iwarp_device};
+
+use super::{client, next_event, one_completion};
+
+fn open_iwarp() -> Context {
+    let name = iwarp_device();
+    let ctx = Context::open(&name).unwrap_or_else(|e| panic!("cannot open {name}: {e}"));
+    assert_eq!(ctx.transport(), Transport::Iwarp, "{name}");
+    ctx
+}
+
+#[test]
+fn what_iwarp_has_not_is_refused_at_creation_and_connect_naming_the_rule() {
+    let ctx = open_iwarp();
+    let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
+    let cq = ctx.create_cq(8, None).expect("ibv_create_cq");
+    for qp_type in [QpType::Ud, QpType::Uc] {
+        let err = pd.create_qp(qp_type, &cq, &cq).build().unwrap_err();
+        assert!(
+            matches!(err, Error::Iwarp(IwarpRule::RcOnly { qp_type: t }) if t == qp_type),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("RC"), "{err}");
+    }
+    for ops in [
+        SendOps::ATOMIC_FETCH_AND_ADD,
+        SendOps::ATOMIC_CMP_AND_SWP,
+        SendOps::ATOMIC_WRITE,
+    ] {
+        let err = pd
+            .create_qp(QpType::Rc, &cq, &cq)
+            .send_ops(SendOps::SEND | ops)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Iwarp(IwarpRule::NoAtomics)),
+            "{ops:?}: {err:?}"
+        );
+    }
+    // An RC QP reaches INIT; connecting it by hand (to RTR and RTS) is refused.
+    let qp = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .build()
+        .expect("an RC QP on iWARP");
+    let peer = qp.endpoint();
+    let err = qp.connect(&peer, &ConnectOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, Error::Iwarp(IwarpRule::ConnectThroughRdmaCm)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("rdma_cm"), "{err}");
+}
+
+#[test]
+fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let listen = schan.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    listen
+        .bind(SocketAddr::new(iwarp_addr(), 0))
+        .expect("rdma_bind_addr");
+    listen.listen(1).expect("rdma_listen");
+    let addr = listen.local_addr().expect("a bound id has an address");
+    let (cid, cside) = client(&cchan, addr);
+    assert_eq!(
+        cid.context().expect("the id's context").transport(),
+        Transport::Iwarp
+    );
+    let params = ConnParam {
+        responder_resources: 1,
+        initiator_depth: 1,
+        ..ConnParam::default()
+    };
+    cid.connect(&params).expect("rdma_connect");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let sside = super::add_qp(&mut sid);
+    // The peer's region: the client writes into it and reads it back.
+    let rights = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let target = sside.pd.alloc_mr(64, rights).expect("ibv_reg_mr");
+    sid.accept(&params).expect("rdma_accept");
+    assert!(matches!(
+        next_event(&cchan).kind,
+        CmEventKind::Established { .. }
+    ));
+    assert!(matches!(
+        next_event(&schan).kind,
+        CmEventKind::Established { .. }
+    ));
+
+    let qp = cid.qp().expect("the client's QP");
+    // A read's sink is written by the peer's read response: it has remote write too.
+    let mut local = cside.pd.alloc_mr(64, rights).expect("ibv_reg_mr");
+    local.write(0, b"written over iWARP").unwrap();
+    let remote = target.remote();
+    {
+        let sge = [local.sge(..18).unwrap()];
+        let result = local.sge(32..40).unwrap();
+        for (i, wr) in [
+            SendRequest::fetch_add(1, &result, remote.slice(0, 8).unwrap(), 1),
+            SendRequest::compare_swap(2, &result, remote.slice(0, 8).unwrap(), 0, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let err = qp.post_send(&mut [wr.signaled()]).unwrap_err();
+            let err = Error::from(err);
+            assert!(
+                matches!(
+                    err,
+                    Error::Request {
+                        index: 0,
+                        reason: WrError::Iwarp {
+                            rule: IwarpRule::NoAtomics,
+                            ..
+                        }
+                    }
+                ),
+                "atomic {i}: {err:?}"
+            );
+        }
+        qp.post_send(&mut [SendRequest::write(3, &sge, remote).signaled()])
+            .expect("ibv_post_send (write)");
+        assert_eq!(one_completion(&cside.cq).wr_id(), 3);
+    }
+    local.write(0, &[0; 18]).unwrap();
+    {
+        let sink = [local.sge(..18).unwrap()];
+        qp.post_send(&mut [SendRequest::read(4, &sink, remote.slice(0, 18).unwrap()).signaled()])
+            .expect("ibv_post_send (read)");
+        assert_eq!(one_completion(&cside.cq).wr_id(), 4);
+    }
+    let mut back = [0; 18];
+    local.read(0, &mut back).unwrap();
+    assert_eq!(&back, b"written over iWARP");
+}
