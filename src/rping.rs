@@ -508,9 +508,13 @@ fn run_client(o: &Options) -> Result<(), String> {
         .pd
         .alloc_mr(o.size, remote)
         .or_say("start_buf reg_mr failed")?;
-    conn.id
-        .connect(&ConnParam::default())
-        .or_say("rdma_connect")?;
+    // A connect the peer refuses at once (iWARP's TCP connect): C's perror and message.
+    conn.id.connect(&ConnParam::default()).map_err(|e| {
+        format!(
+            "rdma_connect: {}\nconnect error -1",
+            crate::cli::verbs_error_text(&e)
+        )
+    })?;
     conn.events.expect("ESTABLISHED", |k| {
         matches!(k, CmEventKind::Established { .. })
     })?;
