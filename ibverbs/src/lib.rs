@@ -297,6 +297,7 @@
 //!
 //! | hazard | guarded by | why that way |
 //! |---|---|---|
+//! | an atomic on an iWARP QP (iWARP has none; a provider may read the request's atomic fields as something else), a UD or UC QP or a hand-made connection on iWARP | typed error: [`WrError::Iwarp`], [`Error::Iwarp`] naming the [`IwarpRule`] | the transport is the device's, known at run time; one request type serves all devices |
 //! | a UD send without an address handle (null `wr.ud.ah`), an RDMA or atomic request on a UD QP (a peer's address read as `wr.ud.ah`) | typed error: [`WrError::MissingAddressHandle`], [`WrError::OpcodeNotSupported`] | the transport is a run-time property of a [`QueuePair`]; one request type serves all transports |
 //! | inline data over `max_inline_data`, more entries than `max_send_sge`, totals that wrap | typed error: [`WrError::InlineTooLarge`], [`WrError::TooManySge`], [`WrError::MessageTooLong`], [`WrError::InlineNotSupported`] | the limits are what the provider granted at run time |
 //! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure; no call returns one (E0061), and it cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
