@@ -5,7 +5,8 @@ pub(crate) mod device_attr; // ibv_query_device_ex and its attributes
 pub(crate) mod gid; // Gid and the GID table (ibv_query_gid_ex)
 pub(crate) mod port; // ibv_query_port and its attributes
 #[cfg(feature = "cm")]
-pub(crate) mod port_cache; // the ports' attributes and GID tables a CM QP reads
+pub(crate) mod port_cache;
+pub(crate) mod read_sinks; // iWARP: the regions an RDMA read may not land in // the ports' attributes and GID tables a CM QP reads
 
 use std::fmt;
 use std::panic::RefUnwindSafe;
@@ -36,6 +37,8 @@ struct Inner {
     /// The ports' attributes and GID tables, as QPs on CM ids read them.
     #[cfg(feature = "cm")]
     ports: port_cache::PortCache,
+    /// On an iWARP device, the regions registered without remote write.
+    read_sinks: Option<read_sinks::ReadSinks>,
 }
 
 // SAFETY: libibverbs contexts may be used from any thread; all verbs on them are thread-safe.
@@ -68,6 +71,17 @@ impl WeakContext {
     }
 }
 
+/// An empty [`ReadSinks`](read_sinks::ReadSinks) for a context of an iWARP device, else
+/// `None`.
+///
+/// # Safety
+/// `raw` must be an open context.
+unsafe fn iwarp_read_sinks(raw: NonNull<ffi::ibv_context>) -> Option<read_sinks::ReadSinks> {
+    // SAFETY: the context is open (caller), so its device is valid.
+    let transport = unsafe { (*(*raw.as_ptr()).device).transport_type };
+    (transport == ffi::ibv_transport_type::IBV_TRANSPORT_IWARP).then(Default::default)
+}
+
 impl Context {
     /// Takes ownership of an open context.
     ///
@@ -81,6 +95,8 @@ impl Context {
                 keep_open: None,
                 #[cfg(feature = "cm")]
                 ports: Default::default(),
+                // SAFETY: raw is an open context (caller).
+                read_sinks: unsafe { iwarp_read_sinks(raw) },
             }),
         }
     }
@@ -101,6 +117,8 @@ impl Context {
                 attr: OnceLock::new(),
                 keep_open: Some(keep_open),
                 ports: Default::default(),
+                // SAFETY: raw is an open context (caller).
+                read_sinks: unsafe { iwarp_read_sinks(raw) },
             }),
         }
     }
@@ -134,7 +152,12 @@ impl Context {
     /// Whether the device's transport is iWARP, whose rules the crate checks
     /// ([`IwarpRule`](crate::IwarpRule)).
     pub(crate) fn is_iwarp(&self) -> bool {
-        self.transport() == crate::Transport::Iwarp
+        self.inner.read_sinks.is_some()
+    }
+
+    /// On an iWARP device, the regions an RDMA read may not land in.
+    pub(crate) fn read_sinks(&self) -> Option<&read_sinks::ReadSinks> {
+        self.inner.read_sinks.as_ref()
     }
 
     /// The device's fixed attributes (`ibv_query_device`), queried on first use.

@@ -243,6 +243,14 @@ pub enum IwarpRule {
          stream), not by ibv_modify_qp to RTR and RTS"
     )]
     ConnectThroughRdmaCm,
+    /// An RDMA read's response is written into its sink (the read's local entries) as an
+    /// RDMA write of the peer's: iWARP needs the sink's region registered with
+    /// [`AccessFlags::REMOTE_WRITE`](crate::AccessFlags::REMOTE_WRITE).
+    #[error(
+        "an RDMA read's sink on iWARP is written as by a remote write: its region needs \
+         AccessFlags::REMOTE_WRITE"
+    )]
+    ReadSinkNeedsRemoteWrite,
 }
 
 /// What is wrong with a work request that the crate refuses to post ([`Error::Request`]):
@@ -259,7 +267,8 @@ pub enum WrError {
         /// The queue pair's transport.
         qp_type: QpType,
     },
-    /// The operation does not exist on iWARP ([`IwarpRule::NoAtomics`]).
+    /// The operation breaks a rule of iWARP: an atomic ([`IwarpRule::NoAtomics`]), or a read
+    /// into a region without remote write ([`IwarpRule::ReadSinkNeedsRemoteWrite`]).
     #[error("{opcode} is refused on an iWARP device: {rule}")]
     Iwarp {
         /// The request's operation.

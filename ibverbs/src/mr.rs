@@ -194,6 +194,10 @@ unsafe impl<B: RegistrableMemory + Send> Sync for Registration<B> {}
 
 impl<B: RegistrableMemory> Drop for Registration<B> {
     fn drop(&mut self) {
+        if let Some(sinks) = self.pd.context().read_sinks() {
+            // SAFETY: the MR is registered until the call below.
+            sinks.forget(unsafe { self.raw.as_ref() }.lkey);
+        }
         // SAFETY: the MR is registered, and no window is bound to it (each holds an Arc).
         let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
         if drop_error::report("ibv_dereg_mr", rc) {
@@ -294,6 +298,10 @@ impl ProtectionDomain {
             },
             _ => e,
         })?;
+        if let Some(sinks) = self.context().read_sinks() {
+            // SAFETY: the MR was just registered.
+            sinks.note(unsafe { raw.as_ref() }.lkey, access);
+        }
         Ok(MemoryRegion {
             reg: Arc::new(Registration {
                 raw,

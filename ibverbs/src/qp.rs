@@ -87,15 +87,23 @@ impl Default for ConnectOptions {
 }
 
 /// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
-/// it: the creation flags or the inline data the provider refused, named; else `err`.
+/// it: the creation flags, the extended send API or the inline data the provider refused,
+/// named; else `err`.
 #[cold]
 fn creation_error(
     ctx: *mut ffi::ibv_context,
     init: &ffi::ibv_qp_init_attr_ex,
     err: Error,
 ) -> Error {
+    let send_ops = ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
     match create_flags::creation_error(ctx, init, err) {
         err @ Error::Unsupported { .. } => err,
+        err if init.comp_mask & send_ops != 0 && err.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            Error::Unsupported {
+                what: "the extended send API (QueuePairBuilder::send_ops)",
+                missing: "create_qp_ex in its provider (ibv_create_qp_ex refused with EOPNOTSUPP)",
+            }
+        }
         err => inline_limit::creation_error(ctx, init, err),
     }
 }
@@ -363,8 +371,10 @@ impl<'a> QueuePairBuilder<'a> {
         port: &PortAttr,
     ) -> QueuePair {
         let mut send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
-        if self.pd.context().is_iwarp() {
-            send_limits = send_limits.for_iwarp();
+        if let Some(sinks) = self.pd.context().read_sinks() {
+            // SAFETY: the sinks are the context's, which the QP keeps alive through its PD
+            // for as long as it (and so its limits) lives.
+            send_limits = unsafe { send_limits.for_iwarp(sinks) };
         }
         let qp_ex = if self.send_ops.is_empty() {
             None

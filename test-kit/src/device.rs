@@ -174,7 +174,8 @@ pub fn poll_one(cq: &CompletionQueue) -> WorkCompletion {
 /// What a test needs of the provider that soft-iWARP (the `siw` provider) does not have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
-    /// UD queue pairs, and so UD over rdma_cm and multicast: iWARP has RC only.
+    /// UD queue pairs, and so UD over rdma_cm, multicast and address handles: iWARP has RC
+    /// only.
     Ud,
     /// What InfiniBand's transport and CM have and iWARP's TCP stream does not: an ACK
     /// timeout and a traffic class on the QP, RoCE GIDs of the route's addresses,
@@ -189,7 +190,7 @@ impl Need {
     /// What it is, for the line of a skipped test.
     fn label(self) -> &'static str {
         match self {
-            Need::Ud => "UD queue pairs (iWARP has RC only)",
+            Need::Ud => "UD queue pairs or address handles (iWARP has RC only)",
             Need::IbTransport => {
                 "InfiniBand transport attributes (ACK timeout, traffic class, RoCE GIDs, COMM_EST): \
                  iWARP runs over TCP"
@@ -212,4 +213,24 @@ pub fn provider_has(need: Need) -> bool {
     // Written to the process's stderr, not through eprintln!, which the harness captures.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     false
+}
+
+/// The private data `data` arrives as, sent in an rdma_cm message that carries at most `len`
+/// bytes: zero-padded to `len` on rxe (an InfiniBand CM message's field), as sent on siw
+/// (MPA carries its length).
+pub fn delivered_private_data(data: &[u8], len: usize) -> Vec<u8> {
+    let mut v = data.to_vec();
+    if provider() == Provider::Rxe {
+        v.resize(len, 0);
+    }
+    v
+}
+
+/// The reason of the `Rejected` event a peer's `rdma_reject` gives: the InfiniBand CM's
+/// "consumer defined" (28) on rxe; on siw the MPA reject's reset, `-ECONNRESET`.
+pub fn peer_reject_reason() -> i32 {
+    match provider() {
+        Provider::Rxe => 28,
+        Provider::Siw => -libc::ECONNRESET,
+    }
 }

@@ -213,6 +213,10 @@ impl ProtectionDomain {
             },
             _ => e,
         })?;
+        if let Some(sinks) = self.context().read_sinks() {
+            // SAFETY: the MR was just registered.
+            sinks.note(unsafe { raw.as_ref() }.lkey, access);
+        }
         Ok(DmaBufRegion {
             raw,
             len,
@@ -278,6 +282,9 @@ impl DmaBufRegion {
 
 impl Drop for DmaBufRegion {
     fn drop(&mut self) {
+        if let Some(sinks) = self._pd.context().read_sinks() {
+            sinks.forget(self.lkey());
+        }
         // SAFETY: the MR is registered and not used after this.
         let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
         drop_error::report("ibv_dereg_mr", rc);

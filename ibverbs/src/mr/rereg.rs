@@ -179,6 +179,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
                 "nothing to change: give new access, a range or a PD",
             ));
         }
+        // SAFETY: the MR is registered.
+        let old_lkey = unsafe { reg.raw.as_ref() }.lkey;
         // SAFETY: the MR is registered and no window holds it; the PD (if any) is live and
         // of the same context; the range lies inside the owned memory, which stays mapped
         // until deregistration.
@@ -189,6 +191,11 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         let apply = |reg: &mut crate::mr::Registration<B>| {
             if let Some(access) = change.access {
                 reg.access = access;
+            }
+            if let Some(sinks) = reg.pd.context().read_sinks() {
+                sinks.forget(old_lkey);
+                // SAFETY: the MR is registered (re-registered with its new key).
+                sinks.note(unsafe { reg.raw.as_ref() }.lkey, reg.access);
             }
             if change.range.is_some() {
                 reg.len = len;

@@ -19,6 +19,7 @@
 //! exact check, for the rest), so that a QP posts one receive through a table indexed by it.
 //! Working out which limit a refused request broke is left to a cold function.
 
+use crate::context::read_sinks::ReadSinks;
 use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::qp::qp_type::QpType;
@@ -162,6 +163,9 @@ pub(crate) struct SendLimits {
     qp_type: QpType,
     /// Whether the QP's device is iWARP, which has no atomics.
     iwarp: bool,
+    /// On iWARP, the regions a read may not land in: its context's, which the QP keeps
+    /// alive (through its PD) while these limits are used; else null.
+    sinks: *const ReadSinks,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
     /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
@@ -180,15 +184,23 @@ impl SendLimits {
             depth: cap.max_send_wr,
             qp_type,
             iwarp: false,
+            sinks: std::ptr::null(),
             pd,
             send_ops: None,
         }
         .with_deny()
     }
 
-    /// These limits on an iWARP device: without its atomics ([`IwarpRule::NoAtomics`]).
-    pub(crate) fn for_iwarp(mut self) -> Self {
+    /// These limits on an iWARP device whose regions `sinks` lists: without atomics
+    /// ([`IwarpRule::NoAtomics`]), and every read's sink checked
+    /// ([`IwarpRule::ReadSinkNeedsRemoteWrite`]) by the exact check.
+    ///
+    /// # Safety
+    /// `sinks` must outlive every use of these limits (the QP's context's, which the QP
+    /// keeps alive).
+    pub(crate) unsafe fn for_iwarp(mut self, sinks: &ReadSinks) -> Self {
         self.iwarp = true;
+        self.sinks = sinks;
         self.ops = op_bits(self.transport_ops() & !ops::BATCH_ONLY);
         self.with_deny()
     }
@@ -226,6 +238,9 @@ impl SendLimits {
         }
         if self.qp_type == QpType::Ud {
             deny |= ANY_SEND;
+        }
+        if !self.sinks.is_null() {
+            deny |= 1 << (SEND_OP + ffi::ibv_wr_opcode::IBV_WR_RDMA_READ.0);
         }
         self.deny = deny;
         self
@@ -272,6 +287,20 @@ impl SendLimits {
             && (!has(ops::ATOMICS, raw.opcode.0) || total == ATOMIC_RESULT)
             && (self.qp_type != QpType::Ud || self.address_fits(raw))
             && aligned(raw)
+            && self.sink_fits(raw)
+    }
+
+    /// Whether `raw`, if a read on iWARP, lands in regions with remote write.
+    fn sink_fits(&self, raw: &ffi::ibv_send_wr) -> bool {
+        if self.sinks.is_null() || raw.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
+            return true;
+        }
+        // Never negative: the request constructors set it from a slice length.
+        let n = raw.num_sge as usize;
+        // SAFETY: sinks outlives these limits (for_iwarp); the list holds n entries (the
+        // constructors point it at a slice of them, or at one empty entry for none).
+        let (sinks, sges) = unsafe { (&*self.sinks, std::slice::from_raw_parts(raw.sg_list, n)) };
+        sinks.allow(sges)
     }
 
     /// Whether a UD send's address handle is set and of the QP's PD.
@@ -292,6 +321,12 @@ impl SendLimits {
             return WrError::Iwarp {
                 opcode,
                 rule: IwarpRule::NoAtomics,
+            };
+        }
+        if !self.sink_fits(raw) {
+            return WrError::Iwarp {
+                opcode,
+                rule: IwarpRule::ReadSinkNeedsRemoteWrite,
             };
         }
         if !has(transport_ops(self.qp_type), op) {

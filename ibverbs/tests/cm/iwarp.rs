@@ -1,6 +1,7 @@
 //! iWARP's rules, on the iWARP device (soft-iWARP: `$WITH_RDMA_IWARP_DEVICE`, whatever the
 //! provider under test): what iWARP forbids is refused by the crate before the provider,
-//! naming the rule ([`IwarpRule`]); what it has works over a connection rdma_cm set up.
+//! naming the rule ([`IwarpRule`]): UD and UC QPs, atomics, a QP connected by hand, a read
+//! into a region without remote write; what it has works over a connection rdma_cm set up.
 
 use std::net::SocketAddr;
 
@@ -48,6 +49,16 @@ fn what_iwarp_has_not_is_refused_at_creation_and_connect_naming_the_rule() {
             "{ops:?}: {err:?}"
         );
     }
+    // Not a rule of iWARP, a lack of siw's provider (no create_qp_ex): named all the same.
+    let err = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .send_ops(SendOps::SEND)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Unsupported { what, .. } if what.contains("send_ops")),
+        "{err:?}"
+    );
     // An RC QP reaches INIT; connecting it by hand (to RTR and RTS) is refused.
     let qp = pd
         .create_qp(QpType::Rc, &cq, &cq)
@@ -60,6 +71,24 @@ fn what_iwarp_has_not_is_refused_at_creation_and_connect_naming_the_rule() {
         "{err:?}"
     );
     assert!(err.to_string().contains("rdma_cm"), "{err}");
+}
+
+#[test]
+fn a_multicast_join_on_iwarp_is_refused_naming_the_rule() {
+    let channel = EventChannel::new().unwrap();
+    let mut id = channel.create_id(PortSpace::Udp).expect("rdma_create_id");
+    id.bind(SocketAddr::new(iwarp_addr(), 0))
+        .expect("rdma_bind_addr");
+    let err = id.join_multicast("239.1.9.1".parse().unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Iwarp(IwarpRule::RcOnly {
+                qp_type: QpType::Ud
+            })
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -101,7 +130,8 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
     ));
 
     let qp = cid.qp().expect("the client's QP");
-    // A read's sink is written by the peer's read response: it has remote write too.
+    // A read's sink is written by the peer's read response: it has remote write too
+    // (IwarpRule::ReadSinkNeedsRemoteWrite).
     let mut local = cside.pd.alloc_mr(64, rights).expect("ibv_reg_mr");
     local.write(0, b"written over iWARP").unwrap();
     let remote = target.remote();
@@ -135,6 +165,38 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
             .expect("ibv_post_send (write)");
         assert_eq!(one_completion(&cside.cq).wr_id(), 3);
     }
+    // A read into a region without remote write, alone or second in a list, is refused.
+    let plain = cside
+        .pd
+        .alloc_mr(64, AccessFlags::LOCAL_WRITE)
+        .expect("ibv_reg_mr");
+    {
+        let good = [local.sge(..18).unwrap()];
+        let bad = [local.sge(..8).unwrap(), plain.sge(..10).unwrap()];
+        let from = remote.slice(0, 18).unwrap();
+        let err = qp
+            .post_send(&mut [
+                SendRequest::read(5, &good, from),
+                SendRequest::read(6, &bad, from),
+            ])
+            .unwrap_err();
+        let err = Error::from(err);
+        assert!(
+            matches!(
+                err,
+                Error::Request {
+                    index: 1,
+                    reason: WrError::Iwarp {
+                        rule: IwarpRule::ReadSinkNeedsRemoteWrite,
+                        ..
+                    }
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("REMOTE_WRITE"), "{err}");
+    }
+    drop(plain);
     local.write(0, &[0; 18]).unwrap();
     {
         let sink = [local.sge(..18).unwrap()];

@@ -25,7 +25,10 @@ use rdma_verbs::{
     AccessFlags, AddressHandle, AsRaw, CompletionQueue, Endpoint, Error, Gid, GidType,
     ProtectionDomain, QpType, RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
 };
-use rdma_verbs_test_kit::{cm_addr, provider, provider_has, Need, Provider, Running};
+use rdma_verbs_test_kit::{
+    cm_addr, delivered_private_data, peer_reject_reason, provider, provider_has, Need, Provider,
+    Running,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -106,32 +109,6 @@ fn one_completion(cq: &CompletionQueue) -> WorkCompletion {
     wc[0]
 }
 
-/// `data` padded with zeroes to `len` bytes: how IB and RoCE deliver private data.
-fn padded(data: &[u8], len: usize) -> Vec<u8> {
-    let mut v = data.to_vec();
-    v.resize(len, 0);
-    v
-}
-
-/// The private data `data` arrives as, sent in a message that carries at most `len`
-/// bytes: padded on IB and RoCE (a CM message's field), as sent on iWARP (MPA carries its
-/// length).
-fn delivered(data: &[u8], len: usize) -> Vec<u8> {
-    match provider() {
-        Provider::Rxe => padded(data, len),
-        Provider::Siw => data.to_vec(),
-    }
-}
-
-/// The reason of a reject by the peer's `rdma_reject`: the IB CM's "consumer defined" (28);
-/// on iWARP the errno of the MPA reject's reset, negated.
-fn peer_reject_reason() -> i32 {
-    match provider() {
-        Provider::Rxe => 28,
-        Provider::Siw => -libc::ECONNRESET,
-    }
-}
-
 #[test]
 fn connect_accept_with_private_data_then_send() {
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
@@ -154,7 +131,7 @@ fn connect_accept_with_private_data_then_send() {
         panic!("expected a connect request, got {ev:?}");
     };
     let connect_limit = private_data_limit(Message::Connect, PortSpace::Tcp);
-    assert_eq!(private_data, delivered(hello, connect_limit));
+    assert_eq!(private_data, delivered_private_data(hello, connect_limit));
     assert_eq!(sid.peer_addr().map(|a| a.ip()), Some(cm_addr()));
     let sside = add_qp(&mut sid);
     let mut rmr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
@@ -177,7 +154,7 @@ fn connect_accept_with_private_data_then_send() {
         panic!("expected established on the client, got {ev:?}");
     };
     let accept_limit = private_data_limit(Message::Accept, PortSpace::Tcp);
-    assert_eq!(private_data, delivered(welcome, accept_limit));
+    assert_eq!(private_data, delivered_private_data(welcome, accept_limit));
     let ev = next_event(&schan);
     assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
     assert!(ev.is_for(&sid));
@@ -257,15 +234,22 @@ fn reject_with_private_data() {
     let Error::Rejected {
         verb,
         reason,
+        reason_text,
         private_data,
-        ..
     } = err
     else {
         panic!("expected a reject, got {err:?}");
     };
     assert_eq!((verb, reason), ("rdma_connect", peer_reject_reason()));
+    assert!(
+        reason_text.contains("rejected by the peer"),
+        "{reason_text}"
+    );
     let reject_limit = private_data_limit(Message::Reject, PortSpace::Tcp);
-    assert_eq!(private_data, delivered(b"not today", reject_limit));
+    assert_eq!(
+        private_data,
+        delivered_private_data(b"not today", reject_limit)
+    );
 }
 
 /// Whether `err` is the private data length check with `value` over `max`.
@@ -726,7 +710,10 @@ fn ud_datagrams_both_ways() {
         panic!("expected a connect request, got {ev:?}");
     };
     let connect_limit = private_data_limit(Message::Connect, PortSpace::Udp);
-    assert_eq!(private_data, padded(b"ud hello", connect_limit));
+    assert_eq!(
+        private_data,
+        delivered_private_data(b"ud hello", connect_limit)
+    );
     assert_eq!(sid.port_space(), PortSpace::Udp);
     let sside = add_qp(&mut sid);
     let smr = sside
@@ -749,7 +736,10 @@ fn ud_datagrams_both_ways() {
         panic!("expected established with the UD peer, got {ev:?}");
     };
     let accept_limit = private_data_limit(Message::Accept, PortSpace::Udp);
-    assert_eq!(private_data, padded(b"ud welcome", accept_limit));
+    assert_eq!(
+        private_data,
+        delivered_private_data(b"ud welcome", accept_limit)
+    );
     let sqp = sid.qp().unwrap();
     assert_eq!((peer.qp_num, peer.qkey), (sqp.qp_num(), UDP_QKEY));
 

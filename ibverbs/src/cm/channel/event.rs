@@ -314,8 +314,10 @@ unsafe fn private_data(ptr: *const std::ffi::c_void, len: u8) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len.into()) }.to_vec()
 }
 
-/// What an InfiniBand CM reject reason (the REJ message's reason, which IB and RoCE
-/// report in [`CmEventKind::Rejected`]) means; the kernel's `ib_cm_rej_reason` names.
+/// What the reason of a [`CmEventKind::Rejected`] means: on IB and RoCE the InfiniBand CM's
+/// reject reason (the REJ message's; the kernel's `ib_cm_rej_reason` names), on iWARP a
+/// negated errno of the TCP stream or MPA exchange (`-ECONNRESET` for the peer's
+/// `rdma_reject`).
 pub fn reject_reason_text(reason: i32) -> &'static str {
     match reason {
         1 => "no QP",
@@ -344,6 +346,9 @@ pub fn reject_reason_text(reason: i32) -> &'static str {
         30 => "duplicate local comm ID",
         31 => "invalid class version",
         32 => "invalid flow label",
+        r if r == -libc::ECONNRESET => "connection reset (iWARP: rejected by the peer)",
+        r if r == -libc::ECONNREFUSED => "connection refused (iWARP: nobody listens there)",
+        r if r == -libc::ETIMEDOUT => "timed out (iWARP)",
         _ => "unknown reason",
     }
 }

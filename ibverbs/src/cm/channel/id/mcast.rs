@@ -29,7 +29,9 @@ use crate::cm::ud::UdPeer;
 use crate::cm::PortSpace;
 use crate::context::gid::Gid;
 use crate::drop_error;
-use crate::error::{check, Error, Result};
+use crate::error::{check, Error, IwarpRule, Result};
+use crate::ffi;
+use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
 
 /// How a join takes part in its group (`enum rdma_cm_mc_join_flags`), for
@@ -154,7 +156,8 @@ impl CmId {
     /// Checked before librdmacm, each an [`Error::InvalidArgument`] naming what was wrong:
     /// `group` is a multicast address (IPv4 `224.0.0.0/4`, IPv6 `ff00::/8`), the id's port
     /// space is a UD one, the id is bound to a device, and it has not joined `group`
-    /// already.
+    /// already; and the device is not iWARP, which has no UD and so no multicast
+    /// ([`Error::Iwarp`], [`IwarpRule::RcOnly`](crate::IwarpRule::RcOnly)).
     pub fn join_multicast_ex(&mut self, group: IpAddr, flag: MulticastJoinFlag) -> Result<()> {
         if !group.is_multicast() {
             return Err(Error::InvalidArgument {
@@ -176,11 +179,20 @@ impl CmId {
         }
         // SAFETY: the id is live; librdmacm sets its fields in calls on it, which take the
         // id by reference and so do not run beside this one (CmId is not Sync).
-        if unsafe { (*self.ptr()).verbs }.is_null() {
+        let verbs = unsafe { (*self.ptr()).verbs };
+        if verbs.is_null() {
             return Err(Error::InvalidArgument {
                 what: "CM id",
                 reason: "not bound to a device yet (bind or resolve_addr first)".into(),
             });
+        }
+        // SAFETY: a bound id's context is open while the id lives, and so is its device.
+        if unsafe { (*(*verbs).device).transport_type }
+            == ffi::ibv_transport_type::IBV_TRANSPORT_IWARP
+        {
+            return Err(Error::Iwarp(IwarpRule::RcOnly {
+                qp_type: QpType::Ud,
+            }));
         }
         if self.joined(group).is_some() {
             return Err(Error::InvalidArgument {
