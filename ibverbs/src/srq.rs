@@ -120,12 +120,20 @@ impl SharedReceiveQueue {
     }
 
     /// The SRQ's attributes now (`ibv_query_srq`): its size, entries per request and
-    /// limit (0 once the limit event fired, or if none was set).
+    /// limit (0 once the limit event fired, or if none was set). A provider that cannot
+    /// query an SRQ (siw) gives [`Error::Unsupported`].
     pub fn query(&self) -> Result<SrqAttributes> {
         let mut attr = ffi::ibv_srq_attr::default();
         // SAFETY: the SRQ is live and attr is writable.
         check("ibv_query_srq", unsafe {
             ffi::ibv_query_srq(self.ptr(), &mut attr)
+        })
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Error::Unsupported {
+                what: "querying a shared receive queue (ibv_query_srq)",
+                missing: "query_srq in its provider (refused with EOPNOTSUPP; siw has none)",
+            },
+            _ => e,
         })?;
         Ok(SrqAttributes {
             max_wr: attr.max_wr,

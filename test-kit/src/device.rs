@@ -184,6 +184,11 @@ pub enum Need {
     /// The extended QP creation (`ibv_create_qp_ex` with send operations): siw's provider
     /// has no `create_qp_ex`.
     ExtendedQp,
+    /// QPs connected by hand (`ibv_modify_qp` to RTR and RTS): iWARP connects QPs only
+    /// through rdma_cm (the crate refuses it: `tests/cm/iwarp.rs`).
+    HandConnect,
+    /// Querying a shared receive queue (`ibv_query_srq`): siw's provider cannot.
+    SrqQuery,
 }
 
 impl Need {
@@ -196,6 +201,8 @@ impl Need {
                  iWARP runs over TCP"
             },
             Need::ExtendedQp => "extended QP creation (no create_qp_ex in its provider)",
+            Need::SrqQuery => "SRQ query (no query_srq in its provider)",
+            Need::HandConnect => "QPs connected by hand (iWARP connects through rdma_cm only)",
         }
     }
 }

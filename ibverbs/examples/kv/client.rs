@@ -10,7 +10,7 @@ use rdma_verbs::tokio::cm::AsyncCmChannel;
 use rdma_verbs::{AccessFlags, MemoryRegion, ProtectionDomain};
 
 use crate::proto::{Op, Request, Response, Status, INLINE, MSG};
-use crate::{add_qp, async_qp, close, post_recv, received, send, within, Devices, Options, Result};
+use crate::{add_qp, close, post_recv, received, send, within, Devices, Options, Result};
 
 /// Keys per slot.
 const KEYS: u64 = 2;
@@ -176,11 +176,9 @@ async fn connection(
     let dev = devices.get(&id)?;
     let depth = o.depth;
     let cq = add_qp(&mut id, &dev.pd, &dev.channel, 2, depth as u32 + 1)?;
-    let param = ConnParam::default();
-    let mut id = within(limit, "rdma_connect", id.connect(&param)).await??.id;
-    let qp = async_qp(&mut id, cq)?;
-
-    // A receive for each answer in flight and for the server's Shutdown.
+    // A receive for each answer in flight and for the server's Shutdown, posted before
+    // the connection is up (iWARP has no receiver-not-ready retry).
+    let qp = id.async_qp(cq)?;
     let mut posted = VecDeque::new();
     for _ in 0..=depth {
         posted.push_back(post_recv(
@@ -188,6 +186,8 @@ async fn connection(
             dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?,
         )?);
     }
+    let param = ConnParam::default();
+    let id = within(limit, "rdma_connect", id.connect(&param)).await??.id;
     let mut send_mr = dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?;
     let mut slots = Vec::new();
     for s in 0..depth {

@@ -169,12 +169,6 @@ fn add_qp(
     Ok(cq)
 }
 
-/// The connected id's QP, as an [`AsyncQp`] on `cq`.
-fn async_qp(id: &mut AsyncCmId, cq: AsyncCq) -> Result<AsyncQp> {
-    let qp = id.take_qp().ok_or("the id has no QP")?;
-    Ok(AsyncQp::new(qp, cq)?)
-}
-
 /// Posts a receive of [`proto::MSG`] bytes into `mr`.
 fn post_recv(qp: &AsyncQp, mr: MemoryRegion) -> Result<rdma_verbs::tokio::Op> {
     Ok(qp.recv(mr, ..proto::MSG)?)

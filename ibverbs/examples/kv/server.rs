@@ -12,7 +12,7 @@ use rdma_verbs::{AccessFlags, MemoryRegion};
 use tokio::sync::watch;
 
 use crate::proto::{Op, Request, Response, Status, INLINE, MAX_DEPTH, MAX_VALUE, MSG};
-use crate::{add_qp, async_qp, close, post_recv, received, send, within, Devices, Options, Result};
+use crate::{add_qp, close, post_recv, received, send, within, Devices, Options, Result};
 
 /// What the connections share.
 struct Server<'o> {
@@ -97,14 +97,10 @@ impl Server<'_> {
         let dev = self.devices.get(&request.id)?;
         let recvs = MAX_DEPTH + 1;
         let cq = add_qp(&mut request.id, &dev.pd, &dev.channel, 2, recvs as u32)?;
-        let param = ConnParam::default();
-        let mut id = within(limit, "rdma_accept", request.accept(&param)).await??;
-        let qp = async_qp(&mut id, cq)?;
-        self.accepted.set(self.accepted.get() + 1);
-        self.check_stop();
-
-        let mut stop = self.stop.subscribe();
-        let mut told = false;
+        // The receives are posted before the accept: the client sends as soon as it is
+        // connected, and iWARP has no receiver-not-ready retry (a send that finds no
+        // receive ends the connection).
+        let qp = request.id.async_qp(cq)?;
         let mut posted = VecDeque::new();
         for _ in 0..recvs {
             posted.push_back(post_recv(
@@ -112,8 +108,18 @@ impl Server<'_> {
                 dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?,
             )?);
         }
+        let param = ConnParam::default();
+        let id = within(limit, "rdma_accept", request.accept(&param)).await??;
+        self.accepted.set(self.accepted.get() + 1);
+        self.check_stop();
+
+        let mut stop = self.stop.subscribe();
+        let mut told = false;
         let mut send_mr = dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?;
-        let mut stage = dev.pd.alloc_mr(MAX_VALUE, AccessFlags::LOCAL_WRITE)?;
+        // The sink of the RDMA reads of puts: iWARP writes a read's response into it as a
+        // remote write would, so it has remote write access.
+        let stage_access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+        let mut stage = dev.pd.alloc_mr(MAX_VALUE, stage_access)?;
         loop {
             let next = posted.front_mut().expect("receives stay posted");
             let (mr, bytes) = tokio::select! {

@@ -209,7 +209,8 @@ pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32)
         std::io::Error::from_raw_os_error(rc)
     };
     PostError::from(match source.raw_os_error() {
-        Some(libc::ENOMEM) => Error::QueueFull { verb, index, depth },
+        // ENOMEM on rxe and most providers, ENOSPC on siw.
+        Some(libc::ENOMEM | libc::ENOSPC) => Error::QueueFull { verb, index, depth },
         Some(libc::EOPNOTSUPP) if index == 0 => Error::Unsupported {
             what: verb,
             missing: match verb {

@@ -2,6 +2,7 @@
 //! the queue, the bad sizes) and `ibv_modify_cq` (completion moderation, or the typed error
 //! of a device without it).
 
+use rdma_verbs_test_kit::{provider_has, Need};
 use std::time::Duration;
 
 use rdma_verbs_test_kit::{assert_clean_drops, open};
@@ -38,6 +39,9 @@ fn take_all(p: &Pair, n: usize) {
 
 #[test]
 fn resizing_keeps_the_completions_in_the_queue() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let mut p = Pair::new(QpType::Rc);
     writes_done(&p, 8);
     let before = p.a_cq.capacity();
@@ -54,6 +58,9 @@ fn resizing_keeps_the_completions_in_the_queue() {
 
 #[test]
 fn bad_resizes_are_typed_errors_and_leave_the_cq_working() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let mut p = Pair::new(QpType::Rc);
     let max_cqe = open().query_device().unwrap().max_cqe;
     let err = p.a_cq.resize(0).unwrap_err();
@@ -98,6 +105,9 @@ fn bad_resizes_are_typed_errors_and_leave_the_cq_working() {
 
 #[test]
 fn an_extended_cq_resizes_too() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq_ex(8, WcFields::BYTE_LEN, None).unwrap();

@@ -1,5 +1,6 @@
 //! Devices, device and port attributes, GIDs and asynchronous events.
 
+use rdma_verbs_test_kit::{provider, provider_has, Need, Provider};
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
@@ -17,8 +18,12 @@ fn lists_the_test_device() {
     assert_eq!(list.iter().len(), list.len());
     let dev = list.find(&device()).expect("the test device is listed");
     assert_eq!(dev.name(), device());
-    assert_eq!(dev.node_type(), NodeType::Ca);
-    assert_eq!(dev.transport(), Transport::InfiniBand);
+    let (node, transport) = match provider() {
+        Provider::Rxe => (NodeType::Ca, Transport::InfiniBand),
+        Provider::Siw => (NodeType::Rnic, Transport::Iwarp),
+    };
+    assert_eq!(dev.node_type(), node);
+    assert_eq!(dev.transport(), transport);
     assert_ne!(dev.guid(), 0);
 }
 
@@ -86,7 +91,12 @@ fn port_one_is_active_ethernet() {
     assert!(port.active_mtu.bytes() <= port.max_mtu.bytes());
     let rate = port.rate_gbps().expect("known width and speed");
     assert!(rate >= 2.5, "{rate}");
-    assert!(port.gid_tbl_len > 1);
+    // rxe: a GID per address of its netdev; siw: one, from its MAC.
+    let least = match provider() {
+        Provider::Rxe => 2,
+        Provider::Siw => 1,
+    };
+    assert!(port.gid_tbl_len >= least, "{}", port.gid_tbl_len);
     assert_eq!(port.as_raw().gid_tbl_len, port.gid_tbl_len as i32);
     drop(ctx);
     assert_clean_drops();
@@ -140,6 +150,9 @@ fn ports_outside_the_device_are_out_of_range() {
 
 #[test]
 fn gid_index_one_is_the_ipv4_address_on_roce_v2() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
     let ctx = open();
     let got = ctx.query_gid(1, 1).expect("ibv_query_gid");
     assert_eq!(got, gid());
@@ -161,7 +174,9 @@ fn gid_index_one_is_the_ipv4_address_on_roce_v2() {
 fn gid_table_matches_single_queries() {
     let ctx = open();
     let table = ctx.gid_table(1).expect("ibv_query_gid_table");
-    assert!(table.iter().any(|e| e.index == 1 && e.gid == gid()));
+    if provider() == Provider::Rxe {
+        assert!(table.iter().any(|e| e.index == 1 && e.gid == gid()));
+    }
     assert!(table.windows(2).all(|w| w[0].index < w[1].index));
     for entry in &table {
         assert_eq!(entry.port, 1);
@@ -246,6 +261,9 @@ fn no_async_event_on_an_idle_device() {
 
 #[test]
 fn cq_overrun_is_an_async_event() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
     let cq = ctx.create_cq(1, None).expect("ibv_create_cq");

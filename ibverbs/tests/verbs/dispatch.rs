@@ -3,6 +3,7 @@
 //! null pointer), and inline data, which the provider copies with the CPU and so never
 //! takes from device memory.
 
+use rdma_verbs_test_kit::{provider_has, Need};
 use std::ffi::c_int;
 
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty};
@@ -21,6 +22,9 @@ use crate::common::{poll_one, refusal, Pair, ALL};
 /// the batch binds a window: it is refused, and `post_send` binds it.
 #[test]
 fn a_window_bind_in_a_batch_is_refused() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let Pair {
         pd, mut a, a_cq, ..
     } = Pair::with(QpType::Rc, |b| b.send_ops(SendOps::SEND), |_| {});
@@ -83,6 +87,9 @@ unsafe extern "C" fn poll_cq_stub(_: *mut ffi::ibv_cq, _: c_int, _: *mut ffi::ib
 /// made `poll` return 95 entries of a 4-entry buffer).
 #[test]
 fn a_missing_provider_function_is_unsupported() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let ctx = p.pd.context();
     let src = p.mr(64);
@@ -169,6 +176,9 @@ fn a_missing_provider_function_is_unsupported() {
 /// the compiler.
 #[test]
 fn inline_data_from_device_memory_is_refused() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     fn _dmabuf_entries_are_device_memory(region: &DmaBufRegion) -> Sge<'_, DeviceMemory> {
         region.sge(..).unwrap()
     }

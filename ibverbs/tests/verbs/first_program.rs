@@ -2,6 +2,7 @@
 //! address handles, an endpoint with only what the peer sends, errors that name the
 //! transition or the limit, polling until completions arrive, and the small helpers.
 
+use rdma_verbs_test_kit::{provider_has, Need};
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,9 @@ fn path_mtu(qp: &QueuePair) -> Mtu {
 
 #[test]
 fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, None).unwrap();
@@ -73,6 +77,9 @@ fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
 
 #[test]
 fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Ud);
     let remote = p.b.endpoint();
     // Port 9 and an empty GID entry: typed errors before ibv_create_ah, naming the limit.
@@ -128,6 +135,9 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
 
 #[test]
 fn an_endpoint_is_what_the_c_exchange_carries() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, None).unwrap();
@@ -223,6 +233,9 @@ fn an_inverted_range_says_so() {
 
 #[test]
 fn a_flushed_completion_prints_like_every_other() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let buf = p.mr(64);
     let sge = [buf.sge(..).unwrap()];
@@ -248,6 +261,9 @@ fn a_flushed_completion_prints_like_every_other() {
 
 #[test]
 fn poll_until_returns_the_completions_in_a_loop() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(64);
     src.fill(3);
@@ -299,6 +315,9 @@ fn poll_until_returns_the_completions_in_a_loop() {
 
 #[test]
 fn recv_requests_clone_regions_fill_and_the_page_size_is_public() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(16);
     src.fill(0xc3);

@@ -10,6 +10,7 @@
 //! that page instead, a kernel bug these tests found.
 
 use rdma_verbs_test_kit::{assert_clean_drops, feature, open, Feature};
+use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{
     huge_page_size, page_size, AccessFlags, Advice, AlignedBuffer, Error, MemoryRegion, MemoryRule,
@@ -127,6 +128,9 @@ fn odp_refuses_memory_off_the_page() {
 /// nothing before that page changes, so a region that starts on a page boundary holds it.
 #[test]
 fn odp_read_lands_in_the_entrys_page() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     if !feature(&open(), Feature::Odp) {
         return;
     }
@@ -162,6 +166,9 @@ fn odp_read_lands_in_the_entrys_page() {
 
 #[test]
 fn odp_rc_send_recv_write_read_and_atomics() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     if !feature(&open(), Feature::Odp) {
         return;
     }
@@ -227,6 +234,9 @@ fn odp_rc_send_recv_write_read_and_atomics() {
 
 #[test]
 fn odp_ud_send() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     if !feature(&open(), Feature::Odp) {
         return;
     }

@@ -1,6 +1,7 @@
 //! The full `ibv_query_qp`: what a QP reports matches how it was built and connected.
 
 use rdma_verbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{ConnectOptions, QpState, QpType, DEFAULT_QKEY};
 
@@ -8,6 +9,9 @@ use crate::common::{Pair, ALL};
 
 #[test]
 fn query_qp_reports_an_rc_connection() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let (a, b) = (p.a.query().unwrap(), p.b.query().unwrap());
     let opts = ConnectOptions::default();
@@ -53,6 +57,9 @@ fn query_qp_reports_an_rc_connection() {
 
 #[test]
 fn query_qp_reports_a_ud_qp_in_init_and_rts() {
+    if !provider_has(Need::Ud) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(4, None).unwrap();

@@ -2,6 +2,7 @@
 //! memory windows and address handles, completion events, and the extended send API.
 
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
+use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{
     AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, Route,
@@ -12,6 +13,9 @@ use crate::common::{contents, poll_one, Pair, ALL};
 
 #[test]
 fn rc_send_recv_with_and_without_imm() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(64);
     let dst = p.mr(128);
@@ -50,6 +54,9 @@ fn rc_send_recv_with_and_without_imm() {
 
 #[test]
 fn rc_write_read_and_write_with_imm() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let mut local = p.mr(4096);
     let remote = p.mr(4096);
@@ -96,6 +103,9 @@ fn rc_write_read_and_write_with_imm() {
 
 #[test]
 fn rc_atomics() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let mut remote = p.mr(8);
     remote.write(0, &5u64.to_ne_bytes()).unwrap();
@@ -131,6 +141,9 @@ fn rc_atomics() {
 
 #[test]
 fn inline_sends_scatter_gather_and_post_lists() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::with(
         QpType::Rc,
         |b| b.max_inline_data(64).max_send_sge(3).max_recv_sge(2),
@@ -177,6 +190,9 @@ fn inline_sends_scatter_gather_and_post_lists() {
 
 #[test]
 fn uc_send_and_write() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Uc);
     let mut src = p.mr(32);
     src.fill(7);
@@ -199,6 +215,9 @@ fn uc_send_and_write() {
 
 #[test]
 fn ud_send_recv_through_an_address_handle() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Ud);
     let mut src = p.mr(100);
     src.fill(0x5a);
@@ -231,6 +250,9 @@ fn ud_send_recv_through_an_address_handle() {
 
 #[test]
 fn srq_feeds_two_queue_pairs() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let srq = pd.create_srq(16, 1).unwrap();
@@ -273,6 +295,9 @@ fn srq_feeds_two_queue_pairs() {
 
 #[test]
 fn memory_windows_type_1_and_2() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let p = Pair::new(QpType::Rc);
     let target = p.pd.alloc_mr(4096, ALL | AccessFlags::MW_BIND).unwrap();
     let mut src = p.mr(16);
@@ -330,6 +355,9 @@ fn memory_windows_type_1_and_2() {
 
 #[test]
 fn event_driven_completion() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     let ctx = open();
     let channel = ctx.create_comp_channel().unwrap();
     let pd = ctx.alloc_pd().unwrap();
@@ -372,6 +400,9 @@ fn event_driven_completion() {
 
 #[test]
 fn extended_send_api_batches() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
     use rdma_verbs::SendOps;
     let ops =
         SendOps::SEND | SendOps::RDMA_WRITE | SendOps::RDMA_READ | SendOps::ATOMIC_FETCH_AND_ADD;
