@@ -22,6 +22,12 @@ LINK_DEV=rxe1
 CM_DEV=rxe_cm
 CM_NETDEV=cm0
 CM_ADDR=198.18.1.1
+# The two hosts inside one VM (WITH_RDMA_TOPOLOGY=netns, setup_netns in guest): this host's
+# end of a veth pair in the VM's namespace, the peer's in the namespace NS_PEER, with the
+# pair's addresses (PAIR_NET .1 and .2) and a link device on each end.
+NS_PEER=rdma-peer
+NS_VETH_A=rl-a
+NS_VETH_B=rl-b
 # The iWARP device of a VM running the kernel scripts/build-siw built soft-iWARP for
 # (setup_siw): siw0 on the dummy netdev iw0.
 IWARP_DEV=siw0

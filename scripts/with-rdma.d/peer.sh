@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # with-rdma, inside a VM of the pair: `with-rdma --on-peer CMD...` runs CMD in the other
-# VM. Sourced by scripts/with-rdma after common.sh.
+# VM; in the namespace topology, in the peer's namespace. Sourced by scripts/with-rdma after
+# common.sh.
 
 # relay FD OUTFD: copy what FD has to OUTFD, without forking (a partial last line too;
 # the next call goes on from there).
@@ -19,6 +20,12 @@ relay() {
 # caller bounds its wait (or kills us: SIGTERM/SIGINT/SIGHUP cancel the job).
 on_peer() {
 	local q=${WITH_RDMA_PEER_QUEUE:-} ofd efd t0=$SECONDS
+	if [[ -n ${WITH_RDMA_PEER_NETNS:-} ]]; then # the namespace topology: the peer is here
+		exec ip netns exec "$WITH_RDMA_PEER_NETNS" env \
+			WITH_RDMA_LINK_DEVICE="$WITH_RDMA_PEER_DEVICE" WITH_RDMA_LINK_NETDEV="$NS_VETH_B" \
+			WITH_RDMA_LOCAL_ADDR="$WITH_RDMA_PEER_ADDR" WITH_RDMA_PEER_ADDR="$WITH_RDMA_LOCAL_ADDR" \
+			WITH_RDMA_PEER_NETNS= WITH_RDMA_PEER_DEVICE= WITH_RDMA_PEER_EXEC= "$@"
+	fi
 	if [[ -z $q || ! -d $q ]]; then
 		err "--on-peer works only inside a VM of the pair (WITH_RDMA_TOPOLOGY=pair)"
 		exit "$EXIT_USAGE"

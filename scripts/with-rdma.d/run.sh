@@ -205,9 +205,9 @@ run_cmd() {
 	esac
 	local topology=${WITH_RDMA_TOPOLOGY:-single}
 	case $topology in
-	single | pair) ;;
+	single | pair | netns) ;;
 	*)
-		err "WITH_RDMA_TOPOLOGY must be single or pair (got '$topology')"
+		err "WITH_RDMA_TOPOLOGY must be single, pair or netns (got '$topology')"
 		exit "$EXIT_USAGE"
 		;;
 	esac
@@ -224,6 +224,8 @@ run_cmd() {
 	# VM a of the pair, unless a native mode is forced: then the peer is a host of yours,
 	# described by the WITH_RDMA_* link variables.
 	[[ $topology == pair ]] && [[ $mode == auto || $mode == vm ]] && run_pair "$@"
+	# Two hosts in one: CMD as host a of two namespaces of wherever it runs (guest netns-run).
+	[[ $topology == netns ]] && set -- bash "$GUEST" netns-run "$@"
 
 	if [[ $mode == auto || $mode == native ]] && find_active_port; then
 		msg "native ($ACTIVE_DEV port $ACTIVE_PORT)"
