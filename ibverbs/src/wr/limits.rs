@@ -161,10 +161,9 @@ pub(crate) struct SendLimits {
     /// The granted `max_send_wr`.
     depth: u32,
     qp_type: QpType,
-    /// Whether the QP's device is iWARP, which has no atomics.
-    iwarp: bool,
-    /// On iWARP, the regions a read may not land in: its context's, which the QP keeps
-    /// alive (through its PD) while these limits are used; else null.
+    /// On iWARP (no atomics), the regions a read may not land in: its context's, which
+    /// the QP keeps alive (through its PD) while these limits are used; null on other
+    /// transports.
     sinks: *const ReadSinks,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
@@ -183,7 +182,6 @@ impl SendLimits {
             max_inline: cap.max_inline_data,
             depth: cap.max_send_wr,
             qp_type,
-            iwarp: false,
             sinks: std::ptr::null(),
             pd,
             send_ops: None,
@@ -199,16 +197,20 @@ impl SendLimits {
     /// `sinks` must outlive every use of these limits (the QP's context's, which the QP
     /// keeps alive).
     pub(crate) unsafe fn for_iwarp(mut self, sinks: &ReadSinks) -> Self {
-        self.iwarp = true;
         self.sinks = sinks;
         self.ops = op_bits(self.transport_ops() & !ops::BATCH_ONLY);
         self.with_deny()
     }
 
+    /// Whether the QP's device is iWARP ([`for_iwarp`](Self::for_iwarp)).
+    fn is_iwarp(&self) -> bool {
+        !self.sinks.is_null()
+    }
+
     /// The operations of the QP's transport on its device.
     fn transport_ops(&self) -> u32 {
         let all = transport_ops(self.qp_type);
-        if self.iwarp {
+        if self.is_iwarp() {
             all & !(ops::ATOMICS | ops::ATOMIC_WRITE)
         } else {
             all
@@ -239,7 +241,7 @@ impl SendLimits {
         if self.qp_type == QpType::Ud {
             deny |= ANY_SEND;
         }
-        if !self.sinks.is_null() {
+        if self.is_iwarp() {
             deny |= 1 << (SEND_OP + ffi::ibv_wr_opcode::IBV_WR_RDMA_READ.0);
         }
         self.deny = deny;
@@ -292,7 +294,7 @@ impl SendLimits {
 
     /// Whether `raw`, if a read on iWARP, lands in regions with remote write.
     fn sink_fits(&self, raw: &ffi::ibv_send_wr) -> bool {
-        if self.sinks.is_null() || raw.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
+        if !self.is_iwarp() || raw.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
             return true;
         }
         // Never negative: the request constructors set it from a slice length.
@@ -317,7 +319,7 @@ impl SendLimits {
         let opcode = WrOpcode::from_raw(raw.opcode);
         let op = raw.opcode.0;
         let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
-        if self.iwarp && has(ops::ATOMICS | ops::ATOMIC_WRITE, op) {
+        if self.is_iwarp() && has(ops::ATOMICS | ops::ATOMIC_WRITE, op) {
             return WrError::Iwarp {
                 opcode,
                 rule: IwarpRule::NoAtomics,
