@@ -12,7 +12,7 @@ use rdma_verbs::{
 };
 use rdma_verbs_test_kit::{iwarp_addr, iwarp_device};
 
-use super::{client, next_event, one_completion};
+use super::{both_established, client, next_event, one_completion};
 
 fn open_iwarp() -> Context {
     let name = iwarp_device();
@@ -120,14 +120,7 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
     let rights = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
     let target = sside.pd.alloc_mr(64, rights).expect("ibv_reg_mr");
     sid.accept(&params).expect("rdma_accept");
-    assert!(matches!(
-        next_event(&cchan).kind,
-        CmEventKind::Established { .. }
-    ));
-    assert!(matches!(
-        next_event(&schan).kind,
-        CmEventKind::Established { .. }
-    ));
+    both_established(&cchan, &schan);
 
     let qp = cid.qp().expect("the client's QP");
     // A read's sink is written by the peer's read response: it has remote write too

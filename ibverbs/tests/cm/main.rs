@@ -100,6 +100,18 @@ fn client_in(channel: &EventChannel, dst: SocketAddr, ps: PortSpace) -> (CmId, S
     (id, side)
 }
 
+/// The `Established` events of a connection, the client's (on `client`) then the server's
+/// (on `server`), each within [`TIMEOUT`].
+fn both_established(client: &EventChannel, server: &EventChannel) {
+    for (side, channel) in [("client", client), ("server", server)] {
+        let ev = next_event(channel);
+        assert!(
+            matches!(ev.kind, CmEventKind::Established { .. }),
+            "{side}: {ev:?}"
+        );
+    }
+}
+
 /// One completion of `cq`, successful, within [`TIMEOUT`].
 fn one_completion(cq: &CompletionQueue) -> WorkCompletion {
     let mut wc = [WorkCompletion::default()];

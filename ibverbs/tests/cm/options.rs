@@ -8,7 +8,7 @@ use rdma_verbs::cm::{CmEventKind, CmOption, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::Error;
 use rdma_verbs_test_kit::{cm_addr, provider_has, Need};
 
-use super::{add_qp, client, listener, next_event};
+use super::{add_qp, both_established, client, listener, next_event};
 
 /// Whether `err` is the typed refusal of `option` (C's name) for the id's state.
 fn refused_in_state(err: &Error, option: &str) -> bool {
@@ -45,14 +45,7 @@ fn tos_and_ack_timeout_reach_the_connected_qp() {
     };
     let _sside = add_qp(&mut sid);
     sid.accept(&ConnParam::default()).unwrap();
-    assert!(matches!(
-        next_event(&cchan).kind,
-        CmEventKind::Established { .. }
-    ));
-    assert!(matches!(
-        next_event(&schan).kind,
-        CmEventKind::Established { .. }
-    ));
+    both_established(&cchan, &schan);
     let attr = cid.qp().unwrap().query().unwrap();
     assert_eq!(attr.timeout, 17, "the ACK timeout set on the id");
     assert_eq!(

@@ -13,7 +13,7 @@ use rdma_verbs::{
 };
 use rdma_verbs_test_kit::{cm_addr, cm_device, open, provider_has, Need};
 
-use super::{listener, next_event, one_completion};
+use super::{both_established, listener, next_event, one_completion};
 
 /// An id resolved (address and route) to `addr`, without a QP.
 fn resolved(channel: &EventChannel, addr: SocketAddr) -> CmId {
@@ -140,14 +140,7 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
         srq.post_recv(&mut [RecvRequest::new(5, &sge)]).unwrap();
     }
     sid.accept(&ConnParam::default()).unwrap();
-    assert!(matches!(
-        next_event(&cchan).kind,
-        CmEventKind::Established { .. }
-    ));
-    assert!(matches!(
-        next_event(&schan).kind,
-        CmEventKind::Established { .. }
-    ));
+    both_established(&cchan, &schan);
 
     // Batches need the QP by `&mut`, which the id never hands out: take it (connected).
     let mut cqp = cid.take_qp().unwrap();
