@@ -105,20 +105,26 @@ setup_rxe() {
 	wait_active "$timeout" && setup_cm
 }
 
+# dummy_device NETDEV ADDR DEV TYPE: the dummy netdev NETDEV with ADDR/24, up, and the RDMA
+# device DEV of TYPE (rxe or siw) on it; what exists already is kept.
+dummy_device() {
+	if [[ ! -e /sys/class/net/$1 ]]; then
+		ip link add "$1" type dummy || return 1
+		ip addr add "$2/24" dev "$1" || return 1
+	fi
+	# ARP on (a dummy has it off), so that a neighbour nobody answers for times out as on a
+	# real link, instead of resolving at once.
+	ip link set "$1" arp on up || return 1
+	if [[ ! -e /sys/class/infiniband/$3 ]]; then
+		rdma link add "$3" type "$4" netdev "$1" || return 1
+	fi
+}
+
 # setup_cm: the device for rdma_cm (route resolution fails on rxe0, whose netdev lo has
 # no route of its own): CM_DEV on the dummy netdev CM_NETDEV with CM_ADDR/24. Exports
 # WITH_RDMA_CM_DEVICE and WITH_RDMA_CM_ADDR for the commands.
 setup_cm() {
-	if [[ ! -e /sys/class/net/$CM_NETDEV ]]; then
-		ip link add "$CM_NETDEV" type dummy || return 1
-		ip addr add "$CM_ADDR/24" dev "$CM_NETDEV" || return 1
-	fi
-	# ARP on (a dummy has it off), so that a neighbour nobody answers for times out as on a
-	# real link, instead of resolving at once.
-	ip link set "$CM_NETDEV" arp on up || return 1
-	if [[ ! -e /sys/class/infiniband/$CM_DEV ]]; then
-		rdma link add "$CM_DEV" type rxe netdev "$CM_NETDEV" || return 1
-	fi
+	dummy_device "$CM_NETDEV" "$CM_ADDR" "$CM_DEV" rxe || return 1
 	wait_gid "$CM_DEV" "$CM_ADDR" || return 1
 	export WITH_RDMA_CM_DEVICE=$CM_DEV WITH_RDMA_CM_ADDR=$CM_ADDR
 }
@@ -131,14 +137,7 @@ setup_siw() {
 		modprobe libcrc32c || return 1
 		insmod "$1" || return 1
 	fi
-	if [[ ! -e /sys/class/net/$IWARP_NETDEV ]]; then
-		ip link add "$IWARP_NETDEV" type dummy || return 1
-		ip addr add "$IWARP_ADDR/24" dev "$IWARP_NETDEV" || return 1
-	fi
-	ip link set "$IWARP_NETDEV" arp on up || return 1
-	if [[ ! -e /sys/class/infiniband/$IWARP_DEV ]]; then
-		rdma link add "$IWARP_DEV" type siw netdev "$IWARP_NETDEV" || return 1
-	fi
+	dummy_device "$IWARP_NETDEV" "$IWARP_ADDR" "$IWARP_DEV" siw || return 1
 	wait_active_dev "$IWARP_DEV" || return 1
 	export WITH_RDMA_IWARP_DEVICE=$IWARP_DEV WITH_RDMA_IWARP_ADDR=$IWARP_ADDR
 }
