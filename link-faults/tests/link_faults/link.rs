@@ -251,6 +251,16 @@ impl Injector {
             kind,
             fired: false,
         };
+        if let FaultKind::Netem(_) = injector.kind {
+            // A lossless netem first, before the stream starts: the fault then changes
+            // that qdisc's parameters in place. Replacing the device's default qdisc
+            // with the stream running swaps the qdisc under it, and rxe on Linux 7.x over
+            // veth can fail a QP on a packet sent during the swap (a flush where the
+            // retries should run out), which no real outage does.
+            let lossless = format!("qdisc replace dev {} root netem", injector.netdev);
+            injector.command(&lossless);
+            injector.fired = true;
+        }
         injector.show();
         if let Err(e) = injector.lines.recv_timeout(GUARD) {
             panic!("{argv:?} does not answer: {e}");
