@@ -13,9 +13,10 @@
 //!   `peer`: the connection that carries them, over TCP or (`-R`) `comm`'s rdma_cm QP;
 //! - `stats`: perftest's statistics; `report`: everything printed;
 //! - `options`: the command line, turned into `Params`, and what the other rooms need of it;
-//! - `rdma`: the device, perftest's device-dependent choices and the verbs resources;
+//! - `rdma`: the device, perftest's device-dependent choices and the verbs resources (with
+//!   `credit`, the memory of the receive credits);
 //!   `cm_qps`: the test's QPs connected through rdma_cm (`-R`);
-//! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `bw`, `lat`);
+//! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `credit`, `bw`, `lat`);
 //! - `session`: one run, the exchange sequence of the test's program around the loops;
 //! - `tools`: the eight entry points.
 //!
@@ -92,6 +93,18 @@
 //! client's address handle and the server's Q_Key come from the CM; where the server sends
 //! (latency, `-b`), the client first sends it its QP number as immediate data, and the
 //! server addresses the client from its record. UC is refused, as perftest does.
+//!
+//! # iWARP
+//! iWARP devices (such as soft-iWARP) connect through rdma_cm only, so `-R` is needed, and
+//! have RC only. Without RNR retry a send that finds no receive posted breaks the
+//! connection, so `ib_send_bw` runs perftest's receive credits there (`engine::credit`):
+//! each side's records announce, instead of its buffer, a small region where the receiver
+//! RDMA-writes its receive count per QP (a 4-byte integer in host byte order) at every third
+//! of the RX depth, and the sender stays less than the RX depth ahead of that count.
+//! `ib_send_lat` needs none (each side posts its receives before the exchange that starts a
+//! round trip). `ib_read_*` registers its buffer with remote write as well (an iWARP read
+//! response is a write into it). The atomic tools fail at their first post, on the client,
+//! as perftest's do (iWARP has no atomics), and the server then fails with the exchange.
 //!
 //! # Connection
 //! QPs are connected with perftest's attributes: min RNR timer 12, ACK timeout 14 (`-u`),

@@ -469,7 +469,7 @@ impl Session<'_> {
             } else if client {
                 engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             } else {
-                engine::bw_recv(&mut self.res, &plan, &self.clock, &mut wd)?
+                engine::bw_recv(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             };
             let mine = self.report(&samples, size);
             let duration = self.p.duration.is_some();

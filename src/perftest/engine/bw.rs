@@ -1,10 +1,12 @@
 //! The bandwidth loops (perftest's `run_iter_bw`, `run_iter_bw_server` and `run_iter_bi`):
 //! a send half that keeps every QP's send window full and counts the send completions, a
-//! receive half that counts receives and posts them again, and the loops made of them.
+//! receive half that counts receives and posts them again, and the loops made of them; in
+//! `ib_send_bw` on iWARP, with the receive credits of `credit`.
 
 use rdma_verbs::WorkCompletion;
 
 use super::cq::{self, completion_error};
+use super::credit::Credit;
 use super::post::{self, list_sges, Poster, Request, Target};
 use super::timer::{phase, Phase, Timer};
 use super::watchdog::Watchdog;
@@ -115,7 +117,8 @@ impl<'a> Sends<'a> {
         }
     }
 
-    /// Fills every QP's send window, stamping each post (unless `-N`) and stopping at the
+    /// Fills every QP's send window (which the credits' writes share, and which stays
+    /// within the receiver's credit), stamping each post (unless `-N`) and stopping at the
     /// end of a duration; whether anything was posted.
     #[inline]
     fn fill(
@@ -124,13 +127,20 @@ impl<'a> Sends<'a> {
         timer: &mut Option<Timer>,
         clock: &Clock,
         s: &mut BwSamples,
+        credit: Option<&Credit<'_>>,
     ) -> Result<bool> {
         let plan = self.plan;
         let mut posted = false;
         for q in 0..self.scnt.len() {
+            let held = credit.map_or(0, |c| c.held(q));
             while (ph.is_some() || self.scnt[q] < plan.iters)
-                && self.scnt[q].saturating_sub(self.ccnt[q]) + plan.post_list <= plan.tx_depth
+                && self.sending(q) + held + plan.post_list <= plan.tx_depth
             {
+                if let Some(c) = credit {
+                    if !c.may_send(q, self.scnt[q], plan.post_list)? {
+                        break;
+                    }
+                }
                 if !plan.no_peak {
                     s.tposted[self.totscnt as usize] = clock.now();
                 }
@@ -146,6 +156,12 @@ impl<'a> Sends<'a> {
         Ok(posted)
     }
 
+    /// Slots of QP `q`'s send queue that its sends hold.
+    #[inline]
+    fn sending(&self, q: usize) -> u64 {
+        self.scnt[q].saturating_sub(self.ccnt[q])
+    }
+
     /// Whether completions are still to come: all of them with iterations, those of the
     /// posted requests with a duration.
     #[inline]
@@ -154,7 +170,7 @@ impl<'a> Sends<'a> {
     }
 
     /// Counts the send completions `wc`, stamping each (unless `-N`); in the sample phase
-    /// `ph` they count as measured messages.
+    /// `ph` they count as measured messages. The credits' writes among them go to `credit`.
     #[inline]
     fn complete(
         &mut self,
@@ -163,9 +179,14 @@ impl<'a> Sends<'a> {
         clock: &Clock,
         s: &mut BwSamples,
         wd: &mut Watchdog<'_>,
+        mut credit: Option<&mut Credit<'_>>,
     ) -> Result<()> {
         let plan = self.plan;
         for c in wc {
+            if let Some(cr) = credit.as_deref_mut().filter(|_| Credit::is_write(c)) {
+                cr.written(c, wd)?;
+                continue;
+            }
             if !c.is_success() {
                 return Err(completion_error(
                     c,
@@ -208,7 +229,7 @@ impl<'a> Recvs<'a> {
     }
 
     /// Counts the receive completions `wc` (measured in the sample phase `ph`) and posts
-    /// each receive again while more messages are to come.
+    /// each receive again while more messages are to come, then counts it in `credit`.
     #[inline]
     fn complete(
         &mut self,
@@ -216,6 +237,7 @@ impl<'a> Recvs<'a> {
         ph: Option<Phase>,
         s: &mut BwSamples,
         wd: &mut Watchdog<'_>,
+        mut credit: Option<&mut Credit<'_>>,
     ) -> Result<()> {
         let plan = self.plan;
         for c in wc {
@@ -230,6 +252,9 @@ impl<'a> Recvs<'a> {
             if ph.is_some() || self.posted[q] < plan.iters {
                 post::post_recv(self.queues, q, self.posted[q], plan.size)?;
                 self.posted[q] += 1;
+            }
+            if let Some(cr) = credit.as_deref_mut() {
+                cr.received(q);
             }
             wd.progress();
         }
@@ -246,10 +271,14 @@ pub fn bw_send(
     wd: &mut Watchdog<'_>,
 ) -> Result<BwSamples> {
     let Resources {
-        queues, send_cq, ..
+        queues,
+        send_cq,
+        credits,
+        ..
     } = res;
     let nq = queues.qps.len();
     let mut s = samples(plan, plan.iters * nq as u64);
+    let credit = Credit::of(credits.as_mut(), plan, nq)?;
     let mut timer = Timer::started(plan, clock);
     let sges = list_sges(plan, queues)?;
     let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
@@ -267,13 +296,18 @@ pub fn bw_send(
         if !running {
             break;
         }
-        sends.fill(ph, &mut timer, clock, &mut s)?;
+        sends.fill(ph, &mut timer, clock, &mut s, credit.as_ref())?;
         if sends.waiting(ph) {
-            let n = cq::poll_or_wait(send_cq, &mut wc, wd)?;
+            // A sender waiting for credit may have no completion to come: it polls.
+            let n = if credit.is_some() {
+                cq::poll(send_cq, &mut wc)?
+            } else {
+                cq::poll_or_wait(send_cq, &mut wc, wd)?
+            };
             if n == 0 {
                 wd.idle()?;
             }
-            sends.complete(&wc[..n], ph, clock, &mut s, wd)?;
+            sends.complete(&wc[..n], ph, clock, &mut s, wd, None)?;
         }
     }
     Ok(finish(s, timer, plan, clock))
@@ -281,14 +315,15 @@ pub fn bw_send(
 
 /// The receiving side of a send bandwidth test (perftest's `run_iter_bw_server`): the
 /// receives of `rx_depth` per QP are posted already; the interval runs from the first
-/// receive to the last (no peak).
+/// receive to the last (no peak). Credits go to the senders' slots of `targets`.
 pub fn bw_recv(
     res: &mut Resources,
     plan: &Plan,
+    targets: &[Target],
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<BwSamples> {
-    let (queues, _, recv_cq) = res.with_recv_cq()?;
+    let (queues, send_cq, recv_cq, credits) = res.with_recv_cq()?;
     let plan = &Plan {
         no_peak: true,
         ..*plan
@@ -296,6 +331,8 @@ pub fn bw_recv(
     let nq = queues.qps.len();
     let tot = plan.iters * nq as u64;
     let mut s = samples(plan, tot);
+    let mut credit = Credit::of(credits, plan, nq)?;
+    let mut swc = [WorkCompletion::default(); POLL_BATCH];
     let mut timer = Timer::of(plan, clock);
     let mut recvs = Recvs::new(plan, queues);
     let mut first = true;
@@ -315,7 +352,24 @@ pub fn bw_recv(
         if !running {
             break;
         }
-        let n = cq::poll_or_wait(recv_cq, &mut wc, wd)?;
+        // The credits' turn: their writes' completions, then the counts due; a count that
+        // waits for room in the send queue must not wait on the receive CQ.
+        let mut waiting = false;
+        if let Some(cr) = &mut credit {
+            if cr.writing() {
+                let n = cq::poll(send_cq, &mut swc)?;
+                for c in &swc[..n] {
+                    cr.written(c, wd)?;
+                }
+            }
+            cr.send_due(queues, targets, |_| 0)?;
+            waiting = cr.pending();
+        }
+        let n = if waiting {
+            cq::poll(recv_cq, &mut wc)?
+        } else {
+            cq::poll_or_wait(recv_cq, &mut wc, wd)?
+        };
         if n == 0 {
             wd.idle()?;
             continue;
@@ -328,7 +382,10 @@ pub fn bw_recv(
             }
         }
         let ph = phase(&mut timer, clock);
-        recvs.complete(&wc[..n], ph, &mut s, wd)?;
+        recvs.complete(&wc[..n], ph, &mut s, wd, credit.as_mut())?;
+    }
+    if let Some(cr) = &mut credit {
+        cr.drain(send_cq, wd)?;
     }
     Ok(finish(s, timer, plan, clock))
 }
@@ -344,10 +401,11 @@ pub fn bw_bidir(
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<BwSamples> {
-    let (queues, send_cq, recv_cq) = res.with_recv_cq()?;
+    let (queues, send_cq, recv_cq, credits) = res.with_recv_cq()?;
     let nq = queues.qps.len();
     let tot = plan.iters * nq as u64;
     let mut s = samples(plan, tot);
+    let mut credit = Credit::of(credits, plan, nq)?;
     let mut timer = Timer::of(plan, clock);
     let mut sending = client;
     if client {
@@ -371,7 +429,11 @@ pub fn bw_bidir(
         if !running {
             break;
         }
-        let mut idle = !(sending && sends.fill(ph, &mut timer, clock, &mut s)?);
+        // Counts due go before sends into the send queues they share.
+        if let Some(cr) = &mut credit {
+            cr.send_due(queues, targets, |q| sends.sending(q))?;
+        }
+        let mut idle = !(sending && sends.fill(ph, &mut timer, clock, &mut s, credit.as_ref())?);
         let n = cq::poll(recv_cq, &mut wc)?;
         if n > 0 && !sending {
             sending = true;
@@ -380,14 +442,20 @@ pub fn bw_bidir(
             }
         }
         let phr = phase(&mut timer, clock);
-        recvs.complete(&wc[..n], phr, &mut s, wd)?;
+        recvs.complete(&wc[..n], phr, &mut s, wd, credit.as_mut())?;
         idle &= n == 0;
+        if let Some(cr) = &mut credit {
+            cr.send_due(queues, targets, |q| sends.sending(q))?;
+        }
         let n = cq::poll(send_cq, &mut wc)?;
-        sends.complete(&wc[..n], phr, clock, &mut s, wd)?;
+        sends.complete(&wc[..n], phr, clock, &mut s, wd, credit.as_mut())?;
         idle &= n == 0;
         if idle {
             wd.idle()?;
         }
+    }
+    if let Some(cr) = &mut credit {
+        cr.drain(send_cq, wd)?;
     }
     Ok(finish(s, timer, plan, clock))
 }

@@ -59,7 +59,7 @@ pub fn lat_send(
     clock: &Clock,
     wd: &mut Watchdog<'_>,
 ) -> Result<LatSamples> {
-    let (queues, send_cq, recv_cq) = res.with_recv_cq()?;
+    let (queues, send_cq, recv_cq, _) = res.with_recv_cq()?;
     // The same requests every time, as perftest: one send with and one without a
     // completion, one receive.
     let sge = [post::send_sge(plan, queues, 0, 0).ctx("building the scatter/gather entry")?];

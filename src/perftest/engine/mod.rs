@@ -5,6 +5,7 @@
 
 mod bw;
 mod cq;
+mod credit;
 mod lat;
 mod post;
 mod timer;

@@ -1,5 +1,8 @@
 //! The verbs side: the device and port, perftest's device-dependent choices, and the
-//! resources of a test (one memory region, CQs, QPs), on the safe `rdma-verbs` API.
+//! resources of a test (one memory region, CQs, QPs, and on iWARP the receive credits of
+//! `ib_send_bw`: `credit`), on the safe `rdma-verbs` API.
+
+mod credit;
 
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
@@ -16,6 +19,8 @@ use super::options::Params;
 use super::report::{PortInfo, RESULT_LINE};
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
+
+pub use credit::{Credits, COUNT_LEN};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const GRH: usize = 40;
@@ -405,16 +410,23 @@ pub struct Base {
     pub recv_cq: Option<Cq>,
     /// Where things are in the region.
     pub layout: Layout,
+    /// `ib_send_bw` on iWARP: the receive credits, which the records announce.
+    pub credits: Option<Credits>,
 }
 
 impl Base {
-    /// Creates the PD, region and CQs of the test on `ctx`.
+    /// Creates the PD, region and CQs of the test on `ctx` (and the credits of
+    /// `ib_send_bw` on iWARP).
     pub fn new(ctx: &Context, p: &Params, layout: Layout) -> Result<Base> {
         let verb = p.test.verb();
+        let iwarp = ctx.transport() == Transport::Iwarp;
         let pd = ctx.alloc_pd().ctx("Couldn't allocate PD")?;
         let mut access = AccessFlags::LOCAL_WRITE;
         access |= match verb {
             Verb::Write => AccessFlags::REMOTE_WRITE,
+            // An iWARP read response is a write into the reader's memory, which must
+            // allow it (as perftest registers it).
+            Verb::Read if iwarp => AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
             Verb::Read => AccessFlags::REMOTE_READ,
             Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
             Verb::Send => AccessFlags::empty(),
@@ -432,12 +444,18 @@ impl Base {
         } else {
             None
         };
+        let credits = if p.test == Test::SendBw && iwarp {
+            Some(Credits::new(&pd, p.num_qps as usize)?)
+        } else {
+            None
+        };
         Ok(Base {
             pd,
             mr,
             send_cq,
             recv_cq,
             layout,
+            credits,
         })
     }
 
@@ -447,7 +465,7 @@ impl Base {
     }
 
     /// This side's records, one per QP of `endpoints` (whose GIDs are used when the test
-    /// has no `gid`).
+    /// has no `gid`); with credits, their RKey and VAddr name the QP's credit slot.
     pub fn records(
         &self,
         dev: &Device,
@@ -457,15 +475,24 @@ impl Base {
     ) -> Vec<Record> {
         endpoints
             .enumerate()
-            .map(|(i, ep)| Record {
-                lid: dev.port.lid,
-                out_reads: setup.out_reads as u16,
-                qpn: ep.qpn,
-                psn: ep.psn,
-                rkey: self.mr.rkey(),
-                vaddr: self.mr.addr() + self.layout.recv_offset(i) as u64,
-                gid: setup.use_gid.then_some(gid.unwrap_or(ep.gid).into()),
-                srqn: 0,
+            .map(|(i, ep)| {
+                let (rkey, vaddr) = match &self.credits {
+                    Some(c) => (c.rkey(), c.slot_addr(i)),
+                    None => (
+                        self.mr.rkey(),
+                        self.mr.addr() + self.layout.recv_offset(i) as u64,
+                    ),
+                };
+                Record {
+                    lid: dev.port.lid,
+                    out_reads: setup.out_reads as u16,
+                    qpn: ep.qpn,
+                    psn: ep.psn,
+                    rkey,
+                    vaddr,
+                    gid: setup.use_gid.then_some(gid.unwrap_or(ep.gid).into()),
+                    srqn: 0,
+                }
             })
             .collect()
     }
@@ -481,6 +508,7 @@ impl Base {
             },
             send_cq: self.send_cq,
             recv_cq: self.recv_cq,
+            credits: self.credits,
         }
     }
 }
@@ -531,21 +559,32 @@ pub struct Resources {
     pub send_cq: Cq,
     /// Completions of receives (send tests).
     pub recv_cq: Option<Cq>,
+    /// `ib_send_bw` on iWARP: the receive credits.
+    pub credits: Option<Credits>,
 }
 
+/// The queues, both CQs and the credits (if any), for the loops that receive.
+pub type RecvParts<'a> = (
+    &'a mut Queues,
+    &'a mut Cq,
+    &'a mut Cq,
+    Option<&'a mut Credits>,
+);
+
 impl Resources {
-    /// The queues and both CQs, for the tests that receive (send tests): an error if the
-    /// test has no receive CQ.
-    pub fn with_recv_cq(&mut self) -> Result<(&mut Queues, &mut Cq, &mut Cq)> {
+    /// The queues, both CQs and the credits, for the tests that receive (send tests): an
+    /// error if the test has no receive CQ.
+    pub fn with_recv_cq(&mut self) -> Result<RecvParts<'_>> {
         let Resources {
             queues,
             send_cq,
             recv_cq,
+            credits,
         } = self;
         let recv_cq = recv_cq
             .as_mut()
             .ok_or_else(|| Error::new("no receive CQ"))?;
-        Ok((queues, send_cq, recv_cq))
+        Ok((queues, send_cq, recv_cq, credits.as_mut()))
     }
 }
 
