@@ -82,7 +82,8 @@
 //! port `-p` (TCP port space, to the server's address on the rdma_cm device; no TCP at
 //! all), one SEND per message into the peer's one posted 56-byte receive, and the records
 //! are perftest's `struct pingpong_dest` in binary (big-endian fields, always with a GID),
-//! with no `done` at the end. After step 3 both sides swap an empty record, the server
+//! with no `done` at the end; the address lines then show no `OUT`, `RKey` or `VAddr`
+//! (perftest prints them through the exchange's parameters, whose verb is a send). After step 3 both sides swap an empty record, the server
 //! listening on the same port again (the UDP port space for UD; before that swap, where
 //! perftest listens after it, so that perftest's client, which crashes when it retries, finds
 //! it at once), and accepts one connection per QP while the client resolves and connects
