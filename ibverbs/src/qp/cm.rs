@@ -79,7 +79,7 @@ impl QueuePairBuilder<'_> {
         // of it (check_parts); they are kept alive by the QueuePair below.
         let rc = unsafe { cm::rdma_create_qp_ex(id.as_ptr(), &mut init) };
         check("rdma_create_qp_ex", rc)
-            .map_err(|err| super::creation_error(ctx.ptr(), &asked, err))?;
+            .map_err(|err| super::builder::creation_error(ctx.ptr(), &asked, err))?;
         // SAFETY: the id is live and now has a QP.
         let raw = unsafe { (*id.as_ptr()).qp };
         let Some(raw) = NonNull::new(raw) else {
