@@ -15,7 +15,8 @@ use rdma_verbs::{
 };
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, cm_addr, provider_has, Need};
 
-use super::{add_qp, next_event, one_completion, Side, GRH, TIMEOUT};
+use super::ud::GRH;
+use super::{add_qp, next_event, one_completion, Side, TIMEOUT};
 
 /// Bytes of each datagram.
 const LEN: usize = 512;
