@@ -1,4 +1,5 @@
-//! Generates the bindings to `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>` with bindgen.
+//! Generates the bindings to `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>` (and AF_IB's
+//! `sockaddr_ib` from `<infiniband/ib.h>`) with bindgen.
 //!
 //! The headers are located with pkg-config (`librdmacm.pc`, shipped by rdma-core's development
 //! package); without them the build stops with a message naming the package to install. The
@@ -29,10 +30,12 @@ fn main() {
         builder
             .allowlist_function("rdma_.*")
             .allowlist_type("rdma_.*")
+            // AF_IB's socket address (<infiniband/ib.h>), which rdma_cm takes and gives.
+            .allowlist_type("sockaddr_ib")
             .allowlist_var("RDMA_.*|RAI_.*")
             .blocklist_type(VERBS_TYPES)
             // What verbs.h brings along, also rdma-verbs-sys's (or libc's, which it uses).
-            .blocklist_type("_ibv_.*|_compat_ibv_.*|__u(8|16|32|64)|__be(16|32|64)")
+            .blocklist_type("_ibv_.*|_compat_ibv_.*|__u(16|32|64)|__be(16|32|64)")
             .blocklist_type("pthread_.*|__pthread_.*|__atomic_wide_counter.*|in6_addr__.*")
             // libc's socket types, as rdma-verbs-sys does.
             .blocklist_type("sockaddr|sockaddr_in6?|sockaddr_storage|sa_family_t|socklen_t|in_port_t|in_addr|in_addr_t|in6_addr")

@@ -1,4 +1,7 @@
-//! Socket addresses to and from C (`sockaddr_in`, `sockaddr_in6`) and `rdma_getaddrinfo`.
+//! Socket addresses to and from C (`sockaddr_in`, `sockaddr_in6`; AF_IB's in [`ib`]) and
+//! `rdma_getaddrinfo`.
+
+pub(crate) mod ib; // IbAddr: AF_IB's sockaddr_ib
 
 use std::ffi::{CStr, CString};
 use std::mem;
@@ -10,6 +13,7 @@ use rdmacm_sys as cm;
 use super::PortSpace;
 use crate::error::{Error, Result};
 use crate::qp::qp_type::QpType;
+use ib::IbAddr;
 
 /// The length of `addr`'s C form (`socklen_t`).
 fn sockaddr_len(addr: SocketAddr) -> libc::socklen_t {
@@ -99,6 +103,10 @@ pub struct AddrInfo {
     pub src: Option<SocketAddr>,
     /// Where to connect (`ai_dst_addr`), when there is one.
     pub dst: Option<SocketAddr>,
+    /// Where to bind, when it is an AF_IB address ([`AddrFamily::Ib`]).
+    pub src_ib: Option<IbAddr>,
+    /// Where to connect, when it is an AF_IB address ([`AddrFamily::Ib`]).
+    pub dst_ib: Option<IbAddr>,
     /// The port space the entry is for (`ai_port_space`); `None` for one this crate does not
     /// name.
     pub port_space: Option<PortSpace>,
@@ -124,6 +132,10 @@ pub enum AddrFamily {
     Inet,
     /// `AF_INET6`: IPv6 only.
     Inet6,
+    /// `AF_IB` (with `RAI_FAMILY`): the node is a GID written as an IPv6 address, and the
+    /// results are AF_IB addresses ([`AddrInfo::src_ib`], [`AddrInfo::dst_ib`]) of the
+    /// service's port in the port space asked for, in the default partition.
+    Ib,
 }
 
 /// What [`getaddrinfo`] looks for (the `hints` of `rdma_getaddrinfo`). Build it from
@@ -164,6 +176,18 @@ pub fn getaddrinfo(
         })
         .transpose()
     };
+    if hints.family == Some(AddrFamily::Ib)
+        && node.and_then(|n| n.parse::<Ipv6Addr>().ok()).is_none()
+    {
+        // librdmacm reads what getaddrinfo gives as an IPv6 address: an IPv4 one or a
+        // name would be read past its end.
+        return Err(Error::InvalidArgument {
+            what: "node",
+            reason: format!(
+                "{node:?}: AF_IB results need a GID written as an IPv6 address (AddrFamily::Ib)"
+            ),
+        });
+    }
     let node = cstr("node", node)?;
     let service = cstr("service", service)?;
     let mut flags = 0;
@@ -176,6 +200,9 @@ pub fn getaddrinfo(
     if hints.no_route {
         flags |= cm::RAI_NOROUTE as i32;
     }
+    if hints.family == Some(AddrFamily::Ib) {
+        flags |= (cm::RAI_FAMILY | cm::RAI_NUMERICHOST) as i32;
+    }
     let mut src = hints.src.map(to_c);
     let mut c_hints = cm::rdma_addrinfo {
         ai_flags: flags,
@@ -183,6 +210,7 @@ pub fn getaddrinfo(
             None => libc::AF_UNSPEC,
             Some(AddrFamily::Inet) => libc::AF_INET,
             Some(AddrFamily::Inet6) => libc::AF_INET6,
+            Some(AddrFamily::Ib) => libc::AF_IB,
         },
         ai_qp_type: hints.qp_type.map_or(0, |t| t.raw().0 as i32),
         ai_port_space: hints.port_space.map_or(0, |ps| ps.raw().0 as i32),
@@ -223,6 +251,8 @@ pub fn getaddrinfo(
             out.push(AddrInfo {
                 src: from_c(ai.ai_src_addr),
                 dst: from_c(ai.ai_dst_addr),
+                src_ib: IbAddr::from_c(ai.ai_src_addr),
+                dst_ib: IbAddr::from_c(ai.ai_dst_addr),
                 port_space: PortSpace::from_raw(ai.ai_port_space),
                 qp_type: QpType::from_raw(ai.ai_qp_type),
                 src_name: name(ai.ai_src_canonname),

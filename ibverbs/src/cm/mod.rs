@@ -62,6 +62,10 @@
 //!   detaches from them on its own drop.
 //! - The new id of a connect request belongs to the [`CmEventKind::ConnectRequest`] that
 //!   carries it: accept or reject it, and drop it to destroy it.
+//! - Addresses are IP ones ([`SocketAddr`](std::net::SocketAddr)) or, on InfiniBand,
+//!   AF_IB ones ([`IbAddr`]: a GID and a service ID; [`CmId::bind_ib`],
+//!   [`CmId::resolve_ib_addr`], [`getaddrinfo`] with [`AddrFamily::Ib`]). Both are plain
+//!   data copied into C's form for the call.
 //!
 //! # Events
 //! [`EventChannel::get_event`] copies what an event says (its private data too) and
@@ -82,6 +86,7 @@ mod device;
 mod param;
 mod ud;
 
+pub use addr::ib::IbAddr;
 pub use addr::{getaddrinfo, AddrFamily, AddrHints, AddrInfo};
 pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
 pub use channel::id::mcast::MulticastJoinFlag;

@@ -27,8 +27,8 @@ use futures_core::Stream;
 use super::cq::{check_runtime, reactor_error, AsyncCq, RawFdOf};
 use super::ops::AsyncQp;
 use crate::cm::{
-    CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IdHandle, MulticastJoinFlag, PortSpace,
-    UdPeer,
+    CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IbAddr, IdHandle, MulticastJoinFlag,
+    PortSpace, UdPeer,
 };
 use crate::error::{Error, Result};
 use crate::mr::RegistrableMemory;
@@ -361,6 +361,22 @@ impl AsyncCmId {
         timeout: Duration,
     ) -> Result<()> {
         self.id().resolve_addr(src, dst, timeout)?;
+        self.resolved(timeout).await
+    }
+
+    /// [`resolve`](Self::resolve) with AF_IB addresses ([`CmId::resolve_ib_addr`]).
+    pub async fn resolve_ib(
+        &mut self,
+        src: Option<&IbAddr>,
+        dst: &IbAddr,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.id().resolve_ib_addr(src, dst, timeout)?;
+        self.resolved(timeout).await
+    }
+
+    /// Waits for the address to be resolved, then resolves the route (within `timeout`).
+    async fn resolved(&mut self, timeout: Duration) -> Result<()> {
         self.expect("rdma_resolve_addr", |k| {
             matches!(k, CmEventKind::AddrResolved)
         })

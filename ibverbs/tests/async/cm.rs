@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use futures_core::Stream;
-use rdma_verbs::cm::{CmEventKind, ConnParam, PortSpace};
+use rdma_verbs::cm::{CmEventKind, ConnParam, IbAddr, PortSpace};
 use rdma_verbs::tokio::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
 use rdma_verbs::tokio::{AsyncCq, AsyncQp};
 use rdma_verbs::{ProtectionDomain, QpType};
@@ -143,6 +143,27 @@ async fn a_connect_nobody_listens_for_is_refused() {
     );
     assert_eq!(refused.raw_os_error(), Some(libc::ECONNREFUSED));
     drop((pd, channel));
+    assert_clean_drops();
+}
+
+/// AF_IB on tokio: the address of a RoCE port resolves by GID, and its route, which only
+/// InfiniBand has, fails the resolve future with the kernel's `ENODEV`.
+#[tokio::test]
+async fn an_af_ib_resolve_ends_at_the_route_on_roce() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
+    let gid = rdma_verbs_test_kit::open_cm().gid_table(1).unwrap()[0].gid;
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut id = channel.create_id(PortSpace::Ib).unwrap();
+    let dst = IbAddr::new(gid, PortSpace::Ib, 7471);
+    let err = timeout(LIMIT, id.resolve_ib(None, &dst, RESOLVE))
+        .await
+        .expect("an answer in time")
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENODEV), "{err}");
+    assert_eq!(id.id().peer_ib_addr(), Some(dst));
+    drop((id, channel));
     assert_clean_drops();
 }
 

@@ -8,6 +8,7 @@
 //! QP ([`qp`]); UD multicast joins ([`mcast`]); iWARP's rules ([`iwarp`]). A missing device
 //! or address is a failure, not a skip.
 
+mod af_ib;
 mod iwarp;
 mod mcast;
 mod options;

@@ -70,6 +70,7 @@ pub const RAI_NUMERICHOST: u32 = 2;
 pub const RAI_NOROUTE: u32 = 4;
 pub const RAI_FAMILY: u32 = 8;
 pub type __socklen_t = ::core::ffi::c_uint;
+pub type __u8 = ::core::ffi::c_uchar;
 impl rdma_driver_id {
     pub const RDMA_DRIVER_UNKNOWN: rdma_driver_id = rdma_driver_id(0);
     pub const RDMA_DRIVER_MLX5: rdma_driver_id = rdma_driver_id(1);
@@ -1169,4 +1170,126 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn rdma_destroy_srq(id: *mut rdma_cm_id);
+}
+#[repr(C)]
+pub struct ib_addr {
+    pub ib_u: ib_addr__bindgen_ty_1,
+}
+#[repr(C)]
+pub struct ib_addr__bindgen_ty_1 {
+    pub uib_addr8: __BindgenUnionField<[__u8; 16usize]>,
+    pub uib_addr16: __BindgenUnionField<[__be16; 8usize]>,
+    pub uib_addr32: __BindgenUnionField<[__be32; 4usize]>,
+    pub uib_addr64: __BindgenUnionField<[__be64; 2usize]>,
+    pub bindgen_union_field: [u64; 2usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of ib_addr__bindgen_ty_1",
+    ][::core::mem::size_of::<ib_addr__bindgen_ty_1>() - 16usize];
+    [
+        "Alignment of ib_addr__bindgen_ty_1",
+    ][::core::mem::align_of::<ib_addr__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: ib_addr__bindgen_ty_1::uib_addr8",
+    ][::core::mem::offset_of!(ib_addr__bindgen_ty_1, uib_addr8) - 0usize];
+    [
+        "Offset of field: ib_addr__bindgen_ty_1::uib_addr16",
+    ][::core::mem::offset_of!(ib_addr__bindgen_ty_1, uib_addr16) - 0usize];
+    [
+        "Offset of field: ib_addr__bindgen_ty_1::uib_addr32",
+    ][::core::mem::offset_of!(ib_addr__bindgen_ty_1, uib_addr32) - 0usize];
+    [
+        "Offset of field: ib_addr__bindgen_ty_1::uib_addr64",
+    ][::core::mem::offset_of!(ib_addr__bindgen_ty_1, uib_addr64) - 0usize];
+};
+impl Default for ib_addr__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl ::core::fmt::Debug for ib_addr__bindgen_ty_1 {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        write!(f, "ib_addr__bindgen_ty_1 {{ union }}")
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of ib_addr"][::core::mem::size_of::<ib_addr>() - 16usize];
+    ["Alignment of ib_addr"][::core::mem::align_of::<ib_addr>() - 8usize];
+    ["Offset of field: ib_addr::ib_u"][::core::mem::offset_of!(ib_addr, ib_u) - 0usize];
+};
+impl Default for ib_addr {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl ::core::fmt::Debug for ib_addr {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        write!(f, "ib_addr {{ ib_u: {:?} }}", self.ib_u)
+    }
+}
+#[repr(C)]
+pub struct sockaddr_ib {
+    pub sib_family: ::core::ffi::c_ushort,
+    pub sib_pkey: __be16,
+    pub sib_flowinfo: __be32,
+    pub sib_addr: ib_addr,
+    pub sib_sid: __be64,
+    pub sib_sid_mask: __be64,
+    pub sib_scope_id: __u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of sockaddr_ib"][::core::mem::size_of::<sockaddr_ib>() - 48usize];
+    ["Alignment of sockaddr_ib"][::core::mem::align_of::<sockaddr_ib>() - 8usize];
+    [
+        "Offset of field: sockaddr_ib::sib_family",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_family) - 0usize];
+    [
+        "Offset of field: sockaddr_ib::sib_pkey",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_pkey) - 2usize];
+    [
+        "Offset of field: sockaddr_ib::sib_flowinfo",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_flowinfo) - 4usize];
+    [
+        "Offset of field: sockaddr_ib::sib_addr",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_addr) - 8usize];
+    [
+        "Offset of field: sockaddr_ib::sib_sid",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_sid) - 24usize];
+    [
+        "Offset of field: sockaddr_ib::sib_sid_mask",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_sid_mask) - 32usize];
+    [
+        "Offset of field: sockaddr_ib::sib_scope_id",
+    ][::core::mem::offset_of!(sockaddr_ib, sib_scope_id) - 40usize];
+};
+impl Default for sockaddr_ib {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl ::core::fmt::Debug for sockaddr_ib {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        write!(
+            f,
+            "sockaddr_ib {{ sib_family: {:?}, sib_addr: {:?} }}",
+            self.sib_family,
+            self.sib_addr,
+        )
+    }
 }

@@ -1,9 +1,10 @@
 //! CM ids: `struct rdma_cm_id`, the rdma_cm counterpart of a socket.
 
+mod ib; // AF_IB addresses: bind_ib, resolve_ib_addr, local_ib_addr, peer_ib_addr
 #[cfg(feature = "tokio")]
-pub(crate) mod lend;
+pub(crate) mod lend; // the QP lent to an owner of its own (tokio's AsyncQp)
 pub(crate) mod mcast; // MulticastJoinFlag: rdma_join_multicast_ex, rdma_leave_multicast
-pub(crate) mod option; // CmOption: rdma_set_option // the QP lent to an owner of its own (tokio's AsyncQp)
+pub(crate) mod option; // CmOption: rdma_set_option
 
 use std::cell::OnceCell;
 use std::fmt;
