@@ -103,9 +103,13 @@ fn connect(server_program: Program, client_program: Program, port: u16, bind: bo
             "{what}: {name}: {}",
             c.context()
         );
+        // The total is printed to 0.01 ms and the time per connection to 0.01 µs: the
+        // first's rounding, spread over the connections, is the larger (0.25 µs for a
+        // step of 20 µs per connection, over 1%).
         let expect = total * 1000.0 / CONNECTIONS as f64;
+        let rounding = 0.005 * 1000.0 / CONNECTIONS as f64 + 0.005;
         assert!(
-            (per_conn - expect).abs() <= 0.01 * expect.max(1.0),
+            (per_conn - expect).abs() <= 0.01 * expect.max(1.0) + rounding,
             "{what}: {name}: {}",
             c.context()
         );
