@@ -214,8 +214,12 @@ impl CmId {
     /// `rdma_bind_addr`: binds to a local address (port 0: any free port), which also
     /// binds the id to that address's device.
     pub fn bind(&self, addr: SocketAddr) -> Result<()> {
-        let mut sa = to_c(addr);
-        // SAFETY: the id is live; sa holds a sockaddr of addr's family.
+        self.bind_c(to_c(addr))
+    }
+
+    /// `rdma_bind_addr` with an address in C's form (IP or AF_IB, by its family).
+    fn bind_c(&self, mut sa: libc::sockaddr_storage) -> Result<()> {
+        // SAFETY: the id is live; sa holds a whole sockaddr of its family (to_c, IbAddr::to_c).
         check("rdma_bind_addr", unsafe {
             cm::rdma_bind_addr(self.ptr(), ptr::addr_of_mut!(sa).cast())
         })
@@ -239,9 +243,17 @@ impl CmId {
         dst: SocketAddr,
         timeout: Duration,
     ) -> Result<()> {
+        self.resolve_addr_c(src.map(to_c), to_c(dst), timeout)
+    }
+
+    /// `rdma_resolve_addr` with addresses in C's form (IP or AF_IB, by their family).
+    fn resolve_addr_c(
+        &self,
+        mut src: Option<libc::sockaddr_storage>,
+        mut dst: libc::sockaddr_storage,
+        timeout: Duration,
+    ) -> Result<()> {
         let ms = millis(timeout)?;
-        let mut src = src.map(to_c);
-        let mut dst = to_c(dst);
         let src_ptr = src
             .as_mut()
             .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());

@@ -1,14 +1,13 @@
 //! A CM id on AF_IB addresses ([`IbAddr`]): `rdma_bind_addr` and `rdma_resolve_addr` with
 //! them, and the id's addresses read back as them.
 
-use std::ptr;
 use std::time::Duration;
 
 use rdmacm_sys as cm;
 
-use super::{millis, CmId};
+use super::CmId;
 use crate::cm::IbAddr;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 
 impl CmId {
     /// `rdma_bind_addr` with an AF_IB address: binds to the port of `addr.gid` (any port
@@ -18,12 +17,7 @@ impl CmId {
     /// an [`Error::InvalidArgument`] naming it, and a listener bound to any port listens
     /// on the InfiniBand ones only.
     pub fn bind_ib(&self, addr: &IbAddr) -> Result<()> {
-        let mut sa = addr.to_c();
-        // SAFETY: the id is live; sa holds a sockaddr_ib.
-        check("rdma_bind_addr", unsafe {
-            cm::rdma_bind_addr(self.ptr(), ptr::addr_of_mut!(sa).cast())
-        })
-        .map_err(no_ib_port(addr))
+        self.bind_c(addr.to_c()).map_err(no_ib_port(addr))
     }
 
     /// `rdma_resolve_addr` with AF_IB addresses: finds the port that reaches `dst` (from
@@ -37,16 +31,7 @@ impl CmId {
         dst: &IbAddr,
         timeout: Duration,
     ) -> Result<()> {
-        let ms = millis(timeout)?;
-        let mut src = src.map(|a| a.to_c());
-        let mut dst = dst.to_c();
-        let src_ptr = src
-            .as_mut()
-            .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
-        // SAFETY: the id is live; the addresses are sockaddr_ibs or null.
-        check("rdma_resolve_addr", unsafe {
-            cm::rdma_resolve_addr(self.ptr(), src_ptr, ptr::addr_of_mut!(dst).cast(), ms)
-        })
+        self.resolve_addr_c(src.map(|a| a.to_c()), dst.to_c(), timeout)
     }
 
     /// The local address (`rdma_get_local_addr`) when it is an AF_IB one: the id was bound
