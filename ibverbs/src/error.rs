@@ -496,6 +496,29 @@ impl Error {
     }
 }
 
+/// The error as an [`io::Error`] (for byte streams and other I/O traits): of the kind of
+/// its errno where it has one ([`Error::raw_os_error`]), `InvalidInput` for a refused
+/// argument, `Unsupported`, `NotFound` for a missing device, else `Other`; the error
+/// itself is its source.
+impl From<Error> for io::Error {
+    fn from(error: Error) -> io::Error {
+        let kind = match (&error, error.raw_os_error()) {
+            (_, Some(errno)) => io::Error::from_raw_os_error(errno).kind(),
+            (
+                Error::InvalidArgument { .. }
+                | Error::OutOfRange { .. }
+                | Error::Mismatch { .. }
+                | Error::Request { .. },
+                None,
+            ) => io::ErrorKind::InvalidInput,
+            (Error::Unsupported { .. }, None) => io::ErrorKind::Unsupported,
+            (Error::NoDevices | Error::DeviceNotFound { .. }, None) => io::ErrorKind::NotFound,
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, error)
+    }
+}
+
 /// The queue a post `verb` fills.
 fn queue_of(verb: &str) -> &'static str {
     match verb {

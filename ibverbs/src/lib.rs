@@ -418,6 +418,9 @@ mod qp;
 mod raw;
 mod route;
 mod srq;
+#[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
+pub mod stream;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;

@@ -347,8 +347,12 @@ impl AsyncCmId {
 
     /// The id's next event (each event is acknowledged when read).
     pub async fn next_event(&self) -> Result<CmEvent> {
-        let handle = self.id().handle();
-        poll_fn(|cx| self.channel.poll_event(handle, cx)).await
+        poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// The poll function under [`next_event`](Self::next_event).
+    pub(crate) fn poll_event(&self, cx: &mut TaskContext<'_>) -> Poll<Result<CmEvent>> {
+        self.channel.poll_event(self.id().handle(), cx)
     }
 
     /// Resolves `dst` (from `src` if given) to a device (`rdma_resolve_addr`) and the route
@@ -395,7 +399,7 @@ impl AsyncCmId {
     /// `Unreachable` an [`Error::Verb`] whose kind is `TimedOut`, and `ConnectError` one of
     /// kind `Other`.
     /// Dropping the future destroys the id.
-    pub async fn connect(self, param: &ConnParam<'_>) -> Result<Connected> {
+    pub async fn connect(mut self, param: &ConnParam<'_>) -> Result<Connected> {
         self.id().connect(param)?;
         let event = self
             .expect("rdma_connect", |k| {
@@ -427,12 +431,19 @@ impl AsyncCmId {
 
     /// The id's next event if `want` says it is the one `verb` waits for, else its error
     /// ([`CmEvent::expect_kind`]).
+    ///
+    /// Through `&mut self`, so that the future is `Send` (an id is not `Sync`): the
+    /// futures of [`resolve`](Self::resolve), [`connect`](Self::connect) and
+    /// [`ConnectRequest::accept`] can be spawned.
     async fn expect(
-        &self,
+        &mut self,
         verb: &'static str,
         want: impl FnOnce(&CmEventKind) -> bool,
     ) -> Result<CmEvent> {
-        self.next_event().await?.expect_kind(verb, want)
+        let id = &mut *self;
+        poll_fn(move |cx| id.poll_event(cx))
+            .await?
+            .expect_kind(verb, want)
     }
 }
 
@@ -557,7 +568,7 @@ impl ConnectRequest {
     /// and the answer to each goes back through an address handle made from its
     /// completion ([`ProtectionDomain::create_ah_from_wc`](crate::ProtectionDomain::create_ah_from_wc)).
     pub async fn accept(self, param: &ConnParam<'_>) -> Result<AsyncCmId> {
-        let id = self.id;
+        let mut id = self.id;
         id.id().accept(param)?;
         if matches!(id.id().port_space(), PortSpace::Udp | PortSpace::Ipoib) {
             return Ok(id);

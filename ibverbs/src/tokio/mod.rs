@@ -96,6 +96,9 @@ pub mod cm;
 mod cq;
 mod events;
 mod ops;
+#[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
+pub mod stream;
 
 pub(crate) use cq::ChannelFd;
 pub use cq::{AsyncCq, CompletionStream, PollCq, DEFAULT_SPIN};

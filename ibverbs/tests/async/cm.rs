@@ -465,3 +465,19 @@ async fn multicast_joins_on_tokio() {
     drop((rpd, spd));
     assert_clean_drops();
 }
+
+/// Compile-time: the set-up futures are `Send` (an id is not `Sync`, so none of them may
+/// hold a shared borrow of one across an await), so a task that connects or accepts can be
+/// spawned on a multi-threaded runtime.
+#[allow(dead_code)]
+fn set_up_futures_are_send(
+    mut id: AsyncCmId,
+    request: ConnectRequest,
+    param: ConnParam<'static>,
+    dst: SocketAddr,
+) {
+    fn send<T: Send>(_: &T) {}
+    send(&id.resolve(None, dst, RESOLVE));
+    send(&id.connect(&param));
+    send(&request.accept(&param));
+}

@@ -1,0 +1,139 @@
+//! Byte streams over one RC connection set up by rdma_cm (feature `cm`): the tokio
+//! `AsyncRead` + `AsyncWrite` form is `tokio::stream::RdmaStream` (features `tokio` and
+//! `cm`), with its listener.
+//!
+//! # The protocol
+//! Each side registers two rings when it connects or accepts, and says in its private data
+//! (a 12-byte hello) the size of its receive slots and how many it has. Every message is one
+//! send into one of the peer's posted receives, with an 8-byte header in front: its kind and
+//! the credits it returns. There are three kinds:
+//!
+//! - data: up to a slot of the stream's bytes, taken from one of this side's send slots;
+//! - end (after [`shutdown`](::tokio::io::AsyncWriteExt::shutdown)): no bytes; the peer's
+//!   reads end there, as a TCP half-close;
+//! - control: credits only.
+//!
+//! A side may have as many data (and end) messages outstanding to its peer as the peer has
+//! data slots, and as many control messages as it has control slots; the peer posts a
+//! receive for each. A data slot goes back to the receive queue once the reader has read
+//! all of its bytes, a control slot at once; the credits for both go back in the header of
+//! this side's next message. When it has nothing to send and half its data slots are
+//! reposted (or all of the peer's control credits used), it sends a control message. So:
+//!
+//! - a writer never sends into a receive the peer has not posted (no receiver-not-ready),
+//!   and the peer's ring bounds what is in flight: memory per stream is fixed when it
+//!   connects, and a reader that does not read stops the writer (backpressure);
+//! - credits need no data slot: a side that writes and never reads still gets the control
+//!   messages that return its credits, which need no read to be consumed.
+//!
+//! Writes copy into the open send slot and post it at once when a credit allows; without
+//! one, later writes fill the same slot until it is full or a credit comes (bytes written
+//! are sent by any later read, write, flush or shutdown of the stream: `flush` waits until
+//! they are posted). Shutdown waits until every send completed, so the peer has every byte
+//! when it returns.
+//!
+//! Send and receive (not RDMA write with immediate into the peer's ring) because iWARP has
+//! no immediate data: the same protocol runs on InfiniBand, RoCE and iWARP.
+//!
+//! # What the peer controls
+//! Everything in a message is checked before it is used: a header of unknown kind, a
+//! message shorter than its header, credits beyond the slots the peer has, more data
+//! messages than this side's slots, data after the end, a hello out of range. Any of them
+//! breaks the stream with an `InvalidData` error (and moves the QP to the error state); a
+//! message longer than a slot fails in the HCA (a local length error) and breaks it too.
+//! None of them reaches memory outside the rings.
+//!
+//! # Closing
+//! Dropping a stream destroys its QP first (the HCA is then done with both rings), then its
+//! id (the peer gets a disconnect), then deregisters the rings: nothing the device may still
+//! touch is freed. Bytes written but not yet posted (see above) are dropped with it: flush
+//! or shut down first. A peer's disconnect (its process ending, its stream dropped) ends
+//! this side's reads with `ConnectionReset` once the bytes that came before it are read
+//! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
+//! vanishes without a disconnect fails the next send after the transport's retries
+//! (`retry_count` 7 of the CM's timeout, under a second on rxe).
+
+pub(crate) mod ring;
+pub(crate) mod wire;
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use wire::{Hello, MAX_DATA_SLOTS, MAX_SLOT};
+
+/// Control slots each side posts, beyond its data slots.
+const CTRL_SLOTS: u16 = 4;
+
+/// The rings of a stream and its set-up's timeout.
+///
+/// Memory per stream: `slots` × `slot_size` bytes of send ring and `slots + 4` ×
+/// `slot_size` of receive ring, registered when the stream connects or is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamConfig {
+    slot_size: usize,
+    slots: u16,
+    resolve_timeout: Duration,
+}
+
+impl Default for StreamConfig {
+    /// 16 slots of 64 KiB, a resolve timeout of 2 s.
+    fn default() -> Self {
+        StreamConfig {
+            slot_size: 64 << 10,
+            slots: 16,
+            resolve_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+impl StreamConfig {
+    /// The size of each slot in bytes (its 8-byte header included): the most one message
+    /// carries. From 9 to 16 MiB; checked when the stream is made.
+    pub fn slot_size(mut self, bytes: usize) -> Self {
+        self.slot_size = bytes;
+        self
+    }
+
+    /// How many data messages may be in flight each way: 1 to 1024; checked when the
+    /// stream is made.
+    pub fn slots(mut self, slots: u16) -> Self {
+        self.slots = slots;
+        self
+    }
+
+    /// How long resolving the peer's address and route may take each (a connect's).
+    pub fn resolve_timeout(mut self, timeout: Duration) -> Self {
+        self.resolve_timeout = timeout;
+        self
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.resolve_timeout
+    }
+
+    /// The hello this side sends: its ring.
+    pub(crate) fn hello(&self) -> Result<Hello> {
+        let slot = u32::try_from(self.slot_size)
+            .ok()
+            .filter(|s| (wire::HEADER as u32 + 1..=MAX_SLOT).contains(s))
+            .ok_or(Error::OutOfRange {
+                what: "stream slot size",
+                value: self.slot_size as u64,
+                min: wire::HEADER as u64 + 1,
+                max: u64::from(MAX_SLOT),
+            })?;
+        if !(1..=MAX_DATA_SLOTS).contains(&self.slots) {
+            return Err(Error::OutOfRange {
+                what: "stream slots",
+                value: u64::from(self.slots),
+                min: 1,
+                max: u64::from(MAX_DATA_SLOTS),
+            });
+        }
+        Ok(Hello {
+            slot,
+            data: self.slots,
+            ctrl: CTRL_SLOTS,
+        })
+    }
+}

@@ -1,0 +1,430 @@
+//! Byte streams over RDMA on tokio (features `tokio` and `cm`): [`RdmaStream`] is
+//! `AsyncRead` + `AsyncWrite` over one RC connection, made by [`RdmaStream::connect`] or
+//! taken from an [`RdmaListener`]. The protocol, what a peer can and cannot do, and what
+//! closing does are in [`crate::stream`].
+//!
+//! ```no_run
+//! use rdma_verbs::tokio::stream::{RdmaListener, RdmaStream};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # async fn f() -> std::io::Result<()> {
+//! let mut listener = RdmaListener::bind("192.168.1.10:7471".parse().unwrap())?;
+//! tokio::spawn(async move {
+//!     let mut stream = listener.accept().await?;
+//!     let mut line = Vec::new();
+//!     stream.read_to_end(&mut line).await?;
+//!     stream.write_all(&line).await?;
+//!     stream.shutdown().await
+//! });
+//! let mut stream = RdmaStream::connect("192.168.1.10:7471".parse().unwrap()).await?;
+//! stream.write_all(b"hello").await?;
+//! stream.shutdown().await?; // the server's read_to_end ends here
+//! let mut echo = Vec::new();
+//! stream.read_to_end(&mut echo).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! A stream is one task's (its `poll_*` take `&mut self`); [`tokio::io::split`] gives a
+//! reader and a writer for two tasks. Reads and writes wake each other's task when the
+//! completion queue or the id has news for both.
+//!
+//! [`tokio::io::split`]: ::tokio::io::split
+
+use std::future::{poll_fn, Future};
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
+
+use ::tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use futures_core::Stream;
+
+use super::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
+use super::AsyncCq;
+use crate::cm::{CmEventKind, ConnParam, PortSpace};
+use crate::error::Result;
+use crate::stream::ring::{Rings, Step};
+use crate::stream::wire::{Hello, HEADER};
+use crate::stream::StreamConfig;
+use crate::wake::wake_all;
+use crate::{QpType, QueuePair, WorkCompletion};
+
+/// Connect requests a listener takes through their handshake at once; more wait in the
+/// CM's backlog.
+const HANDSHAKES: usize = 64;
+/// The listen backlog.
+const BACKLOG: i32 = 128;
+/// Retries after a receiver-not-ready NAK: the protocol never sends into a receive the peer
+/// has not posted, so one means a broken peer; the send then fails instead of waiting.
+const RNR_RETRIES: u8 = 3;
+/// Completions taken per poll of the CQ.
+const BATCH: usize = 16;
+
+/// A byte stream over one RC connection: tokio `AsyncRead` + `AsyncWrite` (see the module
+/// docs, and [`crate::stream`] for the protocol).
+pub struct RdmaStream {
+    /// Dropped first: destroys the QP (the HCA is then done with the rings), then the id
+    /// (the peer gets the disconnect).
+    id: AsyncCmId,
+    cq: AsyncCq,
+    rings: Rings,
+    wakers: Arc<Wakers>,
+    /// Wakes both tasks: the waker the CQ and the id keep.
+    fan_out: Waker,
+    local: Option<SocketAddr>,
+    peer: Option<SocketAddr>,
+}
+
+/// The tasks waiting to read and to write.
+#[derive(Default)]
+struct Wakers {
+    read: Mutex<Option<Waker>>,
+    write: Mutex<Option<Waker>>,
+}
+
+impl std::task::Wake for Wakers {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let take = |slot: &Mutex<Option<Waker>>| {
+            slot.lock().unwrap_or_else(PoisonError::into_inner).take()
+        };
+        wake_all([take(&self.read), take(&self.write)].into_iter().flatten());
+    }
+}
+
+fn keep(slot: &Mutex<Option<Waker>>, waker: &Waker) {
+    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+        *slot = Some(waker.clone());
+    }
+}
+
+/// The stream's QP: made before the stream, kept by its id until the id is dropped.
+fn qp(id: &AsyncCmId) -> &QueuePair {
+    id.id().qp().expect("a stream's id keeps its QP")
+}
+
+impl RdmaStream {
+    /// Connects to a listener at `addr` with the default rings ([`StreamConfig`]).
+    pub async fn connect(addr: SocketAddr) -> io::Result<RdmaStream> {
+        Self::connect_with(addr, &StreamConfig::default()).await
+    }
+
+    /// Connects to a listener at `addr` with the rings of `config`: resolves the address
+    /// and route, registers the rings, posts the receives and connects. A peer that is not
+    /// a stream listener (its accept has no stream hello) is an `InvalidData` error; no
+    /// listener is `ConnectionRefused`.
+    pub async fn connect_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaStream> {
+        let hello = config.hello()?;
+        let channel = AsyncCmChannel::new()?;
+        let mut id = channel.create_id(PortSpace::Tcp)?;
+        id.resolve(None, addr, config.timeout()).await?;
+        let (cq, rings) = prepare(&mut id, hello)?;
+        let connected = id.connect(&conn_param(&hello.encode())).await?;
+        let peer = Hello::decode(&connected.private_data).map_err(invalid_data)?;
+        Ok(RdmaStream::new(connected.id, cq, rings, peer))
+    }
+
+    fn new(id: AsyncCmId, cq: AsyncCq, mut rings: Rings, peer: Hello) -> RdmaStream {
+        rings.connected(peer, qp(&id));
+        let wakers = Arc::new(Wakers::default());
+        RdmaStream {
+            local: id.id().local_addr(),
+            peer: id.id().peer_addr(),
+            id,
+            cq,
+            rings,
+            fan_out: Waker::from(Arc::clone(&wakers)),
+            wakers,
+        }
+    }
+
+    /// This side's address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// Polls the CQ, then the id's events, once; `Ready` if either had something (handed
+    /// to the rings), `Pending` with the fan-out waker kept by both.
+    fn poll_progress(&mut self) -> Poll<()> {
+        let mut cx = TaskContext::from_waker(&self.fan_out);
+        let mut wc = [WorkCompletion::default(); BATCH];
+        match self.cq.poll_completions(&mut cx, &mut wc) {
+            Poll::Ready(Ok(n)) => {
+                self.rings.complete(qp(&self.id), &wc[..n]);
+                return Poll::Ready(());
+            }
+            Poll::Ready(Err(e)) => {
+                self.rings
+                    .fail(format!("polling the completion queue: {e}"));
+                return Poll::Ready(());
+            }
+            Poll::Pending => {}
+        }
+        match self.id.poll_event(&mut cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(event)) => {
+                if matches!(event.kind, CmEventKind::Disconnected) {
+                    // What completed before the disconnect is the peer's last word: taken
+                    // before the stream is marked closed.
+                    self.drain();
+                    self.rings.peer_closed();
+                }
+                Poll::Ready(())
+            }
+            Poll::Ready(Err(e)) => {
+                self.rings
+                    .fail(format!("waiting for the connection's events: {e}"));
+                Poll::Ready(())
+            }
+        }
+    }
+
+    /// Hands every completion on the CQ to the rings, without waiting.
+    fn drain(&mut self) {
+        let mut wc = [WorkCompletion::default(); BATCH];
+        loop {
+            match self.cq.cq().poll(&mut wc) {
+                Ok([]) => return,
+                Ok(done) => self.rings.complete(qp(&self.id), done),
+                Err(e) => {
+                    return self
+                        .rings
+                        .fail(format!("polling the completion queue: {e}"))
+                }
+            }
+        }
+    }
+
+    /// Runs `step` until it has an answer, waiting for the CQ and the id in between with
+    /// `waker` kept in `slot`.
+    fn poll_step<T>(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+        write: bool,
+        mut step: impl FnMut(&mut Rings, &QueuePair) -> Step<T>,
+    ) -> Poll<io::Result<T>> {
+        loop {
+            if let Some(done) = step(&mut self.rings, qp(&self.id)) {
+                return Poll::Ready(done);
+            }
+            let slot = if write {
+                &self.wakers.write
+            } else {
+                &self.wakers.read
+            };
+            keep(slot, cx.waker());
+            if self.poll_progress().is_pending() {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl AsyncRead for RdmaStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let read = this.poll_step(cx, false, |rings, qp| {
+            rings.read(qp, buf.initialize_unfilled())
+        });
+        read.map_ok(|n| buf.advance(n))
+    }
+}
+
+impl AsyncWrite for RdmaStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut()
+            .poll_step(cx, true, |rings, qp| rings.write(qp, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    /// Ready once every byte written is posted (sent, or in the HCA's queue).
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        self.get_mut()
+            .poll_step(cx, true, |rings, qp| rings.flush(qp))
+    }
+
+    /// Sends the end of this side's bytes (the peer reads `Ok(0)` after them) and is ready
+    /// once every send completed. Reading goes on; writing fails with `BrokenPipe`.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        self.get_mut()
+            .poll_step(cx, true, |rings, qp| rings.shutdown(qp))
+    }
+}
+
+impl std::fmt::Debug for RdmaStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaStream")
+            .field("local", &self.local)
+            .field("peer", &self.peer)
+            .field("rings", &self.rings)
+            .finish()
+    }
+}
+
+/// A listener of byte-stream connections: [`accept`](Self::accept) them one by one, or take
+/// them as a [`Stream`] (for a server's accept loop, such as tonic's
+/// `serve_with_incoming`). Up to 64 connect requests go through their handshake at once;
+/// a request whose handshake fails (not a stream peer, no memory for its rings) is
+/// rejected or dropped, and the listener goes on.
+pub struct RdmaListener {
+    listener: Listener,
+    hello: Hello,
+    handshakes: Vec<Handshake>,
+}
+
+type Handshake = Pin<Box<dyn Future<Output = io::Result<RdmaStream>> + Send>>;
+
+impl RdmaListener {
+    /// Listens on `addr` (port 0: one the CM picks) with the default rings.
+    pub fn bind(addr: SocketAddr) -> io::Result<RdmaListener> {
+        Self::bind_with(addr, &StreamConfig::default())
+    }
+
+    /// Listens on `addr` with the rings of `config` for every stream it accepts. Must be
+    /// called inside a tokio runtime.
+    pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaListener> {
+        let hello = config.hello()?;
+        let listener = AsyncCmChannel::new()?.listen(addr, BACKLOG)?;
+        Ok(RdmaListener {
+            listener,
+            hello,
+            handshakes: Vec::new(),
+        })
+    }
+
+    /// The address listened on (with the port the CM picked).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The next connection.
+    pub async fn accept(&mut self) -> io::Result<RdmaStream> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// The poll function under [`accept`](Self::accept): takes new connect requests,
+    /// drives their handshakes, and is ready with the first stream up (or the listener's
+    /// error).
+    pub fn poll_accept(&mut self, cx: &mut TaskContext<'_>) -> Poll<io::Result<RdmaStream>> {
+        while self.handshakes.len() < HANDSHAKES {
+            match Pin::new(&mut self.listener).poll_next(cx) {
+                Poll::Ready(Some(Ok(request))) => {
+                    self.handshakes
+                        .push(Box::pin(handshake(request, self.hello)));
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.into())),
+                Poll::Ready(None) | Poll::Pending => break,
+            }
+        }
+        let mut i = 0;
+        while i < self.handshakes.len() {
+            match self.handshakes[i].as_mut().poll(cx) {
+                Poll::Ready(Ok(stream)) => {
+                    drop(self.handshakes.swap_remove(i));
+                    return Poll::Ready(Ok(stream));
+                }
+                // That peer's failure: the listener goes on.
+                Poll::Ready(Err(_)) => drop(self.handshakes.swap_remove(i)),
+                Poll::Pending => i += 1,
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Stream for RdmaListener {
+    type Item = io::Result<RdmaStream>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_accept(cx).map(Some)
+    }
+}
+
+impl std::fmt::Debug for RdmaListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaListener")
+            .field("local", &self.local_addr())
+            .field("handshakes", &self.handshakes.len())
+            .finish()
+    }
+}
+
+/// Accepts `request` if it carries a stream hello (else rejects it).
+async fn handshake(mut request: ConnectRequest, hello: Hello) -> io::Result<RdmaStream> {
+    let peer = match Hello::decode(&request.private_data) {
+        Ok(peer) => peer,
+        Err(why) => {
+            let _ = request.reject(&[]);
+            return Err(invalid_data(why));
+        }
+    };
+    // On an error below, dropping the request destroys its id: the peer sees a reject.
+    let (cq, rings) = prepare(&mut request.id, hello)?;
+    let id = request.accept(&conn_param(&hello.encode())).await?;
+    Ok(RdmaStream::new(id, cq, rings, peer))
+}
+
+/// Creates the id's PD, CQ and QP and registers the rings of `hello`, with every receive
+/// posted.
+fn prepare(id: &mut AsyncCmId, hello: Hello) -> Result<(AsyncCq, Rings)> {
+    let ctx = id.id().context()?;
+    let pd = ctx.alloc_pd()?;
+    let channel = ctx.create_comp_channel()?;
+    // Data and end messages, and control messages on the peer's credits (more wait).
+    let sends = u32::from(hello.data) + u32::from(hello.ctrl) + 1;
+    let recvs = u32::from(hello.data) + u32::from(hello.ctrl);
+    let cq = AsyncCq::new(ctx.create_cq(sends + recvs, Some(&channel))?)?;
+    let qp = id.create_qp(
+        pd.create_qp(QpType::Rc, cq.cq(), cq.cq())
+            .max_send_wr(sends)
+            .max_recv_wr(recvs)
+            .max_inline_data(HEADER as u32),
+    )?;
+    let mut rings = Rings::new(&pd, hello)?;
+    rings.post_receives(qp)?;
+    Ok((cq, rings))
+}
+
+/// The connect or accept parameters: sends only, no RDMA reads.
+fn conn_param(hello: &[u8]) -> ConnParam<'_> {
+    ConnParam {
+        private_data: hello,
+        responder_resources: 0,
+        initiator_depth: 0,
+        rnr_retry_count: RNR_RETRIES,
+        ..ConnParam::default()
+    }
+}
+
+fn invalid_data(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}

@@ -1,0 +1,365 @@
+//! Byte streams (`rdma_verbs::tokio::stream`) on the CM device: bytes both ways checked one
+//! by one (one and many messages, vectored writes, the rings' smallest sizes with both sides
+//! writing at once), half-close, backpressure with a bounded ring, a peer that drops its
+//! stream, and peers that break the protocol or speak none.
+
+use std::io::{ErrorKind, IoSlice};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rdma_verbs::cm::{ConnParam, PortSpace};
+use rdma_verbs::stream::StreamConfig;
+use rdma_verbs::tokio::cm::{AsyncCmChannel, Connected};
+use rdma_verbs::tokio::stream::{RdmaListener, RdmaStream};
+use rdma_verbs::SendRequest;
+use rdma_verbs::{AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, QpType};
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::timeout;
+
+use crate::common::LIMIT;
+
+/// Byte `i` of a test stream seeded `seed`.
+fn pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u64 * 31 + u64::from(seed) + (i as u64 >> 12)) as u8)
+        .collect()
+}
+
+fn any_port() -> SocketAddr {
+    SocketAddr::new(cm_addr(), 0)
+}
+
+/// A connected pair: (client, server).
+async fn pair(config: &StreamConfig) -> (RdmaStream, RdmaStream) {
+    let mut listener = RdmaListener::bind_with(any_port(), config).unwrap();
+    let dst = listener.local_addr().unwrap();
+    let (client, server) = timeout(LIMIT, async {
+        tokio::join!(RdmaStream::connect_with(dst, config), listener.accept())
+    })
+    .await
+    .expect("connected in time");
+    (client.unwrap(), server.unwrap())
+}
+
+/// Writes `data` in pieces of the sizes in `sizes` (cycled), then shuts down.
+async fn write_in_pieces(mut w: impl AsyncWrite + Unpin, data: &[u8], sizes: &[usize]) {
+    let mut at = 0;
+    for size in sizes.iter().cycle() {
+        if at == data.len() {
+            break;
+        }
+        let end = (at + size).min(data.len());
+        w.write_all(&data[at..end]).await.unwrap();
+        at = end;
+    }
+    w.shutdown().await.unwrap();
+}
+
+async fn read_all(mut r: impl AsyncRead + Unpin) -> Vec<u8> {
+    let mut out = Vec::new();
+    r.read_to_end(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn bytes_go_both_ways_whole_and_in_order() {
+    let (client, server) = pair(&StreamConfig::default()).await;
+    // The server echoes everything back, then ends its side when the client's ends.
+    let echo = async move {
+        let (mut r, mut w) = tokio::io::split(server);
+        let copied = tokio::io::copy(&mut r, &mut w).await.unwrap();
+        w.shutdown().await.unwrap();
+        copied
+    };
+    let data = pattern(1, 3 << 20);
+    let (r, w) = tokio::io::split(client);
+    let sizes = [1, 7, 4096, 65536, 100_000, 1 << 20, 3];
+    let (copied, (), back) = timeout(LIMIT, async {
+        tokio::join!(echo, write_in_pieces(w, &data, &sizes), read_all(r))
+    })
+    .await
+    .expect("echoed in time");
+    assert_eq!(copied, data.len() as u64);
+    assert_eq!(back.len(), data.len());
+    assert!(back == data, "the echo differs from what was written");
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn the_smallest_rings_carry_both_directions_at_once() {
+    // One data slot of 9 bytes (1 byte per message) each way: every message waits for the
+    // peer's credit, both sides write while they read.
+    for (slots, slot) in [(1, 9), (2, 16), (3, 100)] {
+        let config = StreamConfig::default().slots(slots).slot_size(slot);
+        let (a, b) = pair(&config).await;
+        // Hundreds of messages each way.
+        let len = slot * 100 * usize::from(slots);
+        let (a_data, b_data) = (pattern(2, len), pattern(3, len - len / 7));
+        let (ar, aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        let (a_got, b_got, (), ()) = timeout(LIMIT, async {
+            tokio::join!(
+                read_all(ar),
+                read_all(br),
+                write_in_pieces(aw, &a_data, &[5, 1, 300]),
+                write_in_pieces(bw, &b_data, &[64, 2]),
+            )
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{slots} slots of {slot} bytes: done in time"));
+        assert!(a_got == b_data && b_got == a_data, "{slots} x {slot}");
+    }
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_vectored_write_gathers_its_slices_into_one_message() {
+    let (mut client, mut server) = pair(&StreamConfig::default()).await;
+    let parts: [&[u8]; 4] = [b"head ", b"", b"body ", b"tail"];
+    let slices = parts.map(IoSlice::new);
+    assert!(client.is_write_vectored());
+    let n = client.write_vectored(&slices).await.unwrap();
+    assert_eq!(n, 14, "every slice fits one slot");
+    client.flush().await.unwrap();
+    let mut got = [0; 14];
+    timeout(LIMIT, server.read_exact(&mut got))
+        .await
+        .expect("read in time")
+        .unwrap();
+    assert_eq!(&got, b"head body tail");
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_half_closed_stream_reads_on_and_refuses_writes() {
+    let (mut client, mut server) = pair(&StreamConfig::default()).await;
+    client.write_all(b"question").await.unwrap();
+    timeout(LIMIT, client.shutdown())
+        .await
+        .expect("shut down in time")
+        .unwrap();
+    let err = client.write_all(b"more").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+    let asked = timeout(LIMIT, read_all(&mut server)).await.unwrap();
+    assert_eq!(asked, b"question");
+    // At the end, reads keep saying so.
+    assert_eq!(server.read(&mut [0; 8]).await.unwrap(), 0);
+    server.write_all(b"answer").await.unwrap();
+    server.shutdown().await.unwrap();
+    let answer = timeout(LIMIT, read_all(&mut client)).await.unwrap();
+    assert_eq!(answer, b"answer");
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_reader_that_does_not_read_stops_the_writer_within_the_rings() {
+    let (slots, slot) = (4, 1024);
+    let config = StreamConfig::default().slots(slots).slot_size(slot);
+    let (mut client, mut server) = pair(&config).await;
+    let data = pattern(4, 64 << 10);
+    let mut written = 0;
+    // The writer gets as far as the reader's ring and its own open slot, then waits.
+    while written < data.len() {
+        let chunk = &data[written..(written + 100).min(data.len())];
+        match timeout(Duration::from_millis(300), client.write(chunk)).await {
+            Ok(n) => written += n.unwrap(),
+            Err(_) => break,
+        }
+    }
+    let payload = slot - 8;
+    let bound = (usize::from(slots) + 1) * payload;
+    assert!(
+        written < data.len() && written <= bound,
+        "{written} bytes written before the writer waited (bound {bound})"
+    );
+    // Reading lets it go on.
+    let rest = &data[written..];
+    let (got, ()) = timeout(LIMIT, async {
+        tokio::join!(
+            read_all(&mut server),
+            write_in_pieces(&mut client, rest, &[777])
+        )
+    })
+    .await
+    .expect("the rest in time");
+    assert!(got == data, "the stream after the wait differs");
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_peer_that_drops_its_stream_ends_reads_and_writes_with_errors() {
+    let (mut client, server) = pair(&StreamConfig::default()).await;
+    let mut server = server;
+    server.write_all(b"last words").await.unwrap();
+    server.flush().await.unwrap();
+    // Let the bytes land before the peer goes.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(server);
+    let mut got = [0; 10];
+    timeout(LIMIT, client.read_exact(&mut got))
+        .await
+        .expect("read in time")
+        .unwrap();
+    assert_eq!(&got, b"last words");
+    let err = timeout(LIMIT, client.read(&mut [0; 16]))
+        .await
+        .expect("the disconnect in time")
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
+    let err = client.write_all(b"anyone?").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+    drop(client);
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn a_writer_whose_peer_drops_mid_transfer_gets_an_error_not_a_hang() {
+    let (mut client, server) = pair(&StreamConfig::default().slots(4).slot_size(4096)).await;
+    let writer = async {
+        let data = pattern(5, 1 << 20);
+        loop {
+            if let Err(e) = client.write_all(&data).await {
+                return e;
+            }
+        }
+    };
+    let dropper = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drop(server);
+    };
+    let (err, ()) = timeout(LIMIT, async { tokio::join!(writer, dropper) })
+        .await
+        .expect("the writer failed in time");
+    assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+    assert_clean_drops();
+}
+
+#[tokio::test]
+async fn bad_configs_are_refused_before_anything_is_made() {
+    for config in [
+        StreamConfig::default().slot_size(8),
+        StreamConfig::default().slot_size((16 << 20) + 1),
+        StreamConfig::default().slots(0),
+        StreamConfig::default().slots(1025),
+    ] {
+        let err = RdmaListener::bind_with(any_port(), &config).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{config:?}: {err}");
+        assert!(err.to_string().contains("out of range"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_speaks_no_stream_is_rejected_and_the_listener_serves_on() {
+    let mut listener = RdmaListener::bind(any_port()).unwrap();
+    let dst = listener.local_addr().unwrap();
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut id = channel.create_id(PortSpace::Tcp).unwrap();
+    id.resolve(None, dst, Duration::from_secs(2)).await.unwrap();
+    let ctx = id.id().context().unwrap();
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
+    id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
+    let param = ConnParam {
+        private_data: b"GET / HTTP/1.1",
+        ..ConnParam::default()
+    };
+    let (refused, accepted) = timeout(LIMIT, async {
+        let refused = async { id.connect(&param).await };
+        let good = async {
+            // After the bad one is turned away, a stream client gets through.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            RdmaStream::connect(dst).await
+        };
+        let accept = async {
+            let stream = listener.accept().await;
+            stream
+        };
+        let (refused, good, accepted) = tokio::join!(refused, good, accept);
+        good.unwrap();
+        (refused, accepted)
+    })
+    .await
+    .expect("answered in time");
+    let err = refused.unwrap_err();
+    assert!(matches!(err, rdma_verbs::Error::Rejected { .. }), "{err}");
+    accepted.unwrap();
+    drop((pd, cq));
+    assert_clean_drops();
+}
+
+/// A hand-made client that speaks the hello, then sends `message` as its first message.
+async fn hostile(dst: SocketAddr, message: &[u8]) -> Hostile {
+    let channel = AsyncCmChannel::new().unwrap();
+    let mut id = channel.create_id(PortSpace::Tcp).unwrap();
+    id.resolve(None, dst, Duration::from_secs(2)).await.unwrap();
+    let ctx = id.id().context().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, None).unwrap();
+    id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
+    // The hello: "RVS\x01", 64-byte slots, 2 data and 2 control slots.
+    let mut hello = b"RVS\x01".to_vec();
+    hello.extend_from_slice(&64u32.to_le_bytes());
+    hello.extend_from_slice(&2u16.to_le_bytes());
+    hello.extend_from_slice(&2u16.to_le_bytes());
+    let param = ConnParam {
+        private_data: &hello,
+        ..ConnParam::default()
+    };
+    let connected = id.connect(&param).await.unwrap();
+    let mut mr = pd
+        .alloc_mr(message.len(), AccessFlags::LOCAL_WRITE)
+        .unwrap();
+    mr.write(0, message).unwrap();
+    let qp = connected.id.id().qp().unwrap();
+    let sges = [mr.sge(..).unwrap()];
+    qp.post_send(&mut [SendRequest::send(1, &sges).signaled()])
+        .unwrap();
+    let mut wc = [rdma_verbs::WorkCompletion::default(); 1];
+    cq.poll_until(&mut wc, 1, Some(LIMIT)).unwrap();
+    (connected, mr, cq, pd, channel)
+}
+
+/// What a hostile client keeps until the test is done with it.
+type Hostile = (
+    Connected,
+    MemoryRegion,
+    CompletionQueue,
+    ProtectionDomain,
+    AsyncCmChannel,
+);
+
+#[tokio::test]
+async fn a_peer_that_breaks_the_protocol_gets_invalid_data() {
+    let cases: [(&str, Vec<u8>); 5] = [
+        ("short", vec![1, 2, 3]),
+        ("unknown kind", vec![0, 0, 0, 0, 0, 0, 9, 0]),
+        ("credits beyond the slots", {
+            let mut m = 1000u32.to_le_bytes().to_vec();
+            m.extend_from_slice(&[0, 0, 1, 0, b'x']);
+            m
+        }),
+        ("an end with bytes", vec![0, 0, 0, 0, 0, 0, 2, 0, b'x']),
+        (
+            "a control message with bytes",
+            vec![0, 0, 0, 0, 0, 0, 3, 0, b'x'],
+        ),
+    ];
+    for (what, message) in cases {
+        let mut listener = RdmaListener::bind(any_port()).unwrap();
+        let dst = listener.local_addr().unwrap();
+        let (bad, server) = timeout(LIMIT, async {
+            tokio::join!(hostile(dst, &message), listener.accept())
+        })
+        .await
+        .expect("connected in time");
+        let mut server = server.unwrap();
+        let err = timeout(LIMIT, server.read(&mut [0; 64]))
+            .await
+            .expect("refused in time")
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidData, "{what}: {err}");
+        assert!(err.to_string().contains("protocol"), "{what}: {err}");
+        drop((bad, server));
+    }
+    assert_clean_drops();
+}
