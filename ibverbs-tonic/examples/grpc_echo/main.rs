@@ -1,0 +1,130 @@
+//! gRPC over RDMA with an unchanged tonic service (the echo service of `service.rs`: a
+//! unary, a server-streaming and a bidirectional call).
+//!
+//! ```text
+//! grpc_echo server -a ADDR [-p PORT]
+//! grpc_echo client -a ADDR -p PORT [-s SIZE]... [-c CLIENTS]
+//! ```
+//!
+//! The server serves until it is killed (it prints `listening on ADDR:PORT` when it is
+//! ready). The client makes each call with messages of each SIZE (default 1 B and 4 MiB),
+//! checking every byte, then runs CLIENTS connections at once (default 64), each with a
+//! unary call; it prints `ok` and exits with 0 if all went well.
+
+mod service;
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use rdma_verbs_tonic::RdmaIncoming;
+use tonic::transport::Server;
+
+struct Args {
+    role: String,
+    addr: IpAddr,
+    port: u16,
+    sizes: Vec<usize>,
+    clients: usize,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let role = args.next().ok_or("no role: server or client")?;
+    let (mut addr, mut port, mut sizes, mut clients) = (None, 0, Vec::new(), 64);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+        match flag.as_str() {
+            "-a" => addr = Some(value.parse().map_err(|e| bad(&e))?),
+            "-p" => port = value.parse().map_err(|e| bad(&e))?,
+            "-s" => sizes.push(value.parse().map_err(|e| bad(&e))?),
+            "-c" => clients = value.parse().map_err(|e| bad(&e))?,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![1, 4 << 20];
+    }
+    let addr = addr.ok_or("-a ADDR is required")?;
+    Ok(Args {
+        role,
+        addr,
+        port,
+        sizes,
+        clients,
+    })
+}
+
+async fn serve(addr: SocketAddr) -> Result<(), String> {
+    let incoming = RdmaIncoming::bind(addr).map_err(|e| format!("listening on {addr}: {e}"))?;
+    let at = incoming.local_addr().unwrap_or(addr);
+    println!("listening on {at}");
+    Server::builder()
+        .add_service(service::server(service::EchoService::default()))
+        .serve_with_incoming(incoming)
+        .await
+        .map_err(|e| format!("serving: {e}"))
+}
+
+async fn client(addr: SocketAddr, sizes: &[usize], clients: usize) -> Result<(), String> {
+    let mut client = service::connect(addr)
+        .await
+        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+    for &size in sizes {
+        service::every_call(&mut client, size).await?;
+        println!("calls of {size} bytes: ok");
+    }
+    let many = (0..clients).map(|i| async move {
+        let mut client = service::connect(addr)
+            .await
+            .map_err(|e| format!("client {i}: {e}"))?;
+        let data = service::pattern(i as u32, 100);
+        let back = client
+            .unary(service::Blob { data: data.clone() })
+            .await
+            .map_err(|s| format!("client {i}: {s}"))?;
+        (back.into_inner().data == data)
+            .then_some(())
+            .ok_or(format!("client {i}: the answer differs"))
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    for call in many {
+        tasks.spawn(call);
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.map_err(|e| format!("a client task: {e}"))??;
+    }
+    println!("{clients} clients at once: ok");
+    println!("ok");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("grpc_echo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let addr = SocketAddr::new(args.addr, args.port);
+    let done = runtime.block_on(async {
+        match args.role.as_str() {
+            "server" => serve(addr).await,
+            "client" => client(addr, &args.sizes, args.clients).await,
+            other => Err(format!("unknown role {other}: server or client")),
+        }
+    });
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("grpc_echo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
