@@ -67,7 +67,11 @@ const CTRL_SLOTS: u16 = 4;
 /// The rings of a stream and its set-up's timeout.
 ///
 /// Memory per stream: `slots` × `slot_size` bytes of send ring and `slots + 4` ×
-/// `slot_size` of receive ring, registered when the stream connects or is accepted.
+/// `slot_size` of receive ring, registered (pinned) when the stream connects or is
+/// accepted. Providers that count pinned memory against `RLIMIT_MEMLOCK` (siw, and every
+/// provider for a process without `CAP_IPC_LOCK`) fail a stream over the limit with an
+/// `OutOfMemory` error from `ibv_reg_mr`: raise the limit (`memlock` in limits.conf), as
+/// RDMA hosts do, or make the rings smaller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamConfig {
     slot_size: usize,
@@ -76,11 +80,11 @@ pub struct StreamConfig {
 }
 
 impl Default for StreamConfig {
-    /// 16 slots of 64 KiB, a resolve timeout of 2 s.
+    /// 8 slots of 64 KiB (1.25 MiB registered per stream), a resolve timeout of 2 s.
     fn default() -> Self {
         StreamConfig {
             slot_size: 64 << 10,
-            slots: 16,
+            slots: 8,
             resolve_timeout: Duration::from_secs(2),
         }
     }
