@@ -53,8 +53,12 @@
 //! vanishes without a disconnect fails the next send after the transport's retries
 //! (`retry_count` 7 of the CM's timeout, under a second on rxe).
 
+mod blocking;
 pub(crate) mod ring;
+pub(crate) mod setup;
 pub(crate) mod wire;
+
+pub use blocking::{RdmaListener, RdmaStream};
 
 use std::time::Duration;
 

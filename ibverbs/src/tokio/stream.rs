@@ -42,22 +42,20 @@ use futures_core::Stream;
 
 use super::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
 use super::AsyncCq;
-use crate::cm::{CmEventKind, ConnParam, PortSpace};
+use crate::cm::{CmEventKind, PortSpace};
 use crate::error::Result;
 use crate::stream::ring::{Rings, Step};
-use crate::stream::wire::{Hello, HEADER};
+use crate::stream::setup::{self, conn_param, invalid_data};
+use crate::stream::wire::Hello;
 use crate::stream::StreamConfig;
 use crate::wake::wake_all;
-use crate::{QpType, QueuePair, WorkCompletion};
+use crate::{QueuePair, WorkCompletion};
 
 /// Connect requests a listener takes through their handshake at once; more wait in the
 /// CM's backlog.
 const HANDSHAKES: usize = 64;
 /// The listen backlog.
 const BACKLOG: i32 = 128;
-/// Retries after a receiver-not-ready NAK: the protocol never sends into a receive the peer
-/// has not posted, so one means a broken peer; the send then fails instead of waiting.
-const RNR_RETRIES: u8 = 3;
 /// Completions taken per poll of the CQ.
 const BATCH: usize = 16;
 
@@ -393,38 +391,10 @@ async fn handshake(mut request: ConnectRequest, hello: Hello) -> io::Result<Rdma
     Ok(RdmaStream::new(id, cq, rings, peer))
 }
 
-/// Creates the id's PD, CQ and QP and registers the rings of `hello`, with every receive
-/// posted.
+/// [`setup::prepare`] for an async id, its CQ on the reactor.
 fn prepare(id: &mut AsyncCmId, hello: Hello) -> Result<(AsyncCq, Rings)> {
     let ctx = id.id().context()?;
-    let pd = ctx.alloc_pd()?;
     let channel = ctx.create_comp_channel()?;
-    // Data and end messages, and control messages on the peer's credits (more wait).
-    let sends = u32::from(hello.data) + u32::from(hello.ctrl) + 1;
-    let recvs = u32::from(hello.data) + u32::from(hello.ctrl);
-    let cq = AsyncCq::new(ctx.create_cq(sends + recvs, Some(&channel))?)?;
-    let qp = id.create_qp(
-        pd.create_qp(QpType::Rc, cq.cq(), cq.cq())
-            .max_send_wr(sends)
-            .max_recv_wr(recvs)
-            .max_inline_data(HEADER as u32),
-    )?;
-    let mut rings = Rings::new(&pd, hello)?;
-    rings.post_receives(qp)?;
-    Ok((cq, rings))
-}
-
-/// The connect or accept parameters: sends only, no RDMA reads.
-fn conn_param(hello: &[u8]) -> ConnParam<'_> {
-    ConnParam {
-        private_data: hello,
-        responder_resources: 0,
-        initiator_depth: 0,
-        rnr_retry_count: RNR_RETRIES,
-        ..ConnParam::default()
-    }
-}
-
-fn invalid_data(why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, why)
+    let (cq, rings) = setup::prepare(&ctx, &channel, hello, |qp| id.create_qp(qp))?;
+    Ok((AsyncCq::new(cq)?, rings))
 }

@@ -17,7 +17,9 @@ use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::timeout;
 
-use crate::common::LIMIT;
+/// The hang guard of each step: generous, as scripts/memcheck runs these tests under
+/// valgrind (tens of times slower), several at once.
+const LIMIT: Duration = Duration::from_secs(90);
 
 /// Byte `i` of a test stream seeded `seed`.
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
@@ -72,9 +74,9 @@ async fn bytes_go_both_ways_whole_and_in_order() {
         w.shutdown().await.unwrap();
         copied
     };
-    let data = pattern(1, 3 << 20);
+    let data = pattern(1, 1 << 20);
     let (r, w) = tokio::io::split(client);
-    let sizes = [1, 7, 4096, 65536, 100_000, 1 << 20, 3];
+    let sizes = [1, 7, 4096, 65536, 100_000, 3];
     let (copied, (), back) = timeout(LIMIT, async {
         tokio::join!(echo, write_in_pieces(w, &data, &sizes), read_all(r))
     })
@@ -93,8 +95,9 @@ async fn the_smallest_rings_carry_both_directions_at_once() {
     for (slots, slot) in [(1, 9), (2, 16), (3, 100)] {
         let config = StreamConfig::default().slots(slots).slot_size(slot);
         let (a, b) = pair(&config).await;
-        // Hundreds of messages each way.
-        let len = slot * 100 * usize::from(slots);
+        // Up to 60 full messages each way, each one waiting for a credit in the one-slot
+        // ring (a round trip per byte there: slow under valgrind's DRD).
+        let len = (slot - 8) * 60;
         let (a_data, b_data) = (pattern(2, len), pattern(3, len - len / 7));
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
@@ -217,7 +220,7 @@ async fn a_peer_that_drops_its_stream_ends_reads_and_writes_with_errors() {
 async fn a_writer_whose_peer_drops_mid_transfer_gets_an_error_not_a_hang() {
     let (mut client, server) = pair(&StreamConfig::default().slots(4).slot_size(4096)).await;
     let writer = async {
-        let data = pattern(5, 1 << 20);
+        let data = pattern(5, 256 << 10);
         loop {
             if let Err(e) = client.write_all(&data).await {
                 return e;

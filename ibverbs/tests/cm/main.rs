@@ -5,7 +5,8 @@
 //! addresses that do not resolve (within the timeout), a peer process killed after the
 //! connection is up, `rdma_getaddrinfo`; UD over rdma_cm (datagrams both ways; private
 //! data over the UD limits: [`ud`]); the id's options, port and channel ([`options`]); its
-//! QP ([`qp`]); UD multicast joins ([`mcast`]); iWARP's rules ([`iwarp`]). A missing device
+//! QP ([`qp`]); UD multicast joins ([`mcast`]); iWARP's rules ([`iwarp`]); the blocking byte
+//! stream ([`stream`]). A missing device
 //! or address is a failure, not a skip.
 
 mod af_ib;
@@ -13,6 +14,7 @@ mod iwarp;
 mod mcast;
 mod options;
 mod qp;
+mod stream;
 mod ud;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

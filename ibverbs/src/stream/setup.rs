@@ -1,0 +1,53 @@
+//! What both stream types do to set a connection up: the id's PD, CQ and QP, the rings
+//! with every receive posted, and the connect or accept parameters.
+
+use std::io;
+
+use super::ring::Rings;
+use super::wire::{Hello, HEADER};
+use crate::cm::ConnParam;
+use crate::error::Result;
+use crate::{CompletionChannel, CompletionQueue, Context, QpType, QueuePair, QueuePairBuilder};
+
+/// Retries after a receiver-not-ready NAK: the protocol never sends into a receive the peer
+/// has not posted, so one means a broken peer; the send then fails instead of waiting.
+const RNR_RETRIES: u8 = 3;
+
+/// Creates a PD, a CQ on `channel` and, through `create_qp` (the id's), the QP, and
+/// registers the rings of `hello` with every receive posted.
+pub(crate) fn prepare<'q>(
+    ctx: &Context,
+    channel: &CompletionChannel,
+    hello: Hello,
+    create_qp: impl for<'b> FnOnce(QueuePairBuilder<'b>) -> Result<&'q QueuePair>,
+) -> Result<(CompletionQueue, Rings)> {
+    let pd = ctx.alloc_pd()?;
+    // Data and end messages, and control messages on the peer's credits (more wait).
+    let sends = u32::from(hello.data) + u32::from(hello.ctrl) + 1;
+    let recvs = u32::from(hello.data) + u32::from(hello.ctrl);
+    let cq = ctx.create_cq(sends + recvs, Some(channel))?;
+    let qp = create_qp(
+        pd.create_qp(QpType::Rc, &cq, &cq)
+            .max_send_wr(sends)
+            .max_recv_wr(recvs)
+            .max_inline_data(HEADER as u32),
+    )?;
+    let mut rings = Rings::new(&pd, hello)?;
+    rings.post_receives(qp)?;
+    Ok((cq, rings))
+}
+
+/// The connect or accept parameters: `hello` as private data, sends only (no RDMA reads).
+pub(crate) fn conn_param(hello: &[u8]) -> ConnParam<'_> {
+    ConnParam {
+        private_data: hello,
+        responder_resources: 0,
+        initiator_depth: 0,
+        rnr_retry_count: RNR_RETRIES,
+        ..ConnParam::default()
+    }
+}
+
+pub(crate) fn invalid_data(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}

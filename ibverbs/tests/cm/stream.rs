@@ -1,0 +1,149 @@
+//! The blocking byte stream (`rdma_verbs::stream::RdmaStream`, `Read` + `Write`) on the CM
+//! device: a megabyte each way through a server thread that reads to the end and answers,
+//! vectored writes, a listener that turns away a peer speaking no stream and serves on, and
+//! a peer that drops its stream.
+
+use std::io::{ErrorKind, IoSlice, Read, Write};
+use std::net::SocketAddr;
+use std::thread;
+
+use rdma_verbs::cm::{ConnParam, EventChannel, PortSpace};
+use rdma_verbs::stream::{RdmaListener, RdmaStream, StreamConfig};
+use rdma_verbs::QpType;
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
+
+fn pattern(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u64 * 31 + u64::from(seed) + (i as u64 >> 12)) as u8)
+        .collect()
+}
+
+fn listener(config: &StreamConfig) -> (RdmaListener, SocketAddr) {
+    let listener = RdmaListener::bind_with(SocketAddr::new(cm_addr(), 0), config).unwrap();
+    let addr = listener.local_addr().unwrap();
+    (listener, addr)
+}
+
+#[test]
+fn a_megabyte_goes_there_and_back_through_a_server_thread() {
+    let config = StreamConfig::default().slots(4).slot_size(16 << 10);
+    let (listener, addr) = listener(&config);
+    // The server reads to the client's end, then answers with what it read, reversed.
+    let server = thread::spawn(move || {
+        let mut stream = listener.accept().unwrap();
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        got.reverse();
+        stream.write_all(&got).unwrap();
+        stream.shutdown().unwrap();
+        got.len()
+    });
+    let mut client = RdmaStream::connect_with(addr, &config).unwrap();
+    assert_eq!(client.peer_addr(), Some(addr));
+    let data = pattern(7, 1 << 20);
+    for piece in data.chunks(40_000) {
+        client.write_all(piece).unwrap();
+    }
+    client.shutdown().unwrap();
+    let err = client.write(b"late").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+    let mut back = Vec::new();
+    client.read_to_end(&mut back).unwrap();
+    assert_eq!(server.join().unwrap(), data.len());
+    let mut want = data;
+    want.reverse();
+    assert!(back == want, "the answer differs");
+    drop(client);
+    assert_clean_drops();
+}
+
+#[test]
+fn a_vectored_write_is_one_message_and_flush_posts_it() {
+    let (listener, addr) = listener(&StreamConfig::default());
+    let server = thread::spawn(move || {
+        let mut stream = listener.accept().unwrap();
+        let mut got = [0; 11];
+        stream.read_exact(&mut got).unwrap();
+        got
+    });
+    let mut client = RdmaStream::connect(addr).unwrap();
+    let n = client
+        .write_vectored(&[
+            IoSlice::new(b"one "),
+            IoSlice::new(b"two "),
+            IoSlice::new(b"3"),
+        ])
+        .unwrap();
+    assert_eq!(n, 9, "every slice fits one slot");
+    client.write_all(b"!!").unwrap();
+    client.flush().unwrap();
+    assert_eq!(&server.join().unwrap(), b"one two 3!!");
+    assert_clean_drops();
+}
+
+#[test]
+fn a_peer_speaking_no_stream_is_turned_away_and_the_listener_serves_on() {
+    let (listener, addr) = listener(&StreamConfig::default());
+    let server = thread::spawn(move || {
+        let mut stream = listener.accept().unwrap();
+        stream.write_all(b"served").unwrap();
+        stream.shutdown().unwrap();
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+    });
+    // A plain rdma_cm client whose private data is no stream hello.
+    let channel = EventChannel::new().unwrap();
+    let mut id = channel.create_id(PortSpace::Tcp).unwrap();
+    id.resolve_addr(None, addr, std::time::Duration::from_secs(2))
+        .unwrap();
+    channel.get_event().unwrap();
+    id.resolve_route(std::time::Duration::from_secs(2)).unwrap();
+    channel.get_event().unwrap();
+    let ctx = id.context().unwrap();
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
+    id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
+    let param = ConnParam {
+        private_data: b"SSH-2.0",
+        ..ConnParam::default()
+    };
+    id.connect(&param).unwrap();
+    let event = channel.get_event().unwrap();
+    assert!(
+        event.expect_kind("rdma_connect", |_| false).is_err(),
+        "not established"
+    );
+    drop((id, cq, pd, channel));
+    let mut client = RdmaStream::connect(addr).unwrap();
+    let mut got = [0; 6];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"served");
+    client.shutdown().unwrap();
+    server.join().unwrap();
+    assert_clean_drops();
+}
+
+#[test]
+fn a_peer_that_drops_its_stream_ends_reads_with_a_reset() {
+    let (listener, addr) = listener(&StreamConfig::default());
+    let server = thread::spawn(move || {
+        let mut stream = listener.accept().unwrap();
+        stream.write_all(b"bye").unwrap();
+        stream.flush().unwrap();
+        // Gone without a shutdown, once the client has the bytes.
+        let mut ack = [0; 1];
+        stream.read_exact(&mut ack).unwrap();
+    });
+    let mut client = RdmaStream::connect(addr).unwrap();
+    let mut got = [0; 3];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"bye");
+    client.write_all(b"k").unwrap();
+    client.flush().unwrap();
+    server.join().unwrap();
+    let err = client.read(&mut [0; 8]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
+    let err = client.write_all(b"hello?").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+    drop(client);
+    assert_clean_drops();
+}
