@@ -2,15 +2,19 @@
 //! unary, a server-streaming and a bidirectional call).
 //!
 //! ```text
-//! grpc_echo server -a ADDR [-p PORT]
+//! grpc_echo server -a ADDR [-p PORT] [--tcp]
 //! grpc_echo client -a ADDR -p PORT [-s SIZE]... [-c CLIENTS]
+//! grpc_echo bench -a ADDR -p PORT [--tcp] --phase unary|stream [-t SECS] [-s SIZE]
 //! ```
 //!
 //! The server serves until it is killed (it prints `listening on ADDR:PORT` when it is
 //! ready). The client makes each call with messages of each SIZE (default 1 B and 4 MiB),
 //! checking every byte, then runs CLIENTS connections at once (default 64), each with a
-//! unary call; it prints `ok` and exits with 0 if all went well.
+//! unary call; it prints `ok` and exits with 0 if all went well. `bench` measures one
+//! thing (`bench.rs`) for `scripts/compare-grpc`; `--tcp` serves or connects over TCP
+//! instead of RDMA, the service unchanged.
 
+mod bench;
 mod service;
 
 use std::net::{IpAddr, SocketAddr};
@@ -25,13 +29,21 @@ struct Args {
     port: u16,
     sizes: Vec<usize>,
     clients: usize,
+    tcp: bool,
+    phase: String,
+    secs: f64,
 }
 
 fn parse() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let role = args.next().ok_or("no role: server or client")?;
     let (mut addr, mut port, mut sizes, mut clients) = (None, 0, Vec::new(), 64);
+    let (mut tcp, mut phase, mut secs) = (false, String::new(), 5.0);
     while let Some(flag) = args.next() {
+        if flag == "--tcp" {
+            tcp = true;
+            continue;
+        }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
         match flag.as_str() {
@@ -39,11 +51,16 @@ fn parse() -> Result<Args, String> {
             "-p" => port = value.parse().map_err(|e| bad(&e))?,
             "-s" => sizes.push(value.parse().map_err(|e| bad(&e))?),
             "-c" => clients = value.parse().map_err(|e| bad(&e))?,
+            "--phase" => phase = value,
+            "-t" => secs = value.parse().map_err(|e| bad(&e))?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
     if sizes.is_empty() {
-        sizes = vec![1, 4 << 20];
+        sizes = match role.as_str() {
+            "bench" => vec![64],
+            _ => vec![1, 4 << 20],
+        };
     }
     let addr = addr.ok_or("-a ADDR is required")?;
     Ok(Args {
@@ -52,18 +69,42 @@ fn parse() -> Result<Args, String> {
         port,
         sizes,
         clients,
+        tcp,
+        phase,
+        secs,
     })
 }
 
-async fn serve(addr: SocketAddr) -> Result<(), String> {
+async fn serve(addr: SocketAddr, tcp: bool) -> Result<(), String> {
+    let router = Server::builder().add_service(service::server(service::EchoService::default()));
+    if tcp {
+        println!("listening on {addr} (TCP)");
+        return router
+            .serve(addr)
+            .await
+            .map_err(|e| format!("serving: {e}"));
+    }
     let incoming = RdmaIncoming::bind(addr).map_err(|e| format!("listening on {addr}: {e}"))?;
     let at = incoming.local_addr().unwrap_or(addr);
     println!("listening on {at}");
-    Server::builder()
-        .add_service(service::server(service::EchoService::default()))
+    router
         .serve_with_incoming(incoming)
         .await
         .map_err(|e| format!("serving: {e}"))
+}
+
+async fn bench(args: &Args, addr: SocketAddr) -> Result<(), String> {
+    let mut client = if args.tcp {
+        service::connect_tcp(addr).await
+    } else {
+        service::connect(addr).await
+    }
+    .map_err(|e| format!("connecting to {addr}: {e}"))?;
+    match args.phase.as_str() {
+        "unary" => bench::unary(&mut client, args.sizes[0], args.secs).await,
+        "stream" => bench::stream(&mut client, args.secs).await,
+        other => Err(format!("--phase {other:?}: unary or stream")),
+    }
 }
 
 async fn client(addr: SocketAddr, sizes: &[usize], clients: usize) -> Result<(), String> {
@@ -115,8 +156,9 @@ fn main() -> ExitCode {
     let addr = SocketAddr::new(args.addr, args.port);
     let done = runtime.block_on(async {
         match args.role.as_str() {
-            "server" => serve(addr).await,
+            "server" => serve(addr, args.tcp).await,
             "client" => client(addr, &args.sizes, args.clients).await,
+            "bench" => bench(&args, addr).await,
             other => Err(format!("unknown role {other}: server or client")),
         }
     });

@@ -123,6 +123,16 @@ pub async fn connect(addr: SocketAddr) -> Result<EchoClient<Channel>, tonic::tra
         .max_encoding_message_size(MAX_MESSAGE))
 }
 
+/// A client of the service at `addr` over TCP (for comparison), with the raised limits.
+pub async fn connect_tcp(addr: SocketAddr) -> Result<EchoClient<Channel>, tonic::transport::Error> {
+    let channel = Endpoint::from_shared(format!("http://{addr}"))?
+        .connect()
+        .await?;
+    Ok(EchoClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE))
+}
+
 /// Messages per streaming call of [`every_call`].
 pub const STREAMED: u32 = 4;
 

@@ -1,6 +1,7 @@
-//! Byte streams over one RC connection set up by rdma_cm (feature `cm`): the tokio
-//! `AsyncRead` + `AsyncWrite` form is `tokio::stream::RdmaStream` (features `tokio` and
-//! `cm`), with its listener.
+//! Byte streams over one RC connection set up by rdma_cm (feature `cm`): [`RdmaStream`] is
+//! `Read` + `Write` (blocking), with its [`RdmaListener`]; the tokio `AsyncRead` +
+//! `AsyncWrite` form is `tokio::stream::RdmaStream` (features `tokio` and `cm`), with its
+//! listener. Both speak the same protocol, so either end may be either form.
 //!
 //! # The protocol
 //! Each side registers two rings when it connects or accepts, and says in its private data
@@ -9,8 +10,7 @@
 //! the credits it returns. There are three kinds:
 //!
 //! - data: up to a slot of the stream's bytes, taken from one of this side's send slots;
-//! - end (after [`shutdown`](::tokio::io::AsyncWriteExt::shutdown)): no bytes; the peer's
-//!   reads end there, as a TCP half-close;
+//! - end (after a `shutdown`): no bytes; the peer's reads end there, as a TCP half-close;
 //! - control: credits only.
 //!
 //! A side may have as many data (and end) messages outstanding to its peer as the peer has
