@@ -19,7 +19,7 @@
 //! through `WITH_RDMA_PEER_EXEC`, as the ignored test `peer::peer_process` with
 //! `LINK_FAULTS_PEER` set to the address to connect back to. Over that TCP connection (on the link) it takes
 //! one-line commands: set up a new QP, check what was written into it, receive a stream,
-//! inject or clear a fault on its own side, run a perftest or rping server. The tests share it
+//! inject or clear a fault on its own side, run a perftest, rping or gRPC server. The tests share it
 //! (starting a process on the other VM takes seconds) and take turns with it, so they run
 //! one at a time, as they must: they share the link.
 //!
@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
-use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, tool, Running};
+use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, tool, Running};
 
 use link::{gid_index, Fault, FaultKind, Link};
 use peer::PeerTurn;
@@ -344,6 +344,37 @@ fn perftest_bandwidth_runs_complete_under_five_percent_loss() {
     peer.assert_clean_drops();
     drop(host);
     assert_clean_drops();
+}
+
+// ---------------------------------------------------------------- gRPC across the link
+
+/// gRPC over RDMA between the hosts (rdma-verbs-tonic's `grpc_echo` example, server on the
+/// peer): every call shape with messages of 1 B and 1 MiB, every byte checked, then 8
+/// clients at once, by the peer's address on the link (about 15 s between two TCG VMs).
+#[test]
+fn grpc_over_rdma_runs_across_the_link() {
+    let link = Link::from_env();
+    let mut peer = PeerTurn::take(&link);
+    let port = 7311;
+    assert_eq!(peer.ask(&format!("grpc {port}")), "listening");
+    let args = [
+        "client",
+        "-a",
+        &link.peer.to_string(),
+        "-p",
+        &port.to_string(),
+    ]
+    .into_iter()
+    .chain(["-s", "1", "-s", "1048576", "-c", "8"])
+    .map(String::from)
+    .collect::<Vec<_>>();
+    let started = Instant::now();
+    let out =
+        Running::spawn("gRPC client", &example("grpc_echo"), &args).finish(Instant::now() + GUARD);
+    assert!(out.status.success(), "{}\n{}", out.status, out.context());
+    assert!(out.stdout.lines().any(|l| l == "ok"), "{}", out.context());
+    eprintln!("gRPC across the link: {:?}", started.elapsed());
+    assert_eq!(peer.ask("stop"), "stopped");
 }
 
 // ---------------------------------------------------------------- rdma_cm across the link

@@ -12,8 +12,8 @@ use rdma_verbs::{
     AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, WcOpcode, WcStatus, WorkCompletion,
 };
 use rdma_verbs_test_kit::{
-    assert_clean_drops, c_tool, cm_listening, free_port, hello, listening, parse_hello, record,
-    Running, Wire,
+    assert_clean_drops, c_tool, cm_listening, example, free_port, hello, listening, parse_hello,
+    record, Running, Wire,
 };
 
 use crate::link::{env, Fault, Link, DEVICE_VAR, EXEC_VAR, LOCAL_VAR, NETDEV_VAR, PEER_VAR};
@@ -235,6 +235,7 @@ pub fn peer_process() {
             },
             "tool" => peer_tool(&state, args, &mut wire),
             "rping" => peer_rping(args, &mut wire),
+            "grpc" => peer_grpc(args, &mut wire),
             "drops" => format!("ok {}", rdma_verbs::drop_error::count()),
             _ => panic!("peer: unknown command {line:?}"),
         };
@@ -432,4 +433,20 @@ fn peer_rping(args: &str, wire: &mut Wire) -> String {
         .filter(|l| l.starts_with("server ping data: "))
         .count();
     format!("exit {} {pings}", out.status.code().map_or(-1, |c| c))
+}
+
+/// `grpc PORT`: runs the `grpc_echo` example's server (rdma-verbs-tonic: gRPC over an RDMA
+/// byte stream) on PORT of this side's link address; answers `listening` once its CM id
+/// listens, then waits for `stop`, stops it and answers `stopped`.
+fn peer_grpc(port: &str, wire: &mut Wire) -> String {
+    let local: IpAddr = env(LOCAL_VAR).parse().expect("an address");
+    let at = SocketAddr::new(local, port.parse().expect("a port"));
+    let args = ["server", "-a", &local.to_string(), "-p", port].map(String::from);
+    let mut server = Running::spawn("peer gRPC server", &example("grpc_echo"), &args);
+    server.wait_until("listened", GUARD, || cm_listening(at));
+    wire.send("listening");
+    let stop = wire.recv("stop");
+    assert_eq!(stop, "stop", "peer: grpc waits for stop");
+    server.kill();
+    "stopped".to_owned()
 }
