@@ -89,34 +89,38 @@ impl RdmaStream {
             matches!(k, CmEventKind::RouteResolved)
         })?;
         let (cq, rings) = prepare(&mut id, hello)?;
-        id.connect(&conn_param(&hello.encode()))?;
-        let event = expect(&channel, "rdma_connect", |k| {
+        // From here on an error drops the parts in the stream's order: the QP first.
+        let mut stream = RdmaStream::parts(id, channel, cq, rings);
+        stream.id.connect(&conn_param(&hello.encode()))?;
+        let event = expect(&stream.channel, "rdma_connect", |k| {
             matches!(k, CmEventKind::Established { .. })
         })?;
         let CmEventKind::Established { private_data, .. } = event.kind else {
             unreachable!("matched by expect");
         };
         let peer = Hello::decode(&private_data).map_err(invalid_data)?;
-        Ok(RdmaStream::new(id, channel, cq, rings, peer))
+        stream.connected(peer);
+        Ok(stream)
     }
 
-    fn new(
-        id: CmId,
-        channel: EventChannel,
-        cq: CompletionQueue,
-        mut rings: Rings,
-        peer: Hello,
-    ) -> RdmaStream {
-        rings.connected(peer, qp(&id));
+    /// A stream of these parts, not connected yet (dropped, it drops them in order).
+    fn parts(id: CmId, channel: EventChannel, cq: CompletionQueue, rings: Rings) -> RdmaStream {
         RdmaStream {
-            local: id.local_addr(),
-            peer: id.peer_addr(),
             id,
             channel,
             cq,
             rings,
             armed: false,
+            local: None,
+            peer: None,
         }
+    }
+
+    /// The connection is up: the peer said `peer`.
+    fn connected(&mut self, peer: Hello) {
+        self.rings.connected(peer, qp(&self.id));
+        self.local = self.id.local_addr();
+        self.peer = self.id.peer_addr();
     }
 
     /// This side's address.
@@ -221,7 +225,8 @@ impl Write for RdmaStream {
         self.step(|rings, qp| rings.write(qp, bufs))
     }
 
-    /// Returns once every byte written is posted (sent, or in the HCA's queue).
+    /// Returns once every byte written is posted (in the HCA's send queue; see the
+    /// protocol's closing rules in [`crate::stream`]).
     fn flush(&mut self) -> io::Result<()> {
         self.step(|rings, qp| rings.flush(qp))
     }
@@ -238,8 +243,10 @@ impl std::fmt::Debug for RdmaStream {
 }
 
 /// A listener of byte-stream connections (blocking): [`accept`](Self::accept) takes them
-/// one at a time. A request whose handshake fails (not a stream peer, no memory for its
-/// rings) is rejected or dropped, and `accept` waits for the next.
+/// one at a time, each handshake to its end (a client that never completes its connect
+/// holds the next accept until the CM gives up on it). A request whose handshake fails (not
+/// a stream peer, no memory for its rings) is rejected or dropped, and `accept` waits for
+/// the next.
 #[derive(Debug)]
 pub struct RdmaListener {
     id: CmId,
@@ -298,10 +305,12 @@ impl RdmaListener {
         id.migrate_id(&channel)?;
         // On an error below, dropping the id destroys it: the peer sees a reject.
         let (cq, rings) = prepare(&mut id, self.hello)?;
-        id.accept(&conn_param(&self.hello.encode()))?;
-        expect(&channel, "rdma_accept", |k| {
+        let mut stream = RdmaStream::parts(id, channel, cq, rings);
+        stream.id.accept(&conn_param(&self.hello.encode()))?;
+        expect(&stream.channel, "rdma_accept", |k| {
             matches!(k, CmEventKind::Established { .. })
         })?;
-        Ok(RdmaStream::new(id, channel, cq, rings, peer))
+        stream.connected(peer);
+        Ok(stream)
     }
 }

@@ -13,9 +13,9 @@
 //! - end (after a `shutdown`): no bytes; the peer's reads end there, as a TCP half-close;
 //! - control: credits only.
 //!
-//! A side may have as many data (and end) messages outstanding to its peer as the peer has
-//! data slots, and as many control messages as it has control slots; the peer posts a
-//! receive for each. A data slot goes back to the receive queue once the reader has read
+//! A side may have as many data messages outstanding to its peer as the peer has data
+//! slots, and as many control and end messages as it has control slots (at least 4); the
+//! peer posts a receive for each. A data slot goes back to the receive queue once the reader has read
 //! all of its bytes, a control slot at once; the credits for both go back in the header of
 //! this side's next message. When it has nothing to send and half its data slots are
 //! reposted (or all of the peer's control credits used), it sends a control message. So:
@@ -28,9 +28,11 @@
 //!
 //! Writes copy into the open send slot and post it at once when a credit allows; without
 //! one, later writes fill the same slot until it is full or a credit comes (bytes written
-//! are sent by any later read, write, flush or shutdown of the stream: `flush` waits until
-//! they are posted). Shutdown waits until every send completed, so the peer has every byte
-//! when it returns.
+//! are sent by any later read, write, flush or shutdown of the stream). `flush` returns once
+//! every byte is posted (in the HCA's send queue, as a TCP flush hands bytes to the
+//! kernel); `shutdown` once every send completed, so the peer has every byte when it
+//! returns. The end goes on a control credit, so a shutdown waits for the peer's reader
+//! only for bytes still in the open slot (their data credit).
 //!
 //! Send and receive (not RDMA write with immediate into the peer's ring) because iWARP has
 //! no immediate data: the same protocol runs on InfiniBand, RoCE and iWARP.
@@ -46,8 +48,9 @@
 //! # Closing
 //! Dropping a stream destroys its QP first (the HCA is then done with both rings), then its
 //! id (the peer gets a disconnect), then deregisters the rings: nothing the device may still
-//! touch is freed. Bytes written but not yet posted (see above) are dropped with it: flush
-//! or shut down first. A peer's disconnect (its process ending, its stream dropped) ends
+//! touch is freed. Dropping is abortive, as a TCP close with a zero linger: bytes written
+//! but not yet sent (in the open slot, or posted and not yet completed) are dropped with
+//! it. `shutdown` first, and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
 //! this side's reads with `ConnectionReset` once the bytes that came before it are read
 //! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
 //! vanishes without a disconnect fails the next send after the transport's retries
@@ -130,6 +133,16 @@ impl StreamConfig {
                 min: wire::HEADER as u64 + 1,
                 max: u64::from(MAX_SLOT),
             })?;
+        let ring = (usize::from(self.slots) + usize::from(CTRL_SLOTS)).checked_mul(self.slot_size);
+        if !matches!(ring, Some(bytes) if isize::try_from(bytes).is_ok()) {
+            return Err(Error::OutOfRange {
+                what: "stream slot size (the receive ring's bytes do not fit the address space)",
+                value: self.slot_size as u64,
+                min: wire::HEADER as u64 + 1,
+                max: (isize::MAX as usize / (usize::from(self.slots) + usize::from(CTRL_SLOTS)))
+                    as u64,
+            });
+        }
         if !(1..=MAX_DATA_SLOTS).contains(&self.slots) {
             return Err(Error::OutOfRange {
                 what: "stream slots",

@@ -132,7 +132,9 @@ impl Rings {
         self.send_slot = self.send_slot.min(peer.slot as usize);
         self.data_credits = u32::from(peer.data);
         self.ctrl_credits = u32::from(peer.ctrl);
-        self.sq_free = qp.max_send_wr();
+        // What the CQ was sized for (a provider may grant more).
+        let sends = u32::from(self.ours.data) + u32::from(self.ours.ctrl) + 1;
+        self.sq_free = qp.max_send_wr().min(sends);
     }
 
     /// The CM reported the peer's disconnect.
@@ -232,40 +234,53 @@ impl Rings {
             );
         }
         let payload = len as usize - HEADER;
+        let ctrl_room = self.ctrl_unreported < u32::from(self.ours.ctrl);
         match header.kind {
-            Kind::Ctrl if payload == 0 && self.ctrl_unreported < u32::from(self.ours.ctrl) => {
+            // Control messages go on after the end: the peer still reads and returns credits.
+            Kind::Ctrl | Kind::Fin
+                if payload == 0 && ctrl_room && !(header.kind == Kind::Fin && self.fin_seen) =>
+            {
                 self.ctrl_unreported += 1;
                 self.repost(qp, slot);
+                if header.kind == Kind::Fin {
+                    // After every data message before it (one QP's messages arrive in
+                    // order), holding no slot.
+                    self.fin_seen = true;
+                    self.ready.push_back(Msg {
+                        slot,
+                        at: 0,
+                        end: 0,
+                        fin: true,
+                    });
+                }
             }
-            Kind::Ctrl => {
+            Kind::Ctrl | Kind::Fin => {
                 return self.violation(
                     qp,
                     format!(
-                        "a control message of {payload} payload bytes, or over its {} control \
-                         credits",
-                        self.ours.ctrl
+                        "a {:?} message of {payload} payload bytes, over its {} control credits, \
+                         or a second end",
+                        header.kind, self.ours.ctrl
                     ),
                 )
             }
-            kind => {
+            Kind::Data => {
                 let held = self.ready.len() as u32 + self.data_unreported;
-                let fin = kind == Kind::Fin;
-                if self.fin_seen || held >= u32::from(self.ours.data) || fin != (payload == 0) {
+                if self.fin_seen || held >= u32::from(self.ours.data) || payload == 0 {
                     return self.violation(
                         qp,
                         format!(
-                            "a {kind:?} message of {payload} payload bytes after {} (over its \
-                             {} data credits, after its end, or the wrong size)",
-                            held, self.ours.data
+                            "a data message of {payload} payload bytes after {held} (over its {} \
+                             data credits, after its end, or empty)",
+                            self.ours.data
                         ),
                     );
                 }
-                self.fin_seen = fin;
                 self.ready.push_back(Msg {
                     slot,
                     at: HEADER as u32,
                     end: len,
-                    fin,
+                    fin: false,
                 });
             }
         }
@@ -351,7 +366,9 @@ impl Rings {
         Some(Ok(n))
     }
 
-    /// Whether every byte written was posted (`None`: not yet, waiting for a credit).
+    /// Whether every byte written was posted (`None`: not yet, waiting for a credit). Posted
+    /// is in the HCA's send queue: the peer has the bytes once their sends complete, which
+    /// [`shutdown`](Self::shutdown) waits for.
     pub(crate) fn flush(&mut self, qp: &QueuePair) -> Step<()> {
         self.pump(qp);
         if self.open == 0 {
@@ -390,7 +407,10 @@ impl Rings {
                 self.open = 0;
             }
         }
-        if self.fin == Fin::Wanted && self.open == 0 && self.data_credits > 0 && self.sq_free > 0 {
+        // The end goes on a control credit: those come back without the peer reading, so
+        // a shutdown never waits for the peer's reader (only bytes still in the open slot
+        // do, for their data credit).
+        if self.fin == Fin::Wanted && self.open == 0 && self.ctrl_credits > 0 && self.sq_free > 0 {
             let at = self.scratch();
             if self.post(qp, Kind::Fin, FIN, at, HEADER) {
                 self.fin = Fin::Posted;
@@ -441,8 +461,8 @@ impl Rings {
         self.data_unreported = 0;
         self.ctrl_unreported = 0;
         match kind {
-            Kind::Ctrl => self.ctrl_credits -= 1,
-            Kind::Data | Kind::Fin => self.data_credits -= 1,
+            Kind::Ctrl | Kind::Fin => self.ctrl_credits -= 1,
+            Kind::Data => self.data_credits -= 1,
         }
         true
     }

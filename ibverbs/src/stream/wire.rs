@@ -82,9 +82,11 @@ impl Hello {
                 self.data
             ));
         }
-        if !(2..=MAX_CTRL_SLOTS).contains(&self.ctrl) {
+        // Four at least: with fewer, two peers that each used all of the other's control
+        // credits could both wait for a control message to return them.
+        if !(4..=MAX_CTRL_SLOTS).contains(&self.ctrl) {
             return Err(format!(
-                "{} control slots is out of range 2..={MAX_CTRL_SLOTS}",
+                "{} control slots is out of range 4..={MAX_CTRL_SLOTS}",
                 self.ctrl
             ));
         }
@@ -97,7 +99,7 @@ impl Hello {
 pub(crate) enum Kind {
     /// Bytes of the stream (at least one), on a data credit.
     Data = 1,
-    /// The end of the sender's bytes (no payload), on a data credit.
+    /// The end of the sender's bytes (no payload), on a control credit.
     Fin = 2,
     /// Credits only (no payload), on a control credit.
     Ctrl = 3,
@@ -182,7 +184,7 @@ mod tests {
                 data: MAX_DATA_SLOTS + 1,
                 ..hello
             },
-            Hello { ctrl: 1, ..hello },
+            Hello { ctrl: 3, ..hello },
             Hello {
                 ctrl: MAX_CTRL_SLOTS + 1,
                 ..hello

@@ -213,6 +213,10 @@ impl RdmaStream {
     ) -> Poll<io::Result<T>> {
         loop {
             if let Some(done) = step(&mut self.rings, qp(&self.id)) {
+                if done.is_err() {
+                    // The other half may wait on what broke (a failed post wakes no CQ).
+                    self.fan_out.wake_by_ref();
+                }
                 return Poll::Ready(done);
             }
             let slot = if write {
@@ -264,7 +268,8 @@ impl AsyncWrite for RdmaStream {
         true
     }
 
-    /// Ready once every byte written is posted (sent, or in the HCA's queue).
+    /// Ready once every byte written is posted (in the HCA's send queue; see the protocol's
+    /// closing rules in [`crate::stream`]).
     fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
         self.get_mut()
             .poll_step(cx, true, |rings, qp| rings.flush(qp))

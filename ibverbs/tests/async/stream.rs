@@ -156,6 +156,31 @@ async fn a_half_closed_stream_reads_on_and_refuses_writes() {
 }
 
 #[tokio::test]
+async fn both_ends_shut_down_before_either_reads() {
+    // Each end's bytes take the peer's only data slot, unread until after the shutdown:
+    // the ends go on control credits, so neither shutdown waits for the other's reader.
+    for slots in [1, 2] {
+        let config = StreamConfig::default().slots(slots).slot_size(64);
+        let (a, b) = pair(&config).await;
+        let end = |mut stream: RdmaStream, say: &'static [u8]| async move {
+            stream.write_all(say).await.unwrap();
+            stream.shutdown().await.unwrap();
+            read_all(&mut stream).await
+        };
+        let (heard_by_a, heard_by_b) = timeout(LIMIT, async {
+            tokio::join!(end(a, b"from a"), end(b, b"from b"))
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{slots} slots: both shut down and read in time"));
+        assert_eq!(
+            (&heard_by_a[..], &heard_by_b[..]),
+            (&b"from b"[..], &b"from a"[..])
+        );
+    }
+    assert_clean_drops();
+}
+
+#[tokio::test]
 async fn a_reader_that_does_not_read_stops_the_writer_within_the_rings() {
     let (slots, slot) = (4, 1024);
     let config = StreamConfig::default().slots(slots).slot_size(slot);
@@ -299,11 +324,11 @@ async fn hostile(dst: SocketAddr, message: &[u8]) -> Hostile {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, None).unwrap();
     id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
-    // The hello: "RVS\x01", 64-byte slots, 2 data and 2 control slots.
+    // The hello: "RVS\x01", 64-byte slots, 2 data and 4 control slots.
     let mut hello = b"RVS\x01".to_vec();
     hello.extend_from_slice(&64u32.to_le_bytes());
     hello.extend_from_slice(&2u16.to_le_bytes());
-    hello.extend_from_slice(&2u16.to_le_bytes());
+    hello.extend_from_slice(&4u16.to_le_bytes());
     let param = ConnParam {
         private_data: &hello,
         ..ConnParam::default()
