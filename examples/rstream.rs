@@ -112,8 +112,11 @@ fn run(o: &Options) -> Result<(), String> {
     };
     let mut buf = vec![0u8; o.size.max(16)];
     let mut xfer = |send: bool, size: usize| -> Result<(), String> {
+        // A write returns once its bytes are in a send slot (posted, or coalesced with the
+        // next while the peer has no room), as rsockets' send returns once they are in its
+        // send buffer; a read sends what waits.
         let done = if send {
-            stream.write_all(&buf[..size]).and_then(|()| stream.flush())
+            stream.write_all(&buf[..size])
         } else {
             stream.read_exact(&mut buf[..size])
         };
@@ -132,6 +135,8 @@ fn run(o: &Options) -> Result<(), String> {
         }
     }
     let usec = start.elapsed().as_secs_f64() * 1e6;
+    // Dropping a stream is abortive: the last transfer reaches the peer before the exit.
+    stream.shutdown().map_err(|e| format!("shutdown: {e}"))?;
     let bytes = (o.iterations * o.count * o.size * 2) as u64;
     println!(
         "{:<10}{:<8}{:<8}{:<8}{:<8}{:8.2}s{:10.2}{:11.2}",

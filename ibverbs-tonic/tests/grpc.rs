@@ -18,7 +18,10 @@ use rdma_verbs_tonic::RdmaIncoming;
 use service::{every_call, pattern, EchoService, StreamRequest};
 use tokio::time::timeout;
 use tokio_stream::StreamExt;
-use tonic::transport::Server;
+use tonic::transport::{Channel, Server};
+use tonic::Streaming;
+
+type Client = service::echo_client::EchoClient<Channel>;
 
 /// How long any one step may take (seconds under TCG).
 const LIMIT: Duration = Duration::from_secs(60);
@@ -30,6 +33,25 @@ fn start(service: EchoService) -> SocketAddr {
     let router = Server::builder().add_service(service::server(service));
     tokio::spawn(router.serve_with_incoming(incoming));
     addr
+}
+
+/// A server stream of `size`-byte messages that does not end, its first 3 checked.
+async fn endless_stream(client: &mut Client, size: u64, seed: u32) -> Streaming<service::Blob> {
+    let ask = StreamRequest {
+        size,
+        count: u32::MAX,
+        seed,
+    };
+    let mut answers = client.server_stream(ask).await.unwrap().into_inner();
+    for k in 0..3 {
+        let blob = timeout(LIMIT, answers.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(blob.data == pattern(seed + k, size as usize), "message {k}");
+    }
+    answers
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,21 +110,7 @@ async fn a_call_cancelled_mid_stream_stops_the_server_and_the_connection_serves_
     let cancelled = std::sync::Arc::clone(&service.cancelled);
     let addr = start(service);
     let mut client = service::connect(addr).await.unwrap();
-    let ask = StreamRequest {
-        size: 65536,
-        count: u32::MAX,
-        seed: 9,
-    };
-    let mut answers = client.server_stream(ask).await.unwrap().into_inner();
-    for k in 0..3 {
-        let blob = timeout(LIMIT, answers.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert!(blob.data == pattern(9 + k, 65536), "message {k}");
-    }
-    drop(answers);
+    drop(endless_stream(&mut client, 65536, 9).await);
     timeout(LIMIT, async {
         while cancelled.load(Ordering::SeqCst) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -140,20 +148,7 @@ async fn a_server_killed_mid_stream_fails_the_call_within_seconds() {
         .await
         .unwrap()
         .unwrap();
-    let ask = StreamRequest {
-        size: 4096,
-        count: u32::MAX,
-        seed: 1,
-    };
-    let mut answers = client.server_stream(ask).await.unwrap().into_inner();
-    for k in 0..3 {
-        let blob = timeout(LIMIT, answers.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert!(blob.data == pattern(1 + k, 4096), "message {k}");
-    }
+    let mut answers = endless_stream(&mut client, 4096, 1).await;
     let killed = Instant::now();
     server.kill();
     let status = timeout(Duration::from_secs(10), async {

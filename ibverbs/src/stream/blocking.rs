@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::ring::{Rings, Step};
-use super::setup::{self, conn_param, invalid_data};
+use super::setup::{self, conn_param, invalid_data, qp};
 use super::wire::Hello;
 use super::StreamConfig;
 use crate::cm::{CmEvent, CmEventKind, CmId, EventChannel, PortSpace};
@@ -61,11 +61,6 @@ fn prepare(id: &mut CmId, hello: Hello) -> Result<(CompletionQueue, Rings)> {
     let ctx = id.context()?;
     let channel = ctx.create_comp_channel()?;
     setup::prepare(&ctx, &channel, hello, |qp| id.create_qp(qp))
-}
-
-/// The stream's QP: made before the stream, kept by its id.
-fn qp(id: &CmId) -> &QueuePair {
-    id.qp().expect("a stream's id keeps its QP")
 }
 
 impl RdmaStream {

@@ -5,7 +5,7 @@ use std::io;
 
 use super::ring::Rings;
 use super::wire::{Hello, HEADER};
-use crate::cm::ConnParam;
+use crate::cm::{CmId, ConnParam};
 use crate::error::Result;
 use crate::{CompletionChannel, CompletionQueue, Context, QpType, QueuePair, QueuePairBuilder};
 
@@ -46,6 +46,11 @@ pub(crate) fn conn_param(hello: &[u8]) -> ConnParam<'_> {
         rnr_retry_count: RNR_RETRIES,
         ..ConnParam::default()
     }
+}
+
+/// A stream's QP: made before the stream, kept by its id until the id is dropped.
+pub(crate) fn qp(id: &CmId) -> &QueuePair {
+    id.qp().expect("a stream's id keeps its QP")
 }
 
 pub(crate) fn invalid_data(why: String) -> io::Error {

@@ -45,7 +45,7 @@ use super::AsyncCq;
 use crate::cm::{CmEventKind, PortSpace};
 use crate::error::Result;
 use crate::stream::ring::{Rings, Step};
-use crate::stream::setup::{self, conn_param, invalid_data};
+use crate::stream::setup::{self, conn_param, invalid_data, qp};
 use crate::stream::wire::Hello;
 use crate::stream::StreamConfig;
 use crate::wake::wake_all;
@@ -101,11 +101,6 @@ fn keep(slot: &Mutex<Option<Waker>>, waker: &Waker) {
     }
 }
 
-/// The stream's QP: made before the stream, kept by its id until the id is dropped.
-fn qp(id: &AsyncCmId) -> &QueuePair {
-    id.id().qp().expect("a stream's id keeps its QP")
-}
-
 impl RdmaStream {
     /// Connects to a listener at `addr` with the default rings ([`StreamConfig`]).
     pub async fn connect(addr: SocketAddr) -> io::Result<RdmaStream> {
@@ -128,7 +123,7 @@ impl RdmaStream {
     }
 
     fn new(id: AsyncCmId, cq: AsyncCq, mut rings: Rings, peer: Hello) -> RdmaStream {
-        rings.connected(peer, qp(&id));
+        rings.connected(peer, qp(id.id()));
         let wakers = Arc::new(Wakers::default());
         RdmaStream {
             local: id.id().local_addr(),
@@ -158,7 +153,7 @@ impl RdmaStream {
         let mut wc = [WorkCompletion::default(); BATCH];
         match self.cq.poll_completions(&mut cx, &mut wc) {
             Poll::Ready(Ok(n)) => {
-                self.rings.complete(qp(&self.id), &wc[..n]);
+                self.rings.complete(qp(self.id.id()), &wc[..n]);
                 return Poll::Ready(());
             }
             Poll::Ready(Err(e)) => {
@@ -193,7 +188,7 @@ impl RdmaStream {
         loop {
             match self.cq.cq().poll(&mut wc) {
                 Ok([]) => return,
-                Ok(done) => self.rings.complete(qp(&self.id), done),
+                Ok(done) => self.rings.complete(qp(self.id.id()), done),
                 Err(e) => {
                     return self
                         .rings
@@ -212,7 +207,7 @@ impl RdmaStream {
         mut step: impl FnMut(&mut Rings, &QueuePair) -> Step<T>,
     ) -> Poll<io::Result<T>> {
         loop {
-            if let Some(done) = step(&mut self.rings, qp(&self.id)) {
+            if let Some(done) = step(&mut self.rings, qp(self.id.id())) {
                 if done.is_err() {
                     // The other half may wait on what broke (a failed post wakes no CQ).
                     self.fan_out.wake_by_ref();
