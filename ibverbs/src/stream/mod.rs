@@ -53,8 +53,10 @@
 //! it. `shutdown` first, and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
 //! this side's reads with `ConnectionReset` once the bytes that came before it are read
 //! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
-//! vanishes without a disconnect fails the next send after the transport's retries
-//! (`retry_count` 7 of the CM's timeout, under a second on rxe).
+//! vanishes without a disconnect (its host gone, the link down) fails the next send after
+//! the transport's retries (7 tries of the CM's ACK timeout, seconds), which breaks the
+//! stream for both directions. A side that only reads and has nothing in flight sends
+//! nothing that could fail, so it waits, as a TCP socket without keepalive does.
 
 mod blocking;
 pub(crate) mod ring;

@@ -13,6 +13,11 @@ use crate::{CompletionChannel, CompletionQueue, Context, QpType, QueuePair, Queu
 /// has not posted, so one means a broken peer; the send then fails instead of waiting.
 const RNR_RETRIES: u8 = 3;
 
+/// Transport retries after an ACK timeout: 6, so 7 tries in all. Not 7, which rxe (and
+/// some HCAs) take as "retry forever": a peer host that vanished would then leave a send,
+/// and a shutdown waiting for it, pending for ever.
+const RETRIES: u8 = 6;
+
 /// Creates a PD, a CQ on `channel` and, through `create_qp` (the id's), the QP, and
 /// registers the rings of `hello` with every receive posted.
 pub(crate) fn prepare<'q>(
@@ -43,6 +48,7 @@ pub(crate) fn conn_param(hello: &[u8]) -> ConnParam<'_> {
         private_data: hello,
         responder_resources: 0,
         initiator_depth: 0,
+        retry_count: RETRIES,
         rnr_retry_count: RNR_RETRIES,
         ..ConnParam::default()
     }

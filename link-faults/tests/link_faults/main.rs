@@ -377,6 +377,53 @@ fn grpc_over_rdma_runs_across_the_link() {
     assert_eq!(peer.ask("stop"), "stopped");
 }
 
+/// A gRPC stream whose server host goes silent (every packet this host sends is lost, so no
+/// ACK and no disconnect gets through): the call fails within the transport's retries (7
+/// tries of the CM's ACK timeout on both ends), never a hang.
+#[test]
+fn grpc_over_rdma_fails_when_the_link_goes_silent() {
+    let link = Link::from_env();
+    let mut peer = PeerTurn::take(&link);
+    let port = 7312;
+    assert_eq!(peer.ask(&format!("grpc {port}")), "listening");
+    // A server stream of 64 KiB messages read for 10 minutes: it must end long before.
+    let args = [
+        "bench",
+        "-a",
+        &link.peer.to_string(),
+        "-p",
+        &port.to_string(),
+    ]
+    .into_iter()
+    .chain(["--phase", "stream", "-t", "600"])
+    .map(String::from)
+    .collect::<Vec<_>>();
+    let client = Running::spawn("gRPC client", &example("grpc_echo"), &args);
+    std::thread::sleep(Duration::from_secs(3));
+    let fault = Fault::netem(&link.netdev, "loss 100%");
+    let silent = Instant::now();
+    let out = client
+        .finish_by(silent + GUARD)
+        .unwrap_or_else(|e| panic!("the call did not fail within {GUARD:?} of the silence: {e}"));
+    let took = silent.elapsed();
+    fault.remove();
+    assert!(
+        !out.status.success(),
+        "the call ended well: {}",
+        out.context()
+    );
+    assert!(
+        out.stderr.contains("stream:"),
+        "not the stream's error: {}",
+        out.context()
+    );
+    eprintln!(
+        "gRPC over a silent link: failed after {took:?}: {}",
+        out.stderr.trim()
+    );
+    assert_eq!(peer.ask("stop"), "stopped");
+}
+
 // ---------------------------------------------------------------- rdma_cm across the link
 
 /// rping between the hosts, connecting by the peer's address on the link, so that rdma_cm
