@@ -135,8 +135,13 @@ fn run(o: &Options) -> Result<(), String> {
         }
     }
     let usec = start.elapsed().as_secs_f64() * 1e6;
-    // Dropping a stream is abortive: the last transfer reaches the peer before the exit.
+    // Dropping a stream is abortive: each side ends its bytes and waits for the peer's end,
+    // so that neither goes while the other may still be sending or ending.
     stream.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+    let mut rest = Vec::new();
+    stream
+        .read_to_end(&mut rest)
+        .map_err(|e| format!("waiting for the peer's end: {e}"))?;
     let bytes = (o.iterations * o.count * o.size * 2) as u64;
     println!(
         "{:<10}{:<8}{:<8}{:<8}{:<8}{:8.2}s{:10.2}{:11.2}",
