@@ -12,12 +12,10 @@ use super::wire::Hello;
 use super::StreamConfig;
 use crate::cm::{CmEvent, CmEventKind, CmId, EventChannel, PortSpace};
 use crate::error::{Error, Result};
-use crate::{CompletionQueue, QueuePair, WorkCompletion};
+use crate::{CompletionQueue, QueuePair};
 
 /// The listen backlog.
 const BACKLOG: i32 = 128;
-/// Completions taken per poll of the CQ.
-const BATCH: usize = 16;
 
 /// A byte stream over one RC connection: `Read` + `Write` (see [`crate::stream`] for the
 /// protocol, what a peer can do and what closing does).
@@ -151,16 +149,7 @@ impl RdmaStream {
 
     /// Hands every completion on the CQ to the rings; whether there was one.
     fn drain(&mut self) -> Result<bool> {
-        let mut wc = [WorkCompletion::default(); BATCH];
-        let mut any = false;
-        loop {
-            let done = self.cq.poll(&mut wc)?;
-            if done.is_empty() {
-                return Ok(any);
-            }
-            self.rings.complete(qp(&self.id), done);
-            any = true;
-        }
+        self.rings.drain(&self.cq, qp(&self.id))
     }
 
     /// Waits until the CQ or the id has news, and hands it to the rings.

@@ -8,14 +8,16 @@ use std::io::{self, IoSlice};
 use super::wire::{Header, Hello, Kind, HEADER};
 use crate::error::Result;
 use crate::{AccessFlags, MemoryRegion, PostError, ProtectionDomain, QueuePair};
+use crate::{CompletionQueue, WcStatus, WorkCompletion};
 use crate::{RecvRequest, SendRequest};
-use crate::{WcStatus, WorkCompletion};
 
 /// `wr_id` tags of sends; a receive's `wr_id` is its slot.
 const DATA: u64 = 1 << 62;
 const CTRL: u64 = 2 << 62;
 const FIN: u64 = 3 << 62;
 const TAG: u64 = 3 << 62;
+/// Completions taken per poll of the CQ.
+pub(crate) const BATCH: usize = 16;
 
 /// A received message not yet read through.
 #[derive(Debug)]
@@ -199,6 +201,21 @@ impl Rings {
             }
         }
         self.pump(qp);
+    }
+
+    /// Hands every completion on `cq` (the stream's) to [`complete`](Self::complete),
+    /// without waiting; whether there was one.
+    pub(crate) fn drain(&mut self, cq: &CompletionQueue, qp: &QueuePair) -> Result<bool> {
+        let mut wc = [WorkCompletion::default(); BATCH];
+        let mut any = false;
+        loop {
+            let done = cq.poll(&mut wc)?;
+            if done.is_empty() {
+                return Ok(any);
+            }
+            self.complete(qp, done);
+            any = true;
+        }
     }
 
     /// Takes the message that came into receive slot `slot`.

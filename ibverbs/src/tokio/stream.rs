@@ -44,7 +44,7 @@ use super::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
 use super::AsyncCq;
 use crate::cm::{CmEventKind, PortSpace};
 use crate::error::Result;
-use crate::stream::ring::{Rings, Step};
+use crate::stream::ring::{Rings, Step, BATCH};
 use crate::stream::setup::{self, conn_param, invalid_data, qp};
 use crate::stream::wire::Hello;
 use crate::stream::StreamConfig;
@@ -56,8 +56,6 @@ use crate::{QueuePair, WorkCompletion};
 const HANDSHAKES: usize = 64;
 /// The listen backlog.
 const BACKLOG: i32 = 128;
-/// Completions taken per poll of the CQ.
-const BATCH: usize = 16;
 
 /// A byte stream over one RC connection: tokio `AsyncRead` + `AsyncWrite` (see the module
 /// docs, and [`crate::stream`] for the protocol).
@@ -184,22 +182,14 @@ impl RdmaStream {
 
     /// Hands every completion on the CQ to the rings, without waiting.
     fn drain(&mut self) {
-        let mut wc = [WorkCompletion::default(); BATCH];
-        loop {
-            match self.cq.cq().poll(&mut wc) {
-                Ok([]) => return,
-                Ok(done) => self.rings.complete(qp(self.id.id()), done),
-                Err(e) => {
-                    return self
-                        .rings
-                        .fail(format!("polling the completion queue: {e}"))
-                }
-            }
+        if let Err(e) = self.rings.drain(self.cq.cq(), qp(self.id.id())) {
+            self.rings
+                .fail(format!("polling the completion queue: {e}"));
         }
     }
 
-    /// Runs `step` until it has an answer, waiting for the CQ and the id in between with
-    /// `waker` kept in `slot`.
+    /// Runs `step` until it has an answer, waiting for the CQ and the id in between with the
+    /// task's waker kept as the reader's or (`write`) the writer's.
     fn poll_step<T>(
         &mut self,
         cx: &mut TaskContext<'_>,

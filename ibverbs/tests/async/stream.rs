@@ -13,20 +13,13 @@ use rdma_verbs::tokio::cm::{AsyncCmChannel, Connected};
 use rdma_verbs::tokio::stream::{RdmaListener, RdmaStream};
 use rdma_verbs::SendRequest;
 use rdma_verbs::{AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, QpType};
-use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr, pattern};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::timeout;
 
 /// The hang guard of each step: generous, as scripts/memcheck runs these tests under
 /// valgrind (tens of times slower), several at once.
 const LIMIT: Duration = Duration::from_secs(90);
-
-/// Byte `i` of a test stream seeded `seed`.
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u64 * 31 + u64::from(seed) + (i as u64 >> 12)) as u8)
-        .collect()
-}
 
 fn any_port() -> SocketAddr {
     SocketAddr::new(cm_addr(), 0)

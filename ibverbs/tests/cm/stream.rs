@@ -10,13 +10,7 @@ use std::thread;
 use rdma_verbs::cm::{ConnParam, EventChannel, PortSpace};
 use rdma_verbs::stream::{RdmaListener, RdmaStream, StreamConfig};
 use rdma_verbs::QpType;
-use rdma_verbs_test_kit::{assert_clean_drops, cm_addr};
-
-fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u64 * 31 + u64::from(seed) + (i as u64 >> 12)) as u8)
-        .collect()
-}
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr, pattern};
 
 fn listener(config: &StreamConfig) -> (RdmaListener, SocketAddr) {
     let listener = RdmaListener::bind_with(SocketAddr::new(cm_addr(), 0), config).unwrap();
