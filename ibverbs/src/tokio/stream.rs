@@ -24,11 +24,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! A stream is one task's (its `poll_*` take `&mut self`); [`tokio::io::split`] gives a
-//! reader and a writer for two tasks. Reads and writes wake each other's task when the
-//! completion queue or the id has news for both.
-//!
-//! [`tokio::io::split`]: ::tokio::io::split
+//! A stream is one task's (its `poll_*` take `&mut self`); `tokio::io::split` (tokio's
+//! `io-util` feature) gives a reader and a writer for two tasks. Reads and writes wake each
+//! other's task when the completion queue or the id has news for both.
 
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
