@@ -308,8 +308,8 @@ async fn a_client_that_speaks_no_stream_is_rejected_and_the_listener_serves_on()
     assert_clean_drops();
 }
 
-/// A hand-made client that speaks the hello, then sends `message` as its first message.
-async fn hostile(dst: SocketAddr, message: &[u8]) -> Hostile {
+/// A hand-made client that speaks the hello, then sends `messages`, one send each.
+async fn hostile(dst: SocketAddr, messages: &[Vec<u8>]) -> Hostile {
     let channel = AsyncCmChannel::new().unwrap();
     let mut id = channel.create_id(PortSpace::Tcp).unwrap();
     id.resolve(None, dst, Duration::from_secs(2)).await.unwrap();
@@ -327,16 +327,19 @@ async fn hostile(dst: SocketAddr, message: &[u8]) -> Hostile {
         ..ConnParam::default()
     };
     let connected = id.connect(&param).await.unwrap();
-    let mut mr = pd
-        .alloc_mr(message.len(), AccessFlags::LOCAL_WRITE)
-        .unwrap();
-    mr.write(0, message).unwrap();
+    let bytes = messages.concat();
+    let mut mr = pd.alloc_mr(bytes.len(), AccessFlags::LOCAL_WRITE).unwrap();
+    mr.write(0, &bytes).unwrap();
     let qp = connected.id.id().qp().unwrap();
-    let sges = [mr.sge(..).unwrap()];
-    qp.post_send(&mut [SendRequest::send(1, &sges).signaled()])
-        .unwrap();
-    let mut wc = [rdma_verbs::WorkCompletion::default(); 1];
-    cq.poll_until(&mut wc, 1, Some(LIMIT)).unwrap();
+    let mut at = 0;
+    for message in messages {
+        let sges = [mr.sge(at..at + message.len()).unwrap()];
+        qp.post_send(&mut [SendRequest::send(1, &sges).signaled()])
+            .unwrap();
+        at += message.len();
+    }
+    let mut wc = [rdma_verbs::WorkCompletion::default(); 4];
+    cq.poll_until(&mut wc, messages.len(), Some(LIMIT)).unwrap();
     (connected, mr, cq, pd, channel)
 }
 
@@ -351,30 +354,47 @@ type Hostile = (
 
 #[tokio::test]
 async fn a_peer_that_breaks_the_protocol_gets_invalid_data() {
-    let cases: [(&str, Vec<u8>); 5] = [
-        ("short", vec![1, 2, 3]),
-        ("unknown kind", vec![0, 0, 0, 0, 0, 0, 9, 0]),
+    let end = vec![0, 0, 0, 0, 0, 0, 2, 0];
+    let cases: [(&str, Vec<Vec<u8>>); 6] = [
+        ("short", vec![vec![1, 2, 3]]),
+        ("unknown kind", vec![vec![0, 0, 0, 0, 0, 0, 9, 0]]),
         ("credits beyond the slots", {
             let mut m = 1000u32.to_le_bytes().to_vec();
             m.extend_from_slice(&[0, 0, 1, 0, b'x']);
-            m
+            vec![m]
         }),
-        ("an end with bytes", vec![0, 0, 0, 0, 0, 0, 2, 0, b'x']),
+        (
+            "an end with bytes",
+            vec![vec![0, 0, 0, 0, 0, 0, 2, 0, b'x']],
+        ),
         (
             "a control message with bytes",
-            vec![0, 0, 0, 0, 0, 0, 3, 0, b'x'],
+            vec![vec![0, 0, 0, 0, 0, 0, 3, 0, b'x']],
         ),
+        ("a second end", vec![end.clone(), end]),
     ];
-    for (what, message) in cases {
+    for (what, messages) in cases {
         let mut listener = RdmaListener::bind(any_port()).unwrap();
         let dst = listener.local_addr().unwrap();
         let (bad, server) = timeout(LIMIT, async {
-            tokio::join!(hostile(dst, &message), listener.accept())
+            tokio::join!(hostile(dst, &messages), listener.accept())
         })
         .await
         .expect("connected in time");
         let mut server = server.unwrap();
-        let err = timeout(LIMIT, server.read(&mut [0; 64]))
+        let read = timeout(LIMIT, server.read(&mut [0; 64]))
+            .await
+            .expect("refused in time");
+        if what == "a second end" {
+            // The first end is the end of the peer's bytes; what breaks comes after it.
+            assert_eq!(read.unwrap(), 0, "{what}: the first end reads as the end");
+        } else {
+            let err = read.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidData, "{what}: {err}");
+            assert!(err.to_string().contains("protocol"), "{what}: {err}");
+        }
+        // Writing fails too (the peer's 2 data slots fill, then the violation is seen).
+        let err = timeout(LIMIT, server.write_all(&[0; 4096]))
             .await
             .expect("refused in time")
             .unwrap_err();
