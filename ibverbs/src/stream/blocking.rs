@@ -41,6 +41,8 @@ pub struct RdmaStream {
     rings: Rings,
     /// Whether the CQ is armed and its event not yet taken.
     armed: bool,
+    /// How long `poll(2)` waits before a keepalive probe (ms; -1: no probes).
+    keepalive: i32,
     local: Option<SocketAddr>,
     peer: Option<SocketAddr>,
 }
@@ -52,6 +54,11 @@ fn expect(
     want: impl FnOnce(&CmEventKind) -> bool,
 ) -> Result<CmEvent> {
     channel.get_event()?.expect_kind(verb, want)
+}
+
+/// `poll(2)`'s timeout for a keepalive interval (checked to fit).
+fn poll_timeout(interval: Option<Duration>) -> i32 {
+    interval.map_or(-1, |i| i32::try_from(i.as_millis()).unwrap_or(i32::MAX))
 }
 
 /// [`setup::prepare`] for a blocking id.
@@ -71,6 +78,7 @@ impl RdmaStream {
     /// `connect_with`; the CM's own timeouts bound each step).
     pub fn connect_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaStream> {
         let hello = config.hello()?;
+        let keepalive = poll_timeout(config.probe_interval()?);
         let channel = EventChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
         id.resolve_addr(None, addr, config.timeout())?;
@@ -83,7 +91,7 @@ impl RdmaStream {
         })?;
         let (cq, rings) = prepare(&mut id, hello)?;
         // From here on an error drops the parts in the stream's order: the QP first.
-        let mut stream = RdmaStream::parts(id, channel, cq, rings);
+        let mut stream = RdmaStream::parts(id, channel, cq, rings, keepalive);
         stream.id.connect(&conn_param(&hello.encode()))?;
         let event = expect(&stream.channel, "rdma_connect", |k| {
             matches!(k, CmEventKind::Established { .. })
@@ -97,13 +105,20 @@ impl RdmaStream {
     }
 
     /// A stream of these parts, not connected yet (dropped, it drops them in order).
-    fn parts(id: CmId, channel: EventChannel, cq: CompletionQueue, rings: Rings) -> RdmaStream {
+    fn parts(
+        id: CmId,
+        channel: EventChannel,
+        cq: CompletionQueue,
+        rings: Rings,
+        keepalive: i32,
+    ) -> RdmaStream {
         RdmaStream {
             id,
             channel,
             cq,
             rings,
             armed: false,
+            keepalive,
             local: None,
             peer: None,
         }
@@ -152,7 +167,8 @@ impl RdmaStream {
         self.rings.drain(&self.cq, qp(&self.id))
     }
 
-    /// Waits until the CQ or the id has news, and hands it to the rings.
+    /// Waits until the CQ or the id has news, and hands it to the rings; probes the peer if
+    /// none came within the keepalive interval.
     fn wait(&mut self) -> Result<()> {
         if self.drain()? {
             return Ok(());
@@ -171,12 +187,17 @@ impl RdmaStream {
             revents: 0,
         });
         // SAFETY: two valid pollfds; both fds are open while the stream lives.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, self.keepalive) };
+        if ready < 0 {
             let err = Error::last("poll");
             return match err.raw_os_error() {
                 Some(libc::EINTR) => Ok(()),
                 _ => Err(err),
             };
+        }
+        if ready == 0 {
+            self.rings.keepalive(qp(&self.id));
+            return Ok(());
         }
         if fds[0].revents != 0 && self.cq.wait_timeout(Duration::ZERO)? {
             self.armed = false;
@@ -236,6 +257,7 @@ pub struct RdmaListener {
     id: CmId,
     channel: EventChannel,
     hello: Hello,
+    keepalive: i32,
 }
 
 impl RdmaListener {
@@ -247,11 +269,17 @@ impl RdmaListener {
     /// Listens on `addr` with the rings of `config` for every stream it accepts.
     pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaListener> {
         let hello = config.hello()?;
+        let keepalive = poll_timeout(config.probe_interval()?);
         let channel = EventChannel::new()?;
         let id = channel.create_id(PortSpace::Tcp)?;
         id.bind(addr)?;
         id.listen(BACKLOG)?;
-        Ok(RdmaListener { id, channel, hello })
+        Ok(RdmaListener {
+            id,
+            channel,
+            hello,
+            keepalive,
+        })
     }
 
     /// The address listened on (with the port the CM picked).
@@ -289,7 +317,7 @@ impl RdmaListener {
         id.migrate_id(&channel)?;
         // On an error below, dropping the id destroys it: the peer sees a reject.
         let (cq, rings) = prepare(&mut id, self.hello)?;
-        let mut stream = RdmaStream::parts(id, channel, cq, rings);
+        let mut stream = RdmaStream::parts(id, channel, cq, rings, self.keepalive);
         stream.id.accept(&conn_param(&self.hello.encode()))?;
         expect(&stream.channel, "rdma_accept", |k| {
             matches!(k, CmEventKind::Established { .. })

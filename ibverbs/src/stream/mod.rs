@@ -55,8 +55,12 @@
 //! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
 //! vanishes without a disconnect (its host gone, the link down) fails the next send after
 //! the transport's retries (7 tries of the CM's ACK timeout, seconds), which breaks the
-//! stream for both directions. A side that only reads and has nothing in flight sends
-//! nothing that could fail, so it waits, as a TCP socket without keepalive does.
+//! stream for both directions. A side that waits with nothing in flight (a reader, or a
+//! writer out of credits) probes the peer after each keepalive interval it waited
+//! ([`StreamConfig::keepalive`]): a zero-length RDMA write, which the peer's HCA
+//! acknowledges without its software (no receive, no credit, nothing for the peer's reader).
+//! A vanished host fails the probe the same way, so every wait ends within the interval
+//! plus the retries.
 
 mod blocking;
 pub(crate) mod ring;
@@ -72,6 +76,8 @@ use wire::{Hello, MAX_DATA_SLOTS, MAX_SLOT};
 
 /// Control slots each side posts, beyond its data slots.
 const CTRL_SLOTS: u16 = 4;
+/// The default keepalive interval.
+const KEEPALIVE: Duration = Duration::from_secs(10);
 
 /// The rings of a stream and its set-up's timeout.
 ///
@@ -86,15 +92,18 @@ pub struct StreamConfig {
     slot_size: usize,
     slots: u16,
     resolve_timeout: Duration,
+    keepalive: Option<Duration>,
 }
 
 impl Default for StreamConfig {
-    /// 8 slots of 64 KiB (1.25 MiB registered per stream), a resolve timeout of 2 s.
+    /// 8 slots of 64 KiB (1.25 MiB registered per stream), a resolve timeout of 2 s, a
+    /// keepalive probe after 10 s of waiting.
     fn default() -> Self {
         StreamConfig {
             slot_size: 64 << 10,
             slots: 8,
             resolve_timeout: Duration::from_secs(2),
+            keepalive: Some(KEEPALIVE),
         }
     }
 }
@@ -120,8 +129,39 @@ impl StreamConfig {
         self
     }
 
+    /// How long a stream waits for news (a completion, the peer's disconnect) before it
+    /// probes the peer: a zero-length RDMA write, which the peer's HCA acknowledges
+    /// without its process (which sees nothing of it). If the peer's host vanished (its
+    /// power, its link), the probe fails after the transport's retries and the waiting
+    /// read or write fails with `ConnectionReset` or `BrokenPipe`: within this interval
+    /// plus the retries. No probe goes out while a message is in flight (its own retries
+    /// do the same). `None`: no probes, and a side that waits with nothing in flight waits
+    /// as a TCP socket without keepalive does. From 1 ms to `i32::MAX` ms; checked when
+    /// the stream is made.
+    pub fn keepalive(mut self, interval: Option<Duration>) -> Self {
+        self.keepalive = interval;
+        self
+    }
+
     pub(crate) fn timeout(&self) -> Duration {
         self.resolve_timeout
+    }
+
+    /// The keepalive interval, checked.
+    pub(crate) fn probe_interval(&self) -> Result<Option<Duration>> {
+        let Some(interval) = self.keepalive else {
+            return Ok(None);
+        };
+        let max = Duration::from_millis(i32::MAX as u64);
+        if !(Duration::from_millis(1)..=max).contains(&interval) {
+            return Err(Error::OutOfRange {
+                what: "stream keepalive interval (ms)",
+                value: interval.as_millis().try_into().unwrap_or(u64::MAX),
+                min: 1,
+                max: i32::MAX as u64,
+            });
+        }
+        Ok(Some(interval))
     }
 
     /// The hello this side sends: its ring.

@@ -9,9 +9,10 @@ use super::wire::{Header, Hello, Kind, HEADER};
 use crate::error::Result;
 use crate::{AccessFlags, MemoryRegion, PostError, ProtectionDomain, QueuePair};
 use crate::{CompletionQueue, WcStatus, WorkCompletion};
-use crate::{RecvRequest, SendRequest};
+use crate::{HostMemory, RecvRequest, RemoteMemory, SendRequest};
 
-/// `wr_id` tags of sends; a receive's `wr_id` is its slot.
+/// `wr_id` tags of sends (control messages and keepalive probes share one); a receive's
+/// `wr_id` is its slot.
 const DATA: u64 = 1 << 62;
 const CTRL: u64 = 2 << 62;
 const FIN: u64 = 3 << 62;
@@ -68,8 +69,9 @@ pub(crate) struct Rings {
     done: u64,
     /// Payload bytes in the open slot (the one at `posted`), not yet posted.
     open: usize,
-    /// Send queue entries free.
+    /// Send queue entries free, of `sq_size`.
     sq_free: u32,
+    sq_size: u32,
     /// Messages the peer has room for.
     data_credits: u32,
     ctrl_credits: u32,
@@ -107,6 +109,7 @@ impl Rings {
             done: 0,
             open: 0,
             sq_free: 0,
+            sq_size: 0,
             data_credits: 0,
             ctrl_credits: 0,
             fin: Fin::No,
@@ -136,7 +139,29 @@ impl Rings {
         self.ctrl_credits = u32::from(peer.ctrl);
         // What the CQ was sized for (a provider may grant more).
         let sends = u32::from(self.ours.data) + u32::from(self.ours.ctrl) + 1;
-        self.sq_free = qp.max_send_wr().min(sends);
+        self.sq_size = qp.max_send_wr().min(sends);
+        self.sq_free = self.sq_size;
+    }
+
+    /// Probes the peer, if nothing is in flight to it: a zero-length RDMA write (no
+    /// address, no key: IBA C9-88 and RDMAP let a zero-length write carry neither), which
+    /// the peer's HCA acknowledges without its software: it takes no receive and no credit.
+    /// A peer host that vanished fails it after the transport's retries, which breaks the
+    /// stream. A message in flight fails the same way, so none is posted then.
+    pub(crate) fn keepalive(&mut self, qp: &QueuePair) {
+        if self.ended() || self.sq_free < self.sq_size {
+            return;
+        }
+        let nowhere = RemoteMemory {
+            addr: 0,
+            len: 0,
+            rkey: 0,
+        };
+        let wr = SendRequest::write::<HostMemory>(CTRL, &[], nowhere).signaled();
+        match qp.post_send(&mut [wr]) {
+            Ok(()) => self.sq_free -= 1,
+            Err(e) => self.fail(format!("posting a keepalive probe: {e}")),
+        }
     }
 
     /// The CM reported the peer's disconnect.

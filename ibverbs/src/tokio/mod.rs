@@ -99,6 +99,8 @@ mod ops;
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod stream;
+#[cfg(feature = "cm")]
+mod ticker;
 
 pub(crate) use cq::ChannelFd;
 pub use cq::{AsyncCq, CompletionStream, PollCq, DEFAULT_SPIN};

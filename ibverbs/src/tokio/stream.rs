@@ -34,11 +34,13 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::Duration;
 
 use ::tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use futures_core::Stream;
 
 use super::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
+use super::ticker::Ticker;
 use super::AsyncCq;
 use crate::cm::{CmEventKind, PortSpace};
 use crate::error::Result;
@@ -63,6 +65,8 @@ pub struct RdmaStream {
     id: AsyncCmId,
     cq: AsyncCq,
     rings: Rings,
+    /// Ticks every keepalive interval: a probe, if nothing is in flight.
+    keepalive: Option<Ticker>,
     wakers: Arc<Wakers>,
     /// Wakes both tasks: the waker the CQ and the id keep.
     fan_out: Waker,
@@ -109,27 +113,38 @@ impl RdmaStream {
     /// listener is `ConnectionRefused`.
     pub async fn connect_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaStream> {
         let hello = config.hello()?;
+        let keepalive = config.probe_interval()?;
         let channel = AsyncCmChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
         id.resolve(None, addr, config.timeout()).await?;
         let (cq, rings) = prepare(&mut id, hello)?;
         let connected = id.connect(&conn_param(&hello.encode())).await?;
         let peer = Hello::decode(&connected.private_data).map_err(invalid_data)?;
-        Ok(RdmaStream::new(connected.id, cq, rings, peer))
+        RdmaStream::new(connected.id, cq, rings, peer, keepalive)
     }
 
-    fn new(id: AsyncCmId, cq: AsyncCq, mut rings: Rings, peer: Hello) -> RdmaStream {
+    fn new(
+        id: AsyncCmId,
+        cq: AsyncCq,
+        mut rings: Rings,
+        peer: Hello,
+        keepalive: Option<Duration>,
+    ) -> io::Result<RdmaStream> {
+        // Before the id moves in: on an error, dropping the parts here drops the QP (the
+        // id's) before the rings.
+        let keepalive = keepalive.map(Ticker::new).transpose()?;
         rings.connected(peer, qp(id.id()));
         let wakers = Arc::new(Wakers::default());
-        RdmaStream {
+        Ok(RdmaStream {
             local: id.id().local_addr(),
             peer: id.id().peer_addr(),
             id,
             cq,
             rings,
+            keepalive,
             fan_out: Waker::from(Arc::clone(&wakers)),
             wakers,
-        }
+        })
     }
 
     /// This side's address.
@@ -142,8 +157,9 @@ impl RdmaStream {
         self.peer
     }
 
-    /// Polls the CQ, then the id's events, once; `Ready` if either had something (handed
-    /// to the rings), `Pending` with the fan-out waker kept by both.
+    /// Polls the CQ, then the id's events, then the keepalive ticker, once; `Ready` if one
+    /// had something (handed to the rings, or a probe posted), `Pending` with the fan-out
+    /// waker kept by all.
     fn poll_progress(&mut self) -> Poll<()> {
         let mut cx = TaskContext::from_waker(&self.fan_out);
         let mut wc = [WorkCompletion::default(); BATCH];
@@ -160,7 +176,18 @@ impl RdmaStream {
             Poll::Pending => {}
         }
         match self.id.poll_event(&mut cx) {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // A keepalive interval ended: a probe (see [`StreamConfig::keepalive`]).
+                let Some(ticker) = &self.keepalive else {
+                    return Poll::Pending;
+                };
+                match ticker.poll_tick(&mut cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(())) => self.rings.keepalive(qp(self.id.id())),
+                    Poll::Ready(Err(e)) => self.rings.fail(format!("the keepalive timer: {e}")),
+                }
+                Poll::Ready(())
+            }
             Poll::Ready(Ok(event)) => {
                 if matches!(event.kind, CmEventKind::Disconnected) {
                     // What completed before the disconnect is the peer's last word: taken
@@ -284,6 +311,7 @@ impl std::fmt::Debug for RdmaStream {
 pub struct RdmaListener {
     listener: Listener,
     hello: Hello,
+    keepalive: Option<Duration>,
     handshakes: Vec<Handshake>,
 }
 
@@ -299,10 +327,12 @@ impl RdmaListener {
     /// called inside a tokio runtime.
     pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaListener> {
         let hello = config.hello()?;
+        let keepalive = config.probe_interval()?;
         let listener = AsyncCmChannel::new()?.listen(addr, BACKLOG)?;
         Ok(RdmaListener {
             listener,
             hello,
+            keepalive,
             handshakes: Vec::new(),
         })
     }
@@ -325,7 +355,7 @@ impl RdmaListener {
             match Pin::new(&mut self.listener).poll_next(cx) {
                 Poll::Ready(Some(Ok(request))) => {
                     self.handshakes
-                        .push(Box::pin(handshake(request, self.hello)));
+                        .push(Box::pin(handshake(request, self.hello, self.keepalive)));
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.into())),
                 Poll::Ready(None) | Poll::Pending => break,
@@ -365,7 +395,11 @@ impl std::fmt::Debug for RdmaListener {
 }
 
 /// Accepts `request` if it carries a stream hello (else rejects it).
-async fn handshake(mut request: ConnectRequest, hello: Hello) -> io::Result<RdmaStream> {
+async fn handshake(
+    mut request: ConnectRequest,
+    hello: Hello,
+    keepalive: Option<Duration>,
+) -> io::Result<RdmaStream> {
     let peer = match Hello::decode(&request.private_data) {
         Ok(peer) => peer,
         Err(why) => {
@@ -376,7 +410,7 @@ async fn handshake(mut request: ConnectRequest, hello: Hello) -> io::Result<Rdma
     // On an error below, dropping the request destroys its id: the peer sees a reject.
     let (cq, rings) = prepare(&mut request.id, hello)?;
     let id = request.accept(&conn_param(&hello.encode())).await?;
-    Ok(RdmaStream::new(id, cq, rings, peer))
+    RdmaStream::new(id, cq, rings, peer, keepalive)
 }
 
 /// [`setup::prepare`] for an async id, its CQ on the reactor.

@@ -256,6 +256,42 @@ async fn a_writer_whose_peer_drops_mid_transfer_gets_an_error_not_a_hang() {
     assert_clean_drops();
 }
 
+/// Keepalive probes while a side waits (a zero-length RDMA write with no address and no
+/// key, here after every 10 ms of waiting; tokio's form ticks on a timerfd) are taken by
+/// the peer's device without a trace: after each side waited 30 intervals in turn, the
+/// bytes went both ways whole.
+#[tokio::test]
+async fn keepalive_probes_while_waiting_leave_the_stream_whole() {
+    let config = StreamConfig::default().keepalive(Some(Duration::from_millis(10)));
+    let (mut client, mut server) = pair(&config).await;
+    let pause = Duration::from_millis(300);
+    let (back, ()) = timeout(LIMIT, async {
+        let client = async {
+            tokio::time::sleep(pause).await;
+            client.write_all(b"hello").await.unwrap();
+            client.flush().await.unwrap();
+            // Waits while the server sleeps: probes.
+            let mut back = [0; 5];
+            client.read_exact(&mut back).await.unwrap();
+            back
+        };
+        let server = async {
+            // Waits while the client sleeps: probes.
+            let mut got = [0; 5];
+            server.read_exact(&mut got).await.unwrap();
+            tokio::time::sleep(pause).await;
+            server.write_all(&got).await.unwrap();
+            server.flush().await.unwrap();
+        };
+        tokio::join!(client, server)
+    })
+    .await
+    .unwrap();
+    assert_eq!(&back, b"hello");
+    drop((client, server));
+    assert_clean_drops();
+}
+
 #[tokio::test]
 async fn bad_configs_are_refused_before_anything_is_made() {
     for config in [
@@ -263,6 +299,8 @@ async fn bad_configs_are_refused_before_anything_is_made() {
         StreamConfig::default().slot_size((16 << 20) + 1),
         StreamConfig::default().slots(0),
         StreamConfig::default().slots(1025),
+        StreamConfig::default().keepalive(Some(Duration::ZERO)),
+        StreamConfig::default().keepalive(Some(Duration::from_millis(1 << 31))),
     ] {
         let err = RdmaListener::bind_with(any_port(), &config).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{config:?}: {err}");

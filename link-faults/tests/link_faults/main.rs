@@ -37,11 +37,15 @@ mod peer;
 mod traffic;
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use rdma_verbs::stream::{RdmaStream, StreamConfig};
 use rdma_verbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, tool, Running};
+use tokio::io::AsyncReadExt;
 
 use link::{gid_index, Fault, FaultKind, Link};
 use peer::PeerTurn;
@@ -421,6 +425,82 @@ fn grpc_over_rdma_fails_when_the_link_goes_silent() {
         "gRPC over a silent link: failed after {took:?}: {}",
         out.stderr.trim()
     );
+    assert_eq!(peer.ask("stop"), "stopped");
+}
+
+/// Byte streams whose readers have nothing in flight when the peer host goes silent (every
+/// packet this host sends is lost): nothing of the streams' own would fail, so only their
+/// keepalive probes (a zero-length RDMA write after each second of waiting) can find the
+/// peer gone. Both forms, each reading on a thread of its own: the blocking stream, and
+/// the tokio stream in a runtime with the I/O driver only (no timers). Each read fails with
+/// `ConnectionReset` naming the probe's transport error, within the interval plus the
+/// retries, never a hang. The peer is the gRPC server (a stream listener that says
+/// nothing until its client speaks).
+#[test]
+fn stream_readers_find_a_silent_peer_by_their_keepalive() {
+    let link = Link::from_env();
+    let mut peer = PeerTurn::take(&link);
+    let port = 7313;
+    assert_eq!(peer.ask(&format!("grpc {port}")), "listening");
+    let config = StreamConfig::default().keepalive(Some(Duration::from_secs(1)));
+    let at = SocketAddr::new(link.peer.into(), port);
+    let mut blocking = RdmaStream::connect_with(at, &config).expect("connect to the peer");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("a runtime");
+    let mut nonblocking = runtime
+        .block_on(rdma_verbs::tokio::stream::RdmaStream::connect_with(
+            at, &config,
+        ))
+        .expect("connect to the peer (tokio)");
+    let fault = Fault::netem(&link.netdev, "loss 100%");
+    let silent = Instant::now();
+    let (done, ended) = mpsc::channel();
+    let blocking_done = done.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0; 4096];
+        let end = loop {
+            match blocking.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = blocking_done.send(("blocking", end, silent.elapsed()));
+    });
+    std::thread::spawn(move || {
+        let end = runtime.block_on(async {
+            let mut buf = [0; 4096];
+            loop {
+                match nonblocking.read(&mut buf).await {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {}
+                    Err(e) => break Err(e),
+                }
+            }
+        });
+        let _ = done.send(("tokio", end, silent.elapsed()));
+    });
+    let ends = [(); 2].map(|()| {
+        ended
+            .recv_timeout(GUARD)
+            .unwrap_or_else(|_| panic!("a read did not fail within {GUARD:?} of the silence"))
+    });
+    fault.remove();
+    for (form, end, took) in ends {
+        let err = end.expect_err("the read ended with the peer's end, not an error");
+        assert_eq!(
+            err.kind(),
+            std::io::ErrorKind::ConnectionReset,
+            "{form}: {err}"
+        );
+        assert!(
+            err.to_string().contains("RETRY_EXC_ERR"),
+            "{form}: not the probe's transport error: {err}"
+        );
+        eprintln!("{form} stream reader over a silent link: failed after {took:?}: {err}");
+    }
     assert_eq!(peer.ask("stop"), "stopped");
 }
 
