@@ -185,26 +185,33 @@ vm_start() {
 	rm -rf -- "$VM_DIR"
 	mkdir -p -- "$QUEUE" || exit "$EXIT_INFRA"
 
-	local t0=$SECONDS timeout=${WITH_RDMA_BOOT_TIMEOUT:-300}
-	start_vng "$VM_DIR/vng.log" "bash $(shq "$GUEST") agent $(shq "$VM_DIR")" || exit "$EXIT_INFRA"
-	pid=$VNG_PID
-	printf '%s %s\n' "$pid" "$(proc_start "$pid")" >"$VM_DIR/pid.tmp" &&
-		mv -f -- "$VM_DIR/pid.tmp" "$VM_DIR/pid"
-	trap 'kill_group "$pid"; rm -rf -- "$VM_DIR"; exit 130' INT
-	trap 'kill_group "$pid"; rm -rf -- "$VM_DIR"; exit 143' TERM HUP
+	local t0=$SECONDS timeout=${WITH_RDMA_BOOT_TIMEOUT:-300} attempt
+	# A VM whose qemu died before its guest said anything (seen once in CI, right after the
+	# previous VM stopped, with an empty log) is booted once more.
+	for attempt in 1 2; do
+		start_vng "$VM_DIR/vng.log" "bash $(shq "$GUEST") agent $(shq "$VM_DIR")" || exit "$EXIT_INFRA"
+		pid=$VNG_PID
+		printf '%s %s\n' "$pid" "$(proc_start "$pid")" >"$VM_DIR/pid.tmp" &&
+			mv -f -- "$VM_DIR/pid.tmp" "$VM_DIR/pid"
+		trap 'kill_group "$pid"; rm -rf -- "$VM_DIR"; exit 130' INT
+		trap 'kill_group "$pid"; rm -rf -- "$VM_DIR"; exit 143' TERM HUP
 
-	while :; do
-		if [[ -e $VM_DIR/ready ]]; then
-			local kver
-			read -r kver <"$VM_DIR/ready"
-			trap - INT TERM HUP
-			msg "shared VM up (pid $pid, rxe0 on lo, kernel $kver) after $((SECONDS - t0))s"
-			return 0
-		fi
-		if [[ -e $VM_DIR/failed ]] || ! pid_alive "$pid" || ((SECONDS - t0 > timeout)); then
+		while :; do
+			if [[ -e $VM_DIR/ready ]]; then
+				local kver
+				read -r kver <"$VM_DIR/ready"
+				trap - INT TERM HUP
+				msg "shared VM up (pid $pid, rxe0 on lo, kernel $kver) after $((SECONDS - t0))s"
+				return 0
+			fi
+			if [[ -e $VM_DIR/failed ]] || ! pid_alive "$pid" || ((SECONDS - t0 > timeout)); then
+				break
+			fi
+			nap 0.2
+		done
+		[[ $attempt == 1 && ! -e $VM_DIR/failed && ! -s $VM_DIR/vng.log ]] && ! pid_alive "$pid" ||
 			break
-		fi
-		nap 0.2
+		msg "shared VM died while booting, with nothing in its log: booting it again"
 	done
 	trap - INT TERM HUP
 	if [[ -e $VM_DIR/failed ]]; then
