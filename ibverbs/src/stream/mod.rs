@@ -34,8 +34,10 @@
 //! returns. The end goes on a control credit, so a shutdown waits for the peer's reader
 //! only for bytes still in the open slot (their data credit).
 //!
-//! Send and receive (not RDMA write with immediate into the peer's ring) because iWARP has
-//! no immediate data: the same protocol runs on InfiniBand, RoCE and iWARP.
+//! Send and receive (not RDMA write with immediate into the peer's ring): iWARP has no
+//! immediate data, so the same protocol runs on InfiniBand, RoCE and iWARP; the peer gets no
+//! write access to this side's memory; and a prototype of the other way was no faster on
+//! rxe (docs/performance.md in the repository).
 //!
 //! # What the peer controls
 //! Everything in a message is checked before it is used: a header of unknown kind, a
