@@ -458,28 +458,13 @@ fn stream_readers_find_a_silent_peer_by_their_keepalive() {
     let silent = Instant::now();
     let (done, ended) = mpsc::channel();
     let blocking_done = done.clone();
+    // Each reads to the peer's end or an error.
     std::thread::spawn(move || {
-        let mut buf = [0; 4096];
-        let end = loop {
-            match blocking.read(&mut buf) {
-                Ok(0) => break Ok(()),
-                Ok(_) => {}
-                Err(e) => break Err(e),
-            }
-        };
+        let end = blocking.read_to_end(&mut Vec::new());
         let _ = blocking_done.send(("blocking", end, silent.elapsed()));
     });
     std::thread::spawn(move || {
-        let end = runtime.block_on(async {
-            let mut buf = [0; 4096];
-            loop {
-                match nonblocking.read(&mut buf).await {
-                    Ok(0) => break Ok(()),
-                    Ok(_) => {}
-                    Err(e) => break Err(e),
-                }
-            }
-        });
+        let end = runtime.block_on(nonblocking.read_to_end(&mut Vec::new()));
         let _ = done.send(("tokio", end, silent.elapsed()));
     });
     let ends = [(); 2].map(|()| {
