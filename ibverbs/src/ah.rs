@@ -7,6 +7,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::context::port::LinkLayer;
+use crate::context::port_cache::SourceGid;
 use crate::drop_error;
 use crate::error::{check_ptr, Result};
 use crate::ffi;
@@ -46,18 +47,14 @@ impl ProtectionDomain {
         remote: &Endpoint,
         route: &Route,
     ) -> Result<AddressHandle> {
-        let ctx = self.context();
-        let roce = ctx.query_port(port)?.link_layer == LinkLayer::Ethernet;
-        let sgid_index = match gid_index {
-            Some(index) => {
-                ctx.used_gid(port, index)?;
-                index
-            }
-            None => ctx.default_gid(port)?.index,
+        let source = match gid_index {
+            Some(index) => SourceGid::Index(index),
+            None => SourceGid::Default,
         };
+        let (attr, sgid) = self.context().port_gid(port, source)?;
         let mut route = *route;
-        route.force_grh |= roce;
-        let mut attr = route.ah_attr(port, sgid_index, remote);
+        route.force_grh |= attr.link_layer == LinkLayer::Ethernet;
+        let mut attr = route.ah_attr(port, sgid.index, remote);
         AddressHandle::from_attr(self, &mut attr)
     }
 }

@@ -4,9 +4,8 @@ pub(crate) mod async_event; // asynchronous events (ibv_get_async_event)
 pub(crate) mod device_attr; // ibv_query_device_ex and its attributes
 pub(crate) mod gid; // Gid and the GID table (ibv_query_gid_ex)
 pub(crate) mod port; // ibv_query_port and its attributes
-#[cfg(feature = "cm")]
-pub(crate) mod port_cache;
-pub(crate) mod read_sinks; // iWARP: the regions an RDMA read may not land in // the ports' attributes and GID tables a CM QP reads
+pub(crate) mod port_cache; // the ports' attributes and GID tables QPs and AHs read
+pub(crate) mod read_sinks; // iWARP: the regions an RDMA read may not land in
 
 use std::fmt;
 use std::panic::RefUnwindSafe;
@@ -34,8 +33,7 @@ struct Inner {
     /// What keeps a context another library opened open (librdmacm's device list), dropped
     /// instead of `ibv_close_device`; `None` for a context this crate opened.
     keep_open: Option<Box<dyn Send + Sync + RefUnwindSafe>>,
-    /// The ports' attributes and GID tables, as QPs on CM ids read them.
-    #[cfg(feature = "cm")]
+    /// The ports' attributes and GID tables, as QPs and address handles read them.
     ports: port_cache::PortCache,
     /// On an iWARP device, the regions registered without remote write.
     read_sinks: Option<read_sinks::ReadSinks>,
@@ -93,7 +91,6 @@ impl Context {
                 raw,
                 attr: OnceLock::new(),
                 keep_open: None,
-                #[cfg(feature = "cm")]
                 ports: Default::default(),
                 // SAFETY: raw is an open context (caller).
                 read_sinks: unsafe { iwarp_read_sinks(raw) },

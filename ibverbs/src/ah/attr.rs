@@ -3,6 +3,7 @@
 use crate::ah::AddressHandle;
 use crate::context::gid::Gid;
 use crate::context::port::LinkLayer;
+use crate::context::port_cache::SourceGid;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
@@ -104,12 +105,11 @@ impl ProtectionDomain {
     /// provider's to check.
     pub fn create_ah_from_attr(&self, attr: &AhAttr) -> Result<AddressHandle> {
         let ctx = self.context();
-        let port = ctx.query_port(attr.port)?;
         match attr.grh {
             Some(grh) => {
-                ctx.used_gid(attr.port, grh.sgid_index)?;
+                ctx.port_gid(attr.port, SourceGid::Index(grh.sgid_index))?;
             }
-            None if port.link_layer == LinkLayer::Ethernet => {
+            None if ctx.query_port(attr.port)?.link_layer == LinkLayer::Ethernet => {
                 return Err(Error::InvalidArgument {
                     what: "address vector",
                     reason: format!(

@@ -260,7 +260,6 @@ impl Context {
         // SAFETY: ibv_get_async_event succeeded, so it filled the event.
         let mut raw = unsafe { raw.assume_init() };
         let event = AsyncEvent::from_raw(&raw);
-        #[cfg(feature = "cm")]
         self.inner.ports.event(event.kind);
         // SAFETY: raw is an event from ibv_get_async_event not acknowledged yet; nothing
         // refers to the object it names after this.

@@ -6,6 +6,7 @@ use std::net::Ipv6Addr;
 use std::str::FromStr;
 
 use crate::context::port::{LinkLayer, PortAttr};
+use crate::context::port_cache::SourceGid;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::ffi;
@@ -223,21 +224,29 @@ impl Context {
     /// Checks `index` against the table size of `port`, which must exist.
     fn gid_port(&self, port: u8, index: u8) -> Result<PortAttr> {
         let attr = self.query_port(port)?;
-        if u32::from(index) >= attr.gid_tbl_len {
-            return Err(match attr.gid_tbl_len {
-                0 => Error::InvalidArgument {
-                    what: "GID index",
-                    reason: format!("port {port} has no GID table"),
-                },
-                len => Error::OutOfRange {
-                    what: "GID index",
-                    value: index.into(),
-                    min: 0,
-                    max: u64::from(len) - 1,
-                },
-            });
-        }
+        Self::check_gid_index(port, index, &attr)?;
         Ok(attr)
+    }
+
+    /// Checks `index` against the table size in `port`'s attributes `attr`: past it is
+    /// [`Error::OutOfRange`], naming the last index; no table at all is
+    /// [`Error::InvalidArgument`].
+    pub(crate) fn check_gid_index(port: u8, index: u8, attr: &PortAttr) -> Result<()> {
+        if u32::from(index) < attr.gid_tbl_len {
+            return Ok(());
+        }
+        Err(match attr.gid_tbl_len {
+            0 => Error::InvalidArgument {
+                what: "GID index",
+                reason: format!("port {port} has no GID table"),
+            },
+            len => Error::OutOfRange {
+                what: "GID index",
+                value: index.into(),
+                min: 0,
+                max: u64::from(len) - 1,
+            },
+        })
     }
 
     /// Reads entry `index` of the GID table of `port` (`ibv_query_gid`); an empty entry reads
@@ -273,44 +282,16 @@ impl Context {
         Ok(GidEntry::from_raw(&raw))
     }
 
-    /// The GID at `index` of `port`, which must be in use: fails with
-    /// [`Error::OutOfRange`] past the table, [`Error::InvalidArgument`] for an empty entry.
-    pub(crate) fn used_gid(&self, port: u8, index: u8) -> Result<GidEntry> {
-        match self.query_gid_ex(port, index)? {
-            Some(entry) => Ok(entry),
-            None => Err(Error::InvalidArgument {
-                what: "GID index",
-                reason: format!("entry {index} of port {port}'s GID table is empty"),
-            }),
-        }
-    }
-
     /// The GID a queue pair or address handle sends from unless told otherwise. On RoCE:
     /// the first RoCE v2 GID holding an IPv4 address, else the first RoCE v2 GID, else the
     /// first valid one (never the link-local entry 0 when there is a routable one). On
     /// InfiniBand: entry 0.
+    ///
+    /// Read from the device (`ibv_query_port`, `ibv_query_gid_table`); queue pairs and
+    /// address handles made afterwards start from what this call read.
     pub fn default_gid(&self, port: u8) -> Result<GidEntry> {
-        if self.query_port(port)?.link_layer != LinkLayer::Ethernet {
-            return self
-                .query_gid_ex(port, 0)?
-                .ok_or_else(|| Error::InvalidArgument {
-                    what: "GID index",
-                    reason: format!("entry 0 of port {port}'s GID table is empty"),
-                });
-        }
-        let table = self.gid_table(port)?;
-        let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
-        table
-            .iter()
-            .filter(v2)
-            .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
-            .or_else(|| table.iter().find(v2))
-            .or_else(|| table.first())
-            .copied()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: "GID index",
-                reason: format!("port {port} has no GID to send from"),
-            })
+        let (attr, table) = self.read_port(port)?;
+        SourceGid::Default.pick_or_missing(port, &attr, &table)
     }
 
     /// The valid entries of the GID table of `port`, by index (`ibv_query_gid_table`).
@@ -326,14 +307,9 @@ impl Context {
         self.gid_table_sized(port, capacity)
     }
 
-    /// [`gid_table`](Self::gid_table) of a device with one port, whose attributes `attr`
-    /// the caller has (its table is the device's): one call less per port.
-    #[cfg(feature = "cm")]
-    pub(crate) fn gid_table_of_single_port(
-        &self,
-        port: u8,
-        attr: &PortAttr,
-    ) -> Result<Vec<GidEntry>> {
+    /// [`gid_table`](Self::gid_table) of `port`, whose attributes `attr` the caller has:
+    /// on a device of one port (whose table is the device's), one call less.
+    pub(crate) fn gid_table_of(&self, port: u8, attr: &PortAttr) -> Result<Vec<GidEntry>> {
         if self.port_count()? != 1 {
             return self.gid_table(port);
         }
@@ -364,4 +340,20 @@ impl Context {
         entries.sort_by_key(|e| e.index);
         Ok(entries)
     }
+}
+
+/// The default GID (see [`Context::default_gid`]) in `table`, the valid entries of a port
+/// whose attributes are `attr`.
+pub(crate) fn default_entry(attr: &PortAttr, table: &[GidEntry]) -> Option<GidEntry> {
+    if attr.link_layer != LinkLayer::Ethernet {
+        return table.iter().find(|e| e.index == 0).copied();
+    }
+    let v2 = |e: &&GidEntry| e.gid_type == GidType::RoceV2;
+    table
+        .iter()
+        .filter(v2)
+        .find(|e| Ipv6Addr::from(e.gid).to_ipv4_mapped().is_some())
+        .or_else(|| table.iter().find(v2))
+        .or_else(|| table.first())
+        .copied()
 }

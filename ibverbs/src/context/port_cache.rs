@@ -1,24 +1,48 @@
-//! What a QP on a CM id reads of its port, kept per context: the port's attributes and
-//! its GID table, so that creating the QP is the three calls C's `rdma_create_qp` makes.
+//! What queue pairs and address handles read of a port, kept per context: the port's
+//! attributes and its GID table, so that creating a QP costs the calls C makes
+//! (`ibv_create_qp`, `ibv_modify_qp`), not a port query and a GID table read each time.
 //!
-//! rdma_cm moves a CM QP through its states with the route's own source GID (the kernel's
-//! GID attribute, not an index this crate picks), so the copy only feeds what the QP
-//! reports of itself ([`QueuePair::gid_index`](crate::QueuePair::gid_index), its LID,
-//! MTU and link layer). It is read again when a route's source GID is not in it, and
-//! dropped when an asynchronous event says a port or its tables changed (read through
-//! [`Context::get_async_event`] or the tokio event stream).
+//! The copy of a port is read on first use and read again when it is older than
+//! [`MAX_AGE`], when what is asked is not in it (nothing is refused on the copy's word:
+//! an index or route it lacks is looked up afresh before any error), and after an
+//! asynchronous event says a port or its tables changed (read through
+//! [`Context::get_async_event`] or the tokio event stream). So a GID that moved is used
+//! at most [`MAX_AGE`] after the move by a program that reads no events; the device
+//! refuses a GID index that went empty when the QP or handle is made or connected
+//! ([`Error::Transition`](crate::Error::Transition), [`Error::Verb`](crate::Error::Verb)).
+//! The public queries ([`Context::query_port`], [`Context::gid_table`],
+//! [`Context::default_gid`]) always ask the device; `default_gid` refreshes the copy.
+//!
+//! For a QP on a CM id, rdma_cm moves the QP through its states with the route's own
+//! source GID (the kernel's GID attribute, not an index this crate picks), so the copy
+//! only feeds what the QP reports of itself
+//! ([`QueuePair::gid_index`](crate::QueuePair::gid_index), its LID, MTU and link layer).
 
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::context::async_event::AsyncEventKind;
-use crate::context::gid::{Gid, GidEntry, GidType};
+use crate::context::gid::{default_entry, GidEntry};
+#[cfg(feature = "cm")]
+use crate::context::gid::{Gid, GidType};
 use crate::context::port::PortAttr;
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-/// The ports read so far: their number, attributes and GID table.
+/// How long a port's copy is used before it is read again.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(1);
+
+/// One port's copy: its number, when it was read, its attributes and GID table.
+struct Port {
+    num: u8,
+    read: Instant,
+    attr: PortAttr,
+    table: Vec<GidEntry>,
+}
+
+/// The ports read so far.
 #[derive(Default)]
-pub(crate) struct PortCache(Mutex<Vec<(u8, PortAttr, Vec<GidEntry>)>>);
+pub(crate) struct PortCache(Mutex<Vec<Port>>);
 
 impl PortCache {
     /// Forgets every port if `kind` says a port's state, addresses or tables changed.
@@ -36,10 +60,64 @@ impl PortCache {
     }
 }
 
+/// Which entry of a port's GID table a QP or address handle sends from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SourceGid {
+    /// The entry at this index, which must be in use.
+    Index(u8),
+    /// [`Context::default_gid`].
+    Default,
+    /// The entry rdma_cm sends from for a route whose source GID is this one; the
+    /// default GID if no entry holds it (a route on a port with no such address).
+    #[cfg(feature = "cm")]
+    Route(Gid),
+}
+
+impl SourceGid {
+    /// The entry in `table`, if it is there.
+    fn pick(self, attr: &PortAttr, table: &[GidEntry]) -> Option<GidEntry> {
+        match self {
+            SourceGid::Index(index) => table.iter().find(|e| e.index == index).copied(),
+            SourceGid::Default => default_entry(attr, table),
+            #[cfg(feature = "cm")]
+            SourceGid::Route(sgid) => route_entry(table, sgid),
+        }
+    }
+
+    /// The entry in a freshly read `table`; if it lacks it, the default for a route, else
+    /// the error naming what is missing.
+    pub(crate) fn pick_or_missing(
+        self,
+        port: u8,
+        attr: &PortAttr,
+        table: &[GidEntry],
+    ) -> Result<GidEntry> {
+        if let Some(entry) = self.pick(attr, table) {
+            return Ok(entry);
+        }
+        match self {
+            SourceGid::Index(index) => {
+                Context::check_gid_index(port, index, attr)?;
+                Err(Error::InvalidArgument {
+                    what: "GID index",
+                    reason: format!("entry {index} of port {port}'s GID table is empty"),
+                })
+            }
+            // A route's GID in no entry (a route on a port with no such address): the
+            // port's default.
+            _ => default_entry(attr, table).ok_or_else(|| Error::InvalidArgument {
+                what: "GID index",
+                reason: format!("port {port} has no GID to send from"),
+            }),
+        }
+    }
+}
+
 /// The entry of a port's GID table that rdma_cm sends from for the route's source GID
 /// `sgid`: on RoCE the same GID is in the table once per RoCE version, and rdma_cm's
 /// default is v2 (changeable only through configfs: the QP's `query` then shows the index
 /// it really uses).
+#[cfg(feature = "cm")]
 fn route_entry(table: &[GidEntry], sgid: Gid) -> Option<GidEntry> {
     let of_route = table.iter().filter(|e| e.gid == sgid);
     of_route
@@ -50,30 +128,52 @@ fn route_entry(table: &[GidEntry], sgid: Gid) -> Option<GidEntry> {
 }
 
 impl Context {
-    /// `port`'s attributes and the entry of its GID table for a route from `sgid`, from
-    /// the context's copy (read on first use, and again if `sgid` is not in it). A GID in
-    /// no entry (a route on a port with no such address) gives the port's default GID.
-    pub(crate) fn route_port(&self, port: u8, sgid: Gid) -> Result<(PortAttr, GidEntry)> {
-        let cache = &self.inner.ports.0;
+    /// `port`'s attributes and GID table, read from the device (`ibv_query_port`,
+    /// `ibv_query_gid_table`); the context's copy of the port is replaced by them.
+    pub(crate) fn read_port(&self, port: u8) -> Result<(PortAttr, Vec<GidEntry>)> {
+        let attr = self.query_port(port)?;
+        let table = self.gid_table_of(port, &attr)?;
+        let mut ports = self
+            .inner
+            .ports
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        ports.retain(|p| p.num != port);
+        ports.push(Port {
+            num: port,
+            read: Instant::now(),
+            attr,
+            table: table.clone(),
+        });
+        Ok((attr, table))
+    }
+
+    /// `port`'s attributes and the entry of its GID table `source` names, from the
+    /// context's copy (see the module docs), or from the device when the copy is missing,
+    /// old or lacks the entry. Fails as [`query_port`](Self::query_port) does for a port
+    /// the device does not have, with [`Error::OutOfRange`] for an index past the table
+    /// and [`Error::InvalidArgument`] for an empty entry or a port with no GID to send
+    /// from.
+    pub(crate) fn port_gid(&self, port: u8, source: SourceGid) -> Result<(PortAttr, GidEntry)> {
         {
-            let ports = cache.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, attr, table)) = ports.iter().find(|(p, _, _)| *p == port) {
-                if let Some(entry) = route_entry(table, sgid) {
-                    return Ok((*attr, entry));
+            let ports = self
+                .inner
+                .ports
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let fresh = ports
+                .iter()
+                .find(|p| p.num == port && p.read.elapsed() < MAX_AGE);
+            if let Some(p) = fresh {
+                if let Some(entry) = source.pick(&p.attr, &p.table) {
+                    return Ok((p.attr, entry));
                 }
             }
         }
         // Read outside the lock: other threads' QPs on the context are not held up.
-        let attr = self.query_port(port)?;
-        let table = self.gid_table_of_single_port(port, &attr)?;
-        let entry = route_entry(&table, sgid);
-        let mut ports = cache.lock().unwrap_or_else(PoisonError::into_inner);
-        ports.retain(|(p, _, _)| *p != port);
-        ports.push((port, attr, table));
-        drop(ports);
-        match entry {
-            Some(entry) => Ok((attr, entry)),
-            None => Ok((attr, self.default_gid(port)?)),
-        }
+        let (attr, table) = self.read_port(port)?;
+        Ok((attr, source.pick_or_missing(port, &attr, &table)?))
     }
 }

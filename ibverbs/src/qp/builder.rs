@@ -9,6 +9,7 @@ use super::{create_flags, inline_limit, random_psn, PreparedQueuePair, QueuePair
 use crate::context::device_attr::DeviceCapFlags;
 use crate::context::gid::GidEntry;
 use crate::context::port::{LinkLayer, PortAttr};
+use crate::context::port_cache::SourceGid;
 use crate::cq::CompletionQueue;
 use crate::error::{check_ptr, Error, IwarpRule, Result};
 use crate::ffi;
@@ -178,15 +179,20 @@ impl<'a> QueuePairBuilder<'a> {
 
     /// Creates the QP (`ibv_create_qp`, or `ibv_create_qp_ex` with
     /// [`send_ops`](Self::send_ops)) and moves it to INIT (`ibv_modify_qp`).
+    ///
+    /// The port's attributes and GID come from the context's copy of the port (read on
+    /// first use, at most a second old, read again for an index it lacks and after a port
+    /// or GID change event; [`Context::default_gid`](crate::Context::default_gid) reads it
+    /// afresh): creating many QPs queries the port once, as C programs do.
     pub fn build(self) -> Result<PreparedQueuePair> {
         let ctx = self.pd.context();
         self.check_parts()?;
         let port_num = self.port.unwrap_or(1);
-        let port = ctx.query_port(port_num)?;
-        let gid = match self.gid_index {
-            Some(index) => ctx.used_gid(port_num, index)?,
-            None => ctx.default_gid(port_num)?,
+        let source = match self.gid_index {
+            Some(index) => SourceGid::Index(index),
+            None => SourceGid::Default,
         };
+        let (port, gid) = ctx.port_gid(port_num, source)?;
         let mut init = self.init_attr();
         let attr_asked = init;
         // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they

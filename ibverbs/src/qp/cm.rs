@@ -9,6 +9,7 @@ use rdmacm_sys as cm;
 use super::{QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
 use crate::context::gid::Gid;
+use crate::context::port_cache::SourceGid;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::qp::qp_type::QpType;
@@ -72,7 +73,7 @@ impl QueuePairBuilder<'_> {
             let ibaddr = (*id).route.addr.addr.ibaddr.as_ref();
             ((*id).port_num, Gid::from_raw(ibaddr.sgid))
         };
-        let (port, gid) = ctx.route_port(port_num, sgid)?;
+        let (port, gid) = ctx.port_gid(port_num, SourceGid::Route(sgid))?;
         let mut init = self.init_attr();
         let asked = init;
         // SAFETY: the id is live and bound to the PD's device (caller); the CQs and SRQ are

@@ -11,7 +11,7 @@ use rdma_verbs::{
     AccessFlags, Context, Error, Gid, GidType, QpCreateFlags, QpType, RecvRequest, SendOps,
     SendRequest,
 };
-use rdma_verbs_test_kit::{cm_addr, cm_device, open, provider_has, Need};
+use rdma_verbs_test_kit::{cm_addr, cm_device, open, open_cm, provider_has, Need};
 
 use super::{both_established, listener, next_event, one_completion};
 
@@ -269,4 +269,48 @@ fn a_cm_qp_reports_the_gid_of_its_route_even_one_added_after_the_first_qp() {
         "the new address's GID"
     );
     assert_ne!(second_index, first_index);
+}
+
+#[test]
+fn a_verbs_qp_finds_a_gid_added_after_the_first_qp_and_is_refused_one_removed() {
+    if !provider_has(Need::IbTransport) {
+        return;
+    }
+    // The first QP fills the context's copy of port 1; the address added after it makes
+    // an index the copy lacks, which the builder looks up afresh rather than refuse.
+    let ctx = open_cm();
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
+    let first = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let extra = Ipv4Addr::new(198, 18, 1, 78);
+    let added = AddedAddr::add(&ctx, extra);
+    let index = v2_index(&ctx, mapped(extra));
+    assert_ne!(index, first.gid_index());
+    let qp = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .gid_index(index)
+        .build()
+        .unwrap();
+    assert_eq!((qp.gid_index(), qp.endpoint().gid), (index, mapped(extra)));
+
+    // Removed: once the table no longer holds it, `default_gid` (which reads the device)
+    // refreshes the copy, and the builder refuses the empty entry before creating a QP.
+    drop(added);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ctx.gid_table(1).unwrap().iter().any(|e| e.index == index) {
+        assert!(
+            Instant::now() < deadline,
+            "GID {index} still there after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ctx.default_gid(1).unwrap();
+    let err = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .gid_index(index)
+        .build()
+        .unwrap_err();
+    assert!(
+        invalid(&err, "GID index", &format!("entry {index} ")),
+        "{err}"
+    );
 }
