@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! verbs_scale info            max_qp M gid_index G
-//! verbs_scale qps N           N create_us connect_us destroy_us rss_kib kernel_kib
+//! verbs_scale qps N [warm]    N create_us connect_us destroy_us rss_kib kernel_kib
 //! verbs_scale mr SIZE ITERS   SIZE reg_dereg_us
 //! ```
 //!
@@ -11,8 +11,9 @@
 //! queues: 128 sends and 128 receives of one SGE, no inline data), connects each to itself
 //! over the port's loopback (INIT → RTR → RTS, `ConnectOptions::default()`), then destroys
 //! them. The create phase is `build` (`ibv_create_qp` and the move to INIT), connect is
-//! RTR and RTS. Every figure is per QP: the time of each phase over N, the growth of this process's
-//! resident set (`VmRSS`), and of the kernel's `Slab` + `VmallocUsed` (`/proc/meminfo`,
+//! RTR and RTS; with `warm`, one QP is created, connected and destroyed first, outside
+//! the figures (what a process that made a QP before pays: its code is paged in). Every figure is per QP: the time of each phase over N, the growth of this process's
+//! resident set (`Rss` of `/proc/self/smaps_rollup`), and of the kernel's `Slab` + `VmallocUsed` (`/proc/meminfo`,
 //! the whole machine's: rxe's queues are vmalloc'd and mapped into the process, so they
 //! count in both). `mr` registers and deregisters one SIZE-byte buffer ITERS times
 //! (`ibv_reg_mr` + `ibv_dereg_mr` through `register` / `deregister`), after one untimed
@@ -38,9 +39,12 @@ fn kib(path: &str, field: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{path}: no {field}"))
 }
 
-/// This process's resident set and the kernel's slab + vmalloc use, in KiB.
+/// This process's resident set and the kernel's slab + vmalloc use, in KiB. The resident
+/// set is `smaps_rollup`'s, counted from the page tables: `VmRSS` lags on kernels before
+/// 6.2 (each thread batches its count until 64 page faults), and so depends on how many
+/// faults the program happened to take.
 fn memory() -> Result<(u64, u64), String> {
-    let rss = kib("/proc/self/status", "VmRSS")?;
+    let rss = kib("/proc/self/smaps_rollup", "Rss")?;
     let kernel = kib("/proc/meminfo", "Slab")? + kib("/proc/meminfo", "VmallocUsed")?;
     Ok((rss, kernel))
 }
@@ -58,7 +62,7 @@ fn info() -> Result<(), String> {
     Ok(())
 }
 
-fn qps(n: usize) -> Result<(), String> {
+fn qps(n: usize, warm: bool) -> Result<(), String> {
     let err = |e: rdma_verbs::Error| e.to_string();
     let ctx = open().map_err(err)?;
     let pd = ctx.alloc_pd().map_err(err)?;
@@ -67,6 +71,14 @@ fn qps(n: usize) -> Result<(), String> {
     // Before the clock, as the C twin queries the port, the device and its GID: this
     // reads the port and its GID table into the context's copy, which the QPs use.
     ctx.default_gid(1).map_err(err)?;
+    let connect_to_itself = |qp: rdma_verbs::PreparedQueuePair| {
+        let me = qp.endpoint();
+        qp.connect(&me, &ConnectOptions::default())
+    };
+    if warm {
+        let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(access).build();
+        drop(qp.and_then(connect_to_itself).map_err(err)?);
+    }
     let mut prepared = Vec::with_capacity(n);
     let (rss0, kernel0) = memory()?;
     let start = Instant::now();
@@ -79,12 +91,10 @@ fn qps(n: usize) -> Result<(), String> {
         );
     }
     let create = start.elapsed();
-    let opts = ConnectOptions::default();
     let mut connected = Vec::with_capacity(n);
     let start = Instant::now();
     for qp in prepared {
-        let me = qp.endpoint();
-        connected.push(qp.connect(&me, &opts).map_err(err)?);
+        connected.push(connect_to_itself(qp).map_err(err)?);
     }
     let connect = start.elapsed();
     let (rss1, kernel1) = memory()?;
@@ -133,14 +143,21 @@ fn main() -> ExitCode {
     let number = |s: &str, what: &str| s.parse::<usize>().map_err(|e| format!("{what}: {e}"));
     let result = match args.as_slice() {
         [_, op] if op == "info" => info(),
-        [_, op, n] if op == "qps" => match number(n, "N") {
-            Ok(0) => Err("N: at least one QP".into()),
-            n => n.and_then(qps),
-        },
+        [_, op, n, rest @ ..] if op == "qps" && matches!(rest, [] | [_]) => {
+            let warm = match rest {
+                [] => Ok(false),
+                [w] if w == "warm" => Ok(true),
+                _ => Err("qps N [warm]".to_owned()),
+            };
+            match number(n, "N") {
+                Ok(0) => Err("N: at least one QP".into()),
+                n => n.and_then(|n| warm.and_then(|warm| qps(n, warm))),
+            }
+        }
         [_, op, size, iters] if op == "mr" => number(size, "SIZE").and_then(|size| {
             number(iters, "ITERS").and_then(|i| mr(size, u32::try_from(i.max(1)).unwrap_or(1)))
         }),
-        _ => Err("usage: verbs_scale info | qps N | mr SIZE ITERS".into()),
+        _ => Err("usage: verbs_scale info | qps N [warm] | mr SIZE ITERS".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

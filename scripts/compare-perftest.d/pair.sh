@@ -29,10 +29,12 @@ run_pair() {
 
 # results FIELD: the client's result lines (size, iterations, then numbers) as
 # "SIZE VALUE" with VALUE its FIELDth column; nothing if any such value is not a number
-# (Debian's perftest prints inf, or no report, when it fails to measure its clock).
+# (Debian's perftest prints inf, or no report, when it fails to measure its clock) or if
+# there are fewer than MEASURE_LINES of them (default 1; a run of several sizes whose
+# server or client stopped part way, as perftest exits when it cannot measure its clock).
 results() {
-	awk -v f="$1" '/^ [0-9]+ +[0-9]+ / { if ($f !~ /^[0-9.]+$/) bad = 1; out = out $1 " " $f "\n" }
-		END { if (!bad) printf "%s", out }' "$WORK/cli.out"
+	awk -v f="$1" -v want="${MEASURE_LINES:-1}" '/^ [0-9]+ +[0-9]+ / { if ($f !~ /^[0-9.]+$/) bad = 1; n++; out = out $1 " " $f "\n" }
+		END { if (!bad && n >= want) printf "%s", out }' "$WORK/cli.out"
 }
 
 # measure FIELD BIN ARGS...: run_pair, then the results of FIELD; repeated up to 5 times

@@ -1,7 +1,8 @@
 /* The C twin of examples/verbs_scale.rs for scripts/scale: the same measurements through
  * plain libibverbs, printing the same lines.
- *   scale qps N          N create_us connect_us destroy_us rss_kib kernel_kib  (per QP;
- *                        create = ibv_create_qp + to INIT, connect = to RTR and RTS)
+ *   scale qps N [warm]   N create_us connect_us destroy_us rss_kib kernel_kib  (per QP;
+ *                        create = ibv_create_qp + to INIT, connect = to RTR and RTS;
+ *                        warm: one QP made, connected and destroyed first, untimed)
  *   scale mr SIZE ITERS  SIZE reg_dereg_us
  * QPs: RC, 128 sends and 128 receives of one SGE, one shared CQ, each connected to itself
  * with the crate's ConnectOptions::default() (the port's active MTU, timeout 14, retries 7,
@@ -39,7 +40,8 @@ static long kib(const char *path, const char *field) {
 }
 
 static void memory(long *rss, long *kernel) {
-	*rss = kib("/proc/self/status", "VmRSS");
+	/* smaps_rollup counts from the page tables; VmRSS lags before kernel 6.2. */
+	*rss = kib("/proc/self/smaps_rollup", "Rss");
 	*kernel = kib("/proc/meminfo", "Slab") + kib("/proc/meminfo", "VmallocUsed");
 }
 
@@ -59,7 +61,7 @@ static void connect_self(struct ibv_qp *qp, struct ibv_port_attr *port,
 	qp_to_rts(qp, &path);
 }
 
-static void qps(long n) {
+static void qps(long n, int warm) {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
 	struct ibv_qp **qp = calloc(n, sizeof *qp);
 	struct ibv_port_attr port;
@@ -69,6 +71,18 @@ static void qps(long n) {
 	if (!cq || !qp) die("ibv_create_cq");
 	if (ibv_query_port(ctx, 1, &port) || ibv_query_device(ctx, &dev)) die("ibv_query");
 	int index = test_gid(ctx, "SCALE_GID_INDEX", &gid);
+	if (warm) { /* one QP made, connected and destroyed before the clock */
+		struct ibv_qp_init_attr attr = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		struct ibv_qp *w = ibv_create_qp(pd, &attr);
+		if (!w) die("ibv_create_qp");
+		qp_to_init(w);
+		connect_self(w, &port, &dev, &gid, index);
+		if (ibv_destroy_qp(w)) die("ibv_destroy_qp");
+	}
 	memory(&rss0, &kernel0);
 	double t0 = now_us();
 	for (long i = 0; i < n; i++) {
@@ -110,14 +124,15 @@ static void mr(size_t size, long iters) {
 }
 
 int main(int argc, char **argv) {
-	if (argc == 3 && !strcmp(argv[1], "qps") && atol(argv[2]) > 0) {
+	int warm = argc == 4 && !strcmp(argv[3], "warm");
+	if ((argc == 3 || warm) && !strcmp(argv[1], "qps") && atol(argv[2]) > 0) {
 		open_device();
-		qps(atol(argv[2]));
+		qps(atol(argv[2]), warm);
 	} else if (argc == 4 && !strcmp(argv[1], "mr") && atol(argv[3]) > 0) {
 		open_device();
 		mr(strtoull(argv[2], NULL, 10), atol(argv[3]));
 	} else {
-		fprintf(stderr, "usage: scale qps N | mr SIZE ITERS\n");
+		fprintf(stderr, "usage: scale qps N [warm] | mr SIZE ITERS\n");
 		return 2;
 	}
 	return 0;

@@ -19,7 +19,7 @@
 //! ([`QueuePair::gid_index`](crate::QueuePair::gid_index), its LID, MTU and link layer).
 
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::context::async_event::AsyncEventKind;
 use crate::context::gid::{default_entry, GidEntry};
@@ -32,10 +32,26 @@ use crate::error::{Error, Result};
 /// How long a port's copy is used before it is read again.
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(1);
 
-/// One port's copy: its number, when it was read, its attributes and GID table.
+/// `CLOCK_MONOTONIC_COARSE`: the kernel's last tick, read from the vDSO page without a
+/// system call even where the fine clock needs one (a VM whose clock source the vDSO
+/// cannot read), which `Instant::now` would pay for every QP. `None` if it fails.
+fn coarse_now() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec).ok()?;
+    (rc == 0).then(|| Duration::new(secs, nanos))
+}
+
+/// One port's copy: its number, when it was read ([`coarse_now`]), its attributes and
+/// GID table.
 struct Port {
     num: u8,
-    read: Instant,
+    read: Option<Duration>,
     attr: PortAttr,
     table: Vec<GidEntry>,
 }
@@ -142,7 +158,7 @@ impl Context {
         ports.retain(|p| p.num != port);
         ports.push(Port {
             num: port,
-            read: Instant::now(),
+            read: coarse_now(),
             attr,
             table: table.clone(),
         });
@@ -157,15 +173,18 @@ impl Context {
     /// from.
     pub(crate) fn port_gid(&self, port: u8, source: SourceGid) -> Result<(PortAttr, GidEntry)> {
         {
+            let now = coarse_now();
+            let young = |read: Option<Duration>| match (read, now) {
+                (Some(read), Some(now)) => now.saturating_sub(read) < MAX_AGE,
+                _ => false,
+            };
             let ports = self
                 .inner
                 .ports
                 .0
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let fresh = ports
-                .iter()
-                .find(|p| p.num == port && p.read.elapsed() < MAX_AGE);
+            let fresh = ports.iter().find(|p| p.num == port && young(p.read));
             if let Some(p) = fresh {
                 if let Some(entry) = source.pick(&p.attr, &p.table) {
                     return Ok((p.attr, entry));
