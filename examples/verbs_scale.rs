@@ -7,17 +7,18 @@
 //! verbs_scale mr SIZE ITERS   SIZE reg_dereg_us
 //! ```
 //!
-//! `qps` creates N RC QPs on one context (one PD, one shared CQ; the builder's default
-//! queues: 128 sends and 128 receives of one SGE, no inline data), connects each to itself
-//! over the port's loopback (INIT → RTR → RTS, `ConnectOptions::default()`), then destroys
-//! them. The create phase is `build` (`ibv_create_qp` and the move to INIT), connect is
-//! RTR and RTS; with `warm`, one QP is created, connected and destroyed first, outside
-//! the figures (what a process that made a QP before pays: its code is paged in). Every figure is per QP: the time of each phase over N, the growth of this process's
-//! resident set (`Rss` of `/proc/self/smaps_rollup`), and of the kernel's `Slab` + `VmallocUsed` (`/proc/meminfo`,
-//! the whole machine's: rxe's queues are vmalloc'd and mapped into the process, so they
-//! count in both). `mr` registers and deregisters one SIZE-byte buffer ITERS times
-//! (`ibv_reg_mr` + `ibv_dereg_mr` through `register` / `deregister`), after one untimed
-//! round that faults its pages in; it prints the mean time of a round.
+//! `qps` creates N RC QPs on one context (one PD, one shared CQ; the builder's default queues:
+//! 128 sends and 128 receives of one SGE, no inline data), connects each to itself over the
+//! port's loopback (INIT → RTR → RTS, `ConnectOptions::default()`), then destroys them. The
+//! create phase is `build` (`ibv_create_qp` and the move to INIT), connect is RTR and RTS; with
+//! `warm`, one QP is created, connected and destroyed first, outside the figures (what a
+//! process that made a QP before pays: its code is paged in). Every figure is per QP: the time
+//! of each phase over N, the growth of this process's resident set (`Rss` of
+//! `/proc/self/smaps_rollup`), and of the kernel's `Slab` + `VmallocUsed` (`/proc/meminfo`, the
+//! whole machine's: rxe's queues are vmalloc'd and mapped into the process, so they count in
+//! both). `mr` registers and deregisters one SIZE-byte buffer ITERS times (`ibv_reg_mr` +
+//! `ibv_dereg_mr` through `register` / `deregister`), after one untimed round that faults its
+//! pages in; it prints the mean time of a round.
 
 use std::process::ExitCode;
 use std::time::Instant;

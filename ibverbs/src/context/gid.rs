@@ -287,8 +287,9 @@ impl Context {
     /// first valid one (never the link-local entry 0 when there is a routable one). On
     /// InfiniBand: entry 0.
     ///
-    /// Read from the device (`ibv_query_port`, `ibv_query_gid_table`); queue pairs and
-    /// address handles made afterwards start from what this call read.
+    /// Read from the device (`ibv_query_port`, `ibv_query_gid_table`), which also
+    /// refreshes the context's copy of the port that queue pairs and address handles read
+    /// (see [`QueuePairBuilder::build`](crate::QueuePairBuilder::build)).
     pub fn default_gid(&self, port: u8) -> Result<GidEntry> {
         let (attr, table) = self.read_port(port)?;
         SourceGid::Default.pick_or_missing(port, &attr, &table)

@@ -6,10 +6,13 @@
 //! [`MAX_AGE`], when what is asked is not in it (nothing is refused on the copy's word:
 //! an index or route it lacks is looked up afresh before any error), and after an
 //! asynchronous event says a port or its tables changed (read through
-//! [`Context::get_async_event`] or the tokio event stream). So a GID that moved is used
-//! at most [`MAX_AGE`] after the move by a program that reads no events; the device
-//! refuses a GID index that went empty when the QP or handle is made or connected
-//! ([`Error::Transition`](crate::Error::Transition), [`Error::Verb`](crate::Error::Verb)).
+//! [`Context::get_async_event`] or the tokio event stream; a read that began before such
+//! an event is not kept). So in a program that reads no events, a GID table that changed
+//! is seen at most [`MAX_AGE`] late: an index whose entry went empty meanwhile is refused
+//! by the device when the handle is made or the QP connected
+//! ([`Error::Verb`](crate::Error::Verb), [`Error::Transition`](crate::Error::Transition));
+//! an index that now holds another address gives a QP whose endpoint names the old GID,
+//! which its peer cannot reach.
 //! The public queries ([`Context::query_port`], [`Context::gid_table`],
 //! [`Context::default_gid`]) always ask the device; `default_gid` refreshes the copy.
 //!
@@ -30,7 +33,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 
 /// How long a port's copy is used before it is read again.
-pub(crate) const MAX_AGE: Duration = Duration::from_secs(1);
+const MAX_AGE: Duration = Duration::from_secs(1);
 
 /// `CLOCK_MONOTONIC_COARSE`: the kernel's last tick, read from the vDSO page without a
 /// system call even where the fine clock needs one (a VM whose clock source the vDSO
@@ -58,7 +61,22 @@ struct Port {
 
 /// The ports read so far.
 #[derive(Default)]
-pub(crate) struct PortCache(Mutex<Vec<Port>>);
+pub(crate) struct PortCache(Mutex<Ports>);
+
+/// The copies, and how many times events cleared them.
+#[derive(Default)]
+struct Ports {
+    copies: Vec<Port>,
+    /// Raised by every event that clears the copies: a read that began before one is not
+    /// kept.
+    generation: u64,
+}
+
+impl PortCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ports> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 impl PortCache {
     /// Forgets every port if `kind` says a port's state, addresses or tables changed.
@@ -68,10 +86,9 @@ impl PortCache {
             kind,
             PortActive | PortErr | LidChange | PkeyChange | SmChange | ClientReregister | GidChange
         ) {
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clear();
+            let mut ports = self.lock();
+            ports.copies.clear();
+            ports.generation += 1;
         }
     }
 }
@@ -145,23 +162,23 @@ fn route_entry(table: &[GidEntry], sgid: Gid) -> Option<GidEntry> {
 
 impl Context {
     /// `port`'s attributes and GID table, read from the device (`ibv_query_port`,
-    /// `ibv_query_gid_table`); the context's copy of the port is replaced by them.
+    /// `ibv_query_gid_table`). They replace the context's copy of the port unless an event
+    /// cleared the copies while they were read, or another thread's read began later.
     pub(crate) fn read_port(&self, port: u8) -> Result<(PortAttr, Vec<GidEntry>)> {
+        let (generation, began) = (self.inner.ports.lock().generation, coarse_now());
         let attr = self.query_port(port)?;
         let table = self.gid_table_of(port, &attr)?;
-        let mut ports = self
-            .inner
-            .ports
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        ports.retain(|p| p.num != port);
-        ports.push(Port {
-            num: port,
-            read: coarse_now(),
-            attr,
-            table: table.clone(),
-        });
+        let mut ports = self.inner.ports.lock();
+        let newer = ports.copies.iter().any(|p| p.num == port && p.read > began);
+        if ports.generation == generation && !newer {
+            ports.copies.retain(|p| p.num != port);
+            ports.copies.push(Port {
+                num: port,
+                read: began,
+                attr,
+                table: table.clone(),
+            });
+        }
         Ok((attr, table))
     }
 
@@ -178,13 +195,8 @@ impl Context {
                 (Some(read), Some(now)) => now.saturating_sub(read) < MAX_AGE,
                 _ => false,
             };
-            let ports = self
-                .inner
-                .ports
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let fresh = ports.iter().find(|p| p.num == port && young(p.read));
+            let ports = self.inner.ports.lock();
+            let fresh = ports.copies.iter().find(|p| p.num == port && young(p.read));
             if let Some(p) = fresh {
                 if let Some(entry) = source.pick(&p.attr, &p.table) {
                     return Ok((p.attr, entry));

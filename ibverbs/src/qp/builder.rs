@@ -180,10 +180,11 @@ impl<'a> QueuePairBuilder<'a> {
     /// Creates the QP (`ibv_create_qp`, or `ibv_create_qp_ex` with
     /// [`send_ops`](Self::send_ops)) and moves it to INIT (`ibv_modify_qp`).
     ///
-    /// The port's attributes and GID come from the context's copy of the port (read on
-    /// first use, at most a second old, read again for an index it lacks and after a port
-    /// or GID change event; [`Context::default_gid`](crate::Context::default_gid) reads it
-    /// afresh): creating many QPs queries the port once, as C programs do.
+    /// The port's attributes and GID come from the context's copy of the port: read on
+    /// first use, used for at most a second, read again for an index it lacks, after
+    /// [`Context::default_gid`](crate::Context::default_gid), and after a port or GID
+    /// event the program reads ([`Context::get_async_event`](crate::Context::get_async_event)).
+    /// Creating many QPs queries the port once, as C programs do.
     pub fn build(self) -> Result<PreparedQueuePair> {
         let ctx = self.pd.context();
         self.check_parts()?;

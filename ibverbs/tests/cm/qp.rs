@@ -4,6 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
@@ -166,6 +167,10 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
     assert_eq!(&got, b"through ibv_wr_send");
 }
 
+/// Held by the tests that add addresses: the kernel may give one test's address the slot
+/// of the GID table another test's just freed.
+static ADDRESSES: Mutex<()> = Mutex::new(());
+
 /// An address added to the CM device's network device, removed on drop.
 struct AddedAddr {
     addr: Ipv4Addr,
@@ -245,6 +250,7 @@ fn a_cm_qp_reports_the_gid_of_its_route_even_one_added_after_the_first_qp() {
     // that the first QP filled; the second QP's route is from an address added after it.
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener(&schan);
+    let _one_at_a_time = ADDRESSES.lock().unwrap_or_else(PoisonError::into_inner);
     let IpAddr::V4(first_addr) = cm_addr() else {
         panic!("the CM address is IPv4")
     };
@@ -278,6 +284,7 @@ fn a_verbs_qp_finds_a_gid_added_after_the_first_qp_and_is_refused_one_removed() 
     }
     // The first QP fills the context's copy of port 1; the address added after it makes
     // an index the copy lacks, which the builder looks up afresh rather than refuse.
+    let _one_at_a_time = ADDRESSES.lock().unwrap_or_else(PoisonError::into_inner);
     let ctx = open_cm();
     let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
     let first = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
