@@ -168,13 +168,16 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
 }
 
 /// Held by the tests that add addresses: the kernel may give one test's address the slot
-/// of the GID table another test's just freed.
+/// of the GID table another test's just freed, while a context's copy still holds the
+/// other (which it may, for up to a second).
 static ADDRESSES: Mutex<()> = Mutex::new(());
 
-/// An address added to the CM device's network device, removed on drop.
+/// An address added to the CM device's network device, removed on drop (which waits, up
+/// to 10 s, for its GID to leave the table).
 struct AddedAddr {
     addr: Ipv4Addr,
     netdev: String,
+    ctx: Context,
 }
 
 impl AddedAddr {
@@ -196,7 +199,11 @@ impl AddedAddr {
                 .success()
         };
         assert!(ip(&["addr", "add", &format!("{addr}/24"), "dev", &netdev]));
-        let added = AddedAddr { addr, netdev };
+        let added = AddedAddr {
+            addr,
+            netdev,
+            ctx: ctx.clone(),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !ctx
             .gid_table(1)
@@ -222,6 +229,15 @@ impl Drop for AddedAddr {
                 &self.netdev,
             ])
             .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let gone = || {
+            self.ctx
+                .gid_table(1)
+                .is_ok_and(|table| table.iter().all(|e| e.gid != mapped(self.addr)))
+        };
+        while !gone() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -299,17 +315,11 @@ fn a_verbs_qp_finds_a_gid_added_after_the_first_qp_and_is_refused_one_removed() 
         .unwrap();
     assert_eq!((qp.gid_index(), qp.endpoint().gid), (index, mapped(extra)));
 
-    // Removed: once the table no longer holds it, `default_gid` (which reads the device)
-    // refreshes the copy, and the builder refuses the empty entry before creating a QP.
+    // Removed (the drop waits for the GID to leave the table): `default_gid` (which reads
+    // the device) refreshes the copy, and the builder refuses the empty entry before
+    // creating a QP.
     drop(added);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ctx.gid_table(1).unwrap().iter().any(|e| e.index == index) {
-        assert!(
-            Instant::now() < deadline,
-            "GID {index} still there after 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(ctx.gid_table(1).unwrap().iter().all(|e| e.index != index));
     ctx.default_gid(1).unwrap();
     let err = pd
         .create_qp(QpType::Rc, &cq, &cq)
