@@ -61,6 +61,20 @@ static void connect_self(struct ibv_qp *qp, struct ibv_port_attr *port,
 	qp_to_rts(qp, &path);
 }
 
+/* An RC QP of 128 sends and 128 receives of one SGE, moved to INIT, as the crate's
+ * QueuePairBuilder::build does (its create phase includes it). */
+static struct ibv_qp *create_qp(struct ibv_cq *cq) {
+	struct ibv_qp_init_attr attr = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &attr);
+	if (!qp) die("ibv_create_qp");
+	qp_to_init(qp);
+	return qp;
+}
+
 static void qps(long n, int warm) {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
 	struct ibv_qp **qp = calloc(n, sizeof *qp);
@@ -72,30 +86,13 @@ static void qps(long n, int warm) {
 	if (ibv_query_port(ctx, 1, &port) || ibv_query_device(ctx, &dev)) die("ibv_query");
 	int index = test_gid(ctx, "SCALE_GID_INDEX", &gid);
 	if (warm) { /* one QP made, connected and destroyed before the clock */
-		struct ibv_qp_init_attr attr = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
-				 .max_recv_sge = 1 },
-		};
-		struct ibv_qp *w = ibv_create_qp(pd, &attr);
-		if (!w) die("ibv_create_qp");
-		qp_to_init(w);
+		struct ibv_qp *w = create_qp(cq);
 		connect_self(w, &port, &dev, &gid, index);
 		if (ibv_destroy_qp(w)) die("ibv_destroy_qp");
 	}
 	memory(&rss0, &kernel0);
 	double t0 = now_us();
-	for (long i = 0; i < n; i++) {
-		struct ibv_qp_init_attr attr = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
-				 .max_recv_sge = 1 },
-		};
-		if (!(qp[i] = ibv_create_qp(pd, &attr))) die("ibv_create_qp");
-		/* To INIT, as the crate's QueuePairBuilder::build does (its create phase
-		 * includes it). */
-		qp_to_init(qp[i]);
-	}
+	for (long i = 0; i < n; i++) qp[i] = create_qp(cq);
 	double t1 = now_us();
 	for (long i = 0; i < n; i++) connect_self(qp[i], &port, &dev, &gid, index);
 	double t2 = now_us();

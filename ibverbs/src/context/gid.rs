@@ -6,7 +6,6 @@ use std::net::Ipv6Addr;
 use std::str::FromStr;
 
 use crate::context::port::{LinkLayer, PortAttr};
-use crate::context::port_cache::SourceGid;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::ffi;
@@ -292,7 +291,7 @@ impl Context {
     /// (see [`QueuePairBuilder::build`](crate::QueuePairBuilder::build)).
     pub fn default_gid(&self, port: u8) -> Result<GidEntry> {
         let (attr, table) = self.read_port(port)?;
-        SourceGid::Default.pick_or_missing(port, &attr, &table)
+        default_entry(&attr, &table).ok_or_else(|| no_gid_to_send_from(port))
     }
 
     /// The valid entries of the GID table of `port`, by index (`ibv_query_gid_table`).
@@ -357,4 +356,12 @@ pub(crate) fn default_entry(attr: &PortAttr, table: &[GidEntry]) -> Option<GidEn
         .or_else(|| table.iter().find(v2))
         .or_else(|| table.first())
         .copied()
+}
+
+/// The error of a port whose table holds no GID to send from.
+pub(crate) fn no_gid_to_send_from(port: u8) -> Error {
+    Error::InvalidArgument {
+        what: "GID index",
+        reason: format!("port {port} has no GID to send from"),
+    }
 }

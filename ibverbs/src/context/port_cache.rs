@@ -25,7 +25,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::context::async_event::AsyncEventKind;
-use crate::context::gid::{default_entry, GidEntry};
+use crate::context::gid::{default_entry, no_gid_to_send_from, GidEntry};
 #[cfg(feature = "cm")]
 use crate::context::gid::{Gid, GidType};
 use crate::context::port::PortAttr;
@@ -76,9 +76,7 @@ impl PortCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, Ports> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-impl PortCache {
     /// Forgets every port if `kind` says a port's state, addresses or tables changed.
     pub(crate) fn event(&self, kind: AsyncEventKind) {
         use AsyncEventKind::*;
@@ -138,10 +136,7 @@ impl SourceGid {
             }
             // A route's GID in no entry (a route on a port with no such address): the
             // port's default.
-            _ => default_entry(attr, table).ok_or_else(|| Error::InvalidArgument {
-                what: "GID index",
-                reason: format!("port {port} has no GID to send from"),
-            }),
+            _ => default_entry(attr, table).ok_or_else(|| no_gid_to_send_from(port)),
         }
     }
 }
