@@ -420,6 +420,12 @@ pub fn bw_bidir(
     let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
     let mut recvs = Recvs::new(plan, queues);
     let mut wc = [WorkCompletion::default(); POLL_BATCH];
+    // Receives are taken up to rx_depth at a time, as perftest's run_iter_bi does: each
+    // send completion (one per cq_mod sends) frees room for many sends, and a receive
+    // queue drained 16 at a time runs dry under them (the peer's sends then wait out an
+    // RNR timer).
+    let rx_batch = usize::try_from(plan.rx_depth).map_or(POLL_BATCH, |d| d.max(POLL_BATCH));
+    let mut rx_wc = vec![WorkCompletion::default(); rx_batch];
     loop {
         let ph = Timer::phase(&mut timer, sending, clock);
         let running = match ph {
@@ -434,7 +440,7 @@ pub fn bw_bidir(
             cr.send_due(queues, targets, |q| sends.sending(q))?;
         }
         let mut idle = !(sending && sends.fill(ph, &mut timer, clock, &mut s, credit.as_ref())?);
-        let n = cq::poll(recv_cq, &mut wc)?;
+        let n = cq::poll(recv_cq, &mut rx_wc)?;
         if n > 0 && !sending {
             sending = true;
             if let Some(t) = &mut timer {
@@ -442,7 +448,7 @@ pub fn bw_bidir(
             }
         }
         let phr = phase(&mut timer, clock);
-        recvs.complete(&wc[..n], phr, &mut s, wd, credit.as_mut())?;
+        recvs.complete(&rx_wc[..n], phr, &mut s, wd, credit.as_mut())?;
         idle &= n == 0;
         if let Some(cr) = &mut credit {
             cr.send_due(queues, targets, |q| sends.sending(q))?;
