@@ -21,11 +21,11 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
 use ::tokio::io::unix::AsyncFd;
-use ::tokio::io::Interest;
 use futures_core::Stream;
 
-use super::cq::{check_runtime, reactor_error, AsyncCq, RawFdOf};
+use super::cq::AsyncCq;
 use super::ops::AsyncQp;
+use super::reactor::{reactor_error, register, BorrowedFdOf};
 use crate::cm::{
     CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IbAddr, IdHandle, MulticastJoinFlag,
     PortSpace, UdPeer,
@@ -43,7 +43,7 @@ pub struct AsyncCmChannel {
 
 struct Shared {
     /// Off the reactor before the channel (whose ids keep its fd open) is dropped.
-    fd: AsyncFd<RawFdOf>,
+    fd: AsyncFd<BorrowedFdOf>,
     /// The waker the reactor holds: wakes every waiting id.
     fan_out: Waker,
     ids: Arc<Mutex<Ids>>,
@@ -102,15 +102,14 @@ impl Ids {
 
 impl AsyncCmChannel {
     /// Creates an event channel (`rdma_create_event_channel`) and registers its fd with the
-    /// current tokio runtime's reactor; fails with [`Error::InvalidArgument`] outside one.
+    /// current tokio runtime's reactor; fails with [`Error::InvalidArgument`] outside one or
+    /// in one without an I/O driver.
     pub fn new() -> Result<Self> {
-        check_runtime("async CM event channel")?;
         let channel = EventChannel::new()?;
-        let raw = RawFdOf(channel.fd());
+        let raw = BorrowedFdOf(channel.fd());
         // SAFETY: the fd is the channel's, open while an id or handle of it lives; the
         // registration is dropped before the channel handle it is kept with.
-        let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
-            .map_err(|e| reactor_error(e.into()))?;
+        let fd = unsafe { register(raw, "async CM event channel") }?;
         let ids = Arc::new(Mutex::new(Ids::default()));
         let fan_out = Waker::from(Arc::new(FanOut(Arc::clone(&ids))));
         Ok(AsyncCmChannel {

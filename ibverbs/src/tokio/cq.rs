@@ -1,17 +1,16 @@
 //! Completions awaited on tokio: [`AsyncCq`] and its [`CompletionStream`].
 
 use std::future::Future;
-use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll, Waker};
 
 use ::tokio::io::unix::AsyncFd;
-use ::tokio::io::Interest;
 use futures_core::Stream;
 
+use super::reactor::{reactor_error, register, BorrowedFdOf};
 use crate::cq::channel::CompletionChannel;
 use crate::cq::{CompletionQueue, WorkCompletion};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::wake::wake_all;
 
 /// How many empty polls [`AsyncCq`] makes by default before it arms the CQ and waits for
@@ -29,36 +28,8 @@ const POLLS_PER_YIELD: u32 = 32;
 /// channel, shared by its CQs), and the waker the reactor wakes when it is readable (every
 /// task waiting on a CQ of the channel).
 pub(crate) struct ChannelFd {
-    fd: AsyncFd<RawFdOf>,
+    fd: AsyncFd<BorrowedFdOf>,
     fan_out: Waker,
-}
-
-/// The channel's descriptor, owned by the channel (closed by `ibv_destroy_comp_channel`
-/// after the registration is dropped).
-pub(super) struct RawFdOf(pub(super) RawFd);
-
-impl AsRawFd for RawFdOf {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-/// Fails unless called inside a tokio runtime, whose reactor the fds are registered with.
-pub(crate) fn check_runtime(what: &'static str) -> Result<()> {
-    ::tokio::runtime::Handle::try_current()
-        .map(drop)
-        .map_err(|_| Error::InvalidArgument {
-            what,
-            reason: "it must be made inside a tokio runtime (with its I/O driver enabled)".into(),
-        })
-}
-
-/// The error of the reactor's readiness wait.
-pub(crate) fn reactor_error(source: std::io::Error) -> Error {
-    Error::Verb {
-        verb: "tokio readiness",
-        source,
-    }
 }
 
 /// A CQ whose completions are awaited (feature `tokio`).
@@ -91,20 +62,18 @@ impl AsyncCq {
     /// Wraps a CQ made with a completion channel, registering the channel's fd with the
     /// current tokio runtime's reactor if no CQ of the channel did before.
     ///
-    /// Fails with [`Error::InvalidArgument`] if the CQ has no channel or no tokio runtime
-    /// is current.
+    /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) if the CQ has
+    /// no channel, no tokio runtime is current or the runtime has no I/O driver.
     pub fn new(cq: CompletionQueue) -> Result<AsyncCq> {
         let channel = cq.channel()?.clone();
-        check_runtime("async completion queue")?;
         {
             // Under the channel's lock, so that it is registered once.
             let _events = channel.lock();
             if channel.reactor().get().is_none() {
-                let raw = RawFdOf(channel.fd());
+                let raw = BorrowedFdOf(channel.fd());
                 // SAFETY: the fd is the channel's, open until ibv_destroy_comp_channel, which
                 // runs after the channel drops this registration.
-                let fd = unsafe { AsyncFd::register_with_interest(raw, Interest::READABLE) }
-                    .map_err(|e| reactor_error(e.into()))?;
+                let fd = unsafe { register(raw, "async completion queue") }?;
                 // Cannot fail: set under the lock after checking it was empty.
                 let fan_out = channel.fan_out();
                 let _ = channel.reactor().set(ChannelFd { fd, fan_out });

@@ -1,14 +1,12 @@
 //! A device's asynchronous events as a [`Stream`] on tokio.
 
-use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 use ::tokio::io::unix::AsyncFd;
-use ::tokio::io::Interest;
 use futures_core::Stream;
 
-use super::cq::{check_runtime, reactor_error};
+use super::reactor::{reactor_error, register, BorrowedFdOf};
 use crate::context::async_event::AsyncEvent;
 use crate::context::Context;
 use crate::error::Result;
@@ -24,34 +22,23 @@ use crate::error::Result;
 /// ([`Context::wait_async_event`]) take events from the stream.
 pub struct AsyncEvents {
     // Dropped first: off the reactor before the context (maybe its last handle) closes.
-    fd: AsyncFd<AsyncFdOf>,
+    fd: AsyncFd<BorrowedFdOf>,
     ctx: Context,
-}
-
-/// The context's async fd (owned by the context, which outlives the registration).
-struct AsyncFdOf(RawFd);
-
-impl AsRawFd for AsyncFdOf {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
 }
 
 impl AsyncEvents {
     /// Registers `ctx`'s async fd with the current tokio runtime's reactor.
     ///
     /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) outside a
-    /// tokio runtime, and with the reactor's error (`EEXIST`) while another stream of the
+    /// tokio runtime or in one without an I/O driver, and with the reactor's error (`EEXIST`) while another stream of the
     /// context exists.
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
-        check_runtime("async event stream")?;
         let raw = ctx.async_fd();
-        crate::cq::channel::set_nonblocking(raw)?;
         // SAFETY: the fd is the context's, open until the context closes, which the clone
         // kept in the stream delays until the registration is dropped (or forever, if the
         // stream is leaked).
-        let fd = unsafe { AsyncFd::register_with_interest(AsyncFdOf(raw), Interest::READABLE) }
-            .map_err(|e| reactor_error(e.into()))?;
+        let fd = unsafe { register(BorrowedFdOf(raw), "async event stream") }?;
+        crate::cq::channel::set_nonblocking(raw)?;
         Ok(AsyncEvents {
             fd,
             ctx: ctx.clone(),

@@ -85,8 +85,12 @@
 //! again finds nothing locked. The crate docs' Soundness section has a row for each future.
 //!
 //! The reactor is the current runtime's when the first [`AsyncCq`] of a channel (or the
-//! [`AsyncEvents`] of a context) is made: outside a runtime that fails with
-//! [`Error::InvalidArgument`](crate::Error::InvalidArgument). The tokio dependency uses
+//! [`AsyncEvents`] of a context) is made: outside a runtime, or in one built without its
+//! I/O driver (no `enable_io`), that fails with
+//! [`Error::InvalidArgument`](crate::Error::InvalidArgument). tokio's registration panics
+//! in a runtime without the driver and has no call that tells first; the crate catches that
+//! panic and returns the error (the panic hook still prints tokio's message; with
+//! `panic = "abort"` the process aborts there, as it would with tokio's own types). The tokio dependency uses
 //! its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that a runtime is current
 //! instead of panicking); nothing here spawns tasks.
 
@@ -96,6 +100,7 @@ pub mod cm;
 mod cq;
 mod events;
 mod ops;
+mod reactor;
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod stream;

@@ -8,9 +8,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use ::tokio::io::unix::AsyncFd;
-use ::tokio::io::Interest;
 
-use super::cq::check_runtime;
+use super::reactor::register;
 
 /// Ticks once per period (periods missed while nobody polled fold into one tick).
 #[derive(Debug)]
@@ -21,7 +20,6 @@ pub(crate) struct Ticker {
 impl Ticker {
     /// Starts ticking every `period` (at least 1 ns); fails outside a tokio runtime.
     pub(crate) fn new(period: Duration) -> io::Result<Ticker> {
-        check_runtime("keepalive timer")?;
         let flags = libc::TFD_NONBLOCK | libc::TFD_CLOEXEC;
         // SAFETY: timerfd_create takes no pointers; its result is checked.
         let raw = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, flags) };
@@ -43,7 +41,7 @@ impl Ticker {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: the AsyncFd owns `fd`, so it stays open until the registration is gone.
-        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }?;
+        let fd = unsafe { register(fd, "keepalive timer") }?;
         Ok(Ticker { fd })
     }
 

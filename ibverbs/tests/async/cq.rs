@@ -325,6 +325,44 @@ fn outside_a_runtime_is_refused() {
     assert_clean_drops();
 }
 
+/// A runtime built without its I/O driver (no `enable_io`) is current, but tokio's
+/// registration panics in it: each async type refuses it with a typed error instead (the
+/// panic is caught inside the crate), and nothing it made is left behind.
+#[test]
+fn a_runtime_without_its_io_driver_is_refused() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let _entered = rt.enter();
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let no_driver = |err: &Error, name: &str| match err {
+        Error::InvalidArgument { what, reason } => *what == name && reason.contains("I/O driver"),
+        _ => false,
+    };
+    let cq = ctx.create_cq(4, Some(&channel)).unwrap();
+    let err = AsyncCq::new(cq).unwrap_err();
+    assert!(no_driver(&err, "async completion queue"), "{err}");
+    // The channel was not registered: a second try fails the same way, not with EEXIST.
+    let err = AsyncCq::new(ctx.create_cq(4, Some(&channel)).unwrap()).unwrap_err();
+    assert!(no_driver(&err, "async completion queue"), "{err}");
+    let err = rdma_verbs::tokio::AsyncEvents::new(&ctx).unwrap_err();
+    assert!(no_driver(&err, "async event stream"), "{err}");
+    #[cfg(feature = "cm")]
+    {
+        let err = rdma_verbs::tokio::cm::AsyncCmChannel::new().unwrap_err();
+        assert!(no_driver(&err, "async CM event channel"), "{err}");
+    }
+    // The blocking calls still work on what the refused wrappers were given.
+    let cq = ctx.create_cq(4, Some(&channel)).unwrap();
+    assert!(cq
+        .poll(&mut [WorkCompletion::default(); 4])
+        .unwrap()
+        .is_empty());
+    drop((cq, channel, ctx));
+    assert_clean_drops();
+}
+
 /// A blocking wait on one CQ of a channel reads the event of an async CQ of the same
 /// channel, whose waiting task's waker panics: the event is counted and acknowledged before
 /// the waker runs (outside the channel's lock), the panic reaches the wait, the async CQ
