@@ -9,7 +9,7 @@
 //! by the cases of `tests/compile_fail/` (`tests/compile_fail.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -19,7 +19,7 @@ use rdma_verbs::{
     SendRequest, Sge, WorkCompletion, WrError, WrOpcode, DEFAULT_QKEY,
 };
 
-use rdma_verbs_test_kit::{assert_clean_drops, open, poll_one, ALL};
+use rdma_verbs_test_kit::{assert_clean_drops, open, poll_one, poll_within, ALL};
 
 /// Asserts that `cq` stays empty for a moment.
 fn assert_empty(cq: &CompletionQueue) {
@@ -705,7 +705,24 @@ impl Bench {
             (Err(other), Ok(())) => {
                 return Err(TestCaseError::fail(format!("unexpected error {other:?}")))
             }
-            (Ok(()), Ok(())) => !poll_one(&p.a_cq).is_success(),
+            (Ok(()), Ok(())) => match poll_within(&p.a_cq, Duration::from_secs(10)) {
+                Some(wc) => !wc.is_success(),
+                None => {
+                    // Said with the QPs' states, and the pair rebuilt: a pair left stuck
+                    // would fail every case after it, shrinking included, and hide this one.
+                    let states = (p.a.query().map(|a| a.state), p.b.query().map(|b| b.state));
+                    let receives = *posted_recvs;
+                    self.pairs[slot] = (
+                        spec.qp_type,
+                        Pair::new(&self.pd, spec.qp_type, MAX_SGE, MAX_INLINE),
+                        0,
+                    );
+                    return Err(TestCaseError::fail(format!(
+                        "no completion within 10 s (QP states {states:?}, {receives} receives \
+                         posted at the peer)"
+                    )));
+                }
+            },
         };
         if broken || p.a.query().unwrap().state != QpState::Rts {
             self.pairs[slot] = (

@@ -34,8 +34,8 @@ pub mod wire;
 pub use data::{mix, pattern, record};
 pub use device::{
     assert_clean_drops, assert_empty, cm_addr, cm_device, delivered_private_data, device, gid,
-    iwarp_addr, iwarp_device, netdev, open, open_cm, peer_reject_reason, poll_one, provider,
-    provider_has, Need, Provider, ALL,
+    iwarp_addr, iwarp_device, netdev, open, open_cm, peer_reject_reason, poll_one, poll_within,
+    provider, provider_has, Need, Provider, ALL,
 };
 pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
