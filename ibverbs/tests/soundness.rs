@@ -689,6 +689,7 @@ impl Bench {
             p.a.post_send(&mut [wr]).map_err(Error::from)
         };
 
+        let mut hung = None;
         let broken = match (got, want) {
             (Err(Error::Request { index: 0, reason }), Err(want)) => {
                 prop_assert_eq!(reason, want);
@@ -708,19 +709,16 @@ impl Bench {
             (Ok(()), Ok(())) => match poll_within(&p.a_cq, Duration::from_secs(10)) {
                 Some(wc) => !wc.is_success(),
                 None => {
-                    // Said with the QPs' states, and the pair rebuilt: a pair left stuck
-                    // would fail every case after it, shrinking included, and hide this one.
+                    // Said with the QPs' states, after the pair is rebuilt below: a pair
+                    // left stuck would fail every case after it, shrinking included, and
+                    // hide this one.
                     let states = (p.a.query().map(|a| a.state), p.b.query().map(|b| b.state));
-                    let receives = *posted_recvs;
-                    self.pairs[slot] = (
-                        spec.qp_type,
-                        Pair::new(&self.pd, spec.qp_type, MAX_SGE, MAX_INLINE),
-                        0,
-                    );
-                    return Err(TestCaseError::fail(format!(
-                        "no completion within 10 s (QP states {states:?}, {receives} receives \
-                         posted at the peer)"
-                    )));
+                    hung = Some(format!(
+                        "no completion within 10 s (QP states {states:?}, {} receives \
+                         posted at the peer)",
+                        *posted_recvs
+                    ));
+                    true
                 }
             },
         };
@@ -731,7 +729,10 @@ impl Bench {
                 0,
             );
         }
-        Ok(())
+        match hung {
+            Some(why) => Err(TestCaseError::fail(why)),
+            None => Ok(()),
+        }
     }
 }
 

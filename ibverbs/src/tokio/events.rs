@@ -30,8 +30,8 @@ impl AsyncEvents {
     /// Registers `ctx`'s async fd with the current tokio runtime's reactor.
     ///
     /// Fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) outside a
-    /// tokio runtime or in one without an I/O driver, and with the reactor's error (`EEXIST`) while another stream of the
-    /// context exists.
+    /// tokio runtime or in one without an I/O driver, and with the reactor's error
+    /// (`EEXIST`) while another stream of the context exists.
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
         let raw = ctx.async_fd();
         // SAFETY: the fd is the context's, open until the context closes, which the clone

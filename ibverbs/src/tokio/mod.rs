@@ -90,9 +90,9 @@
 //! [`Error::InvalidArgument`](crate::Error::InvalidArgument). tokio's registration panics
 //! in a runtime without the driver and has no call that tells first; the crate catches that
 //! panic and returns the error (the panic hook still prints tokio's message; with
-//! `panic = "abort"` the process aborts there, as it would with tokio's own types). The tokio dependency uses
-//! its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that a runtime is current
-//! instead of panicking); nothing here spawns tasks.
+//! `panic = "abort"` the process aborts there, as it would with tokio's own types). The
+//! tokio dependency uses its `net` feature (the reactor, `AsyncFd`) and `rt` (to tell that
+//! a runtime is current); nothing here spawns tasks.
 
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]

@@ -18,7 +18,8 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    /// Starts ticking every `period` (at least 1 ns); fails outside a tokio runtime.
+    /// Starts ticking every `period` (at least 1 ns); fails outside a tokio runtime or in
+    /// one without its I/O driver.
     pub(crate) fn new(period: Duration) -> io::Result<Ticker> {
         let flags = libc::TFD_NONBLOCK | libc::TFD_CLOEXEC;
         // SAFETY: timerfd_create takes no pointers; its result is checked.
