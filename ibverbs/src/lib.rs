@@ -303,6 +303,7 @@
 //! | a UD send without an address handle (null `wr.ud.ah`), an RDMA or atomic request on a UD QP (a peer's address read as `wr.ud.ah`) | typed error: [`WrError::MissingAddressHandle`], [`WrError::OpcodeNotSupported`] | the transport is a run-time property of a [`QueuePair`]; one request type serves all transports |
 //! | inline data over `max_inline_data`, more entries than `max_send_sge`, totals that wrap | typed error: [`WrError::InlineTooLarge`], [`WrError::TooManySge`], [`WrError::MessageTooLong`], [`WrError::InlineNotSupported`] | the limits are what the provider granted at run time |
 //! | a forgotten batch (`mem::forget(qp.batch()?)`) leaving the send queue locked | type system: the batch lives in a closure; no call returns one (E0061), and it cannot be moved out (E0507) or kept (E0521) | forgetting needs a value the caller owns; the caller only ever gets `&mut WrBatch` |
+//! | a [`BatchRequest`] kept past its batch, or pushed after its address handle dropped | type system: it borrows the batch and the handle (E0521, E0505); one never pushed adds nothing | it is checked in full when pushed (the exact check of a [`SendRequest`]), so nothing about it is trusted before |
 //! | an atomic write through `ibv_post_send`, whose request has no place for its data | typed error: [`WrError::BatchOnly`]; a misaligned one [`WrError::Misaligned`] | only `ibv_wr_atomic_write` takes the value, and the check is the one every request passes |
 //! | a QP of a parent domain with a thread domain posted from two threads at once (the provider may leave out its locks) | `unsafe`: [`ProtectionDomain::alloc_parent_domain_with_td`], with the one-thread-at-a-time contract | the queue types are `Sync`; the promise is the caller's |
 //! | a raw `modify` moving an RTS-typed QP to RESET | type system: [`QueuePair::modify`] is `unsafe` (E0133), with its contract | the typed transitions cover the safe uses; raw attributes can break any promise |
@@ -459,7 +460,7 @@ pub use pd::domain::ThreadDomain;
 pub use pd::ProtectionDomain;
 pub use qp::attr::QpAttributes;
 pub use qp::create_flags::QpCreateFlags;
-pub use qp::ex::WrBatch;
+pub use qp::ex::{BatchRequest, WrBatch};
 pub use qp::mcast::MULTICAST_QPN;
 pub use qp::qp_type::QpType;
 pub use qp::state::QpState;

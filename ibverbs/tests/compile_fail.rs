@@ -36,7 +36,8 @@ const GROUPS: &[(&str, &[&str])] = &[
         &["prepared_qp_has_no_post_send", "modify_needs_unsafe"],
     ),
     // A `WrBatch` lives in its closure: no call returns one, and it cannot be moved out,
-    // kept or swapped (the provider holds the send queue's lock while it is open).
+    // kept or swapped (the provider holds the send queue's lock while it is open); a
+    // `BatchRequest` borrows it, and its address handle until pushed.
     (
         "batch",
         &[
@@ -44,6 +45,8 @@ const GROUPS: &[(&str, &[&str])] = &[
             "batch_moved_out_of_closure",
             "batch_kept_past_closure",
             "batch_swapped_between_qps",
+            "batch_request_kept_past_closure",
+            "batch_request_outlives_address_handle",
         ],
     ),
     // Polling: a `PollSession` lives in its closure as a batch does, its completions borrow

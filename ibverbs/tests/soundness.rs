@@ -1,6 +1,7 @@
 //! The posting path's soundness rules (the crate docs' rule 4, the batch's closure and the
 //! typed QP states), one named test per hazard, and a property test that posts random requests to real queue pairs of
-//! every transport, through `post_send` and through `WrBatch`: every refused request gets
+//! every transport, through `post_send`, `WrBatch::push` and the batch's `BatchRequest`s:
+//! every refused request gets
 //! the typed error an independent model of the limits predicts, every accepted one
 //! completes (or fails in the provider with a typed error), and the process neither dies
 //! nor hangs. Runs on a device (rxe in CI) through `scripts/with-rdma`.
@@ -476,7 +477,18 @@ struct Spec {
     inline: bool,
     addressed: bool,
     remote_offset: u64,
-    batch: bool,
+    way: Way,
+}
+
+/// How a request is posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    /// `post_send` of a `SendRequest`.
+    PostSend,
+    /// `WrBatch::push` of a `SendRequest`.
+    Push,
+    /// A `BatchRequest` of the batch's method for the operation.
+    Builder,
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -492,10 +504,10 @@ fn spec() -> impl Strategy<Value = Spec> {
         any::<bool>(),
         prop::bool::weighted(0.8),
         prop_oneof![9 => (0u64..1024).prop_map(|o| o * 8), 1 => 0u64..8192],
-        any::<bool>(),
+        prop_oneof![Just(Way::PostSend), Just(Way::Push), Just(Way::Builder)],
     )
         .prop_map(
-            |(qp_type, opcode, mut lengths, inline, addressed, remote_offset, batch)| {
+            |(qp_type, opcode, mut lengths, inline, addressed, remote_offset, way)| {
                 if matches!(opcode, WrOpcode::CompareSwap | WrOpcode::FetchAdd) {
                     // An atomic has exactly one (result) entry.
                     lengths.truncate(1);
@@ -518,7 +530,7 @@ fn spec() -> impl Strategy<Value = Spec> {
                     inline,
                     addressed,
                     remote_offset,
-                    batch,
+                    way,
                 }
             },
         )
@@ -546,7 +558,7 @@ fn expected(spec: &Spec, max_sge: u32, max_inline: u32) -> Result<(), WrError> {
         });
     }
     let enabled = send_ops(spec.qp_type).contains(opcode.send_op().unwrap());
-    if spec.batch && !enabled {
+    if spec.way != Way::PostSend && !enabled {
         return Err(WrError::OpcodeNotEnabled { opcode });
     }
     if spec.inline
@@ -683,10 +695,26 @@ impl Bench {
                 wr = wr.ud(ah, p.b.qp_num(), DEFAULT_QKEY);
             }
         }
-        let got = if spec.batch {
-            p.a.batch(|batch| batch.push(&wr))
-        } else {
-            p.a.post_send(&mut [wr]).map_err(Error::from)
+        let got = match spec.way {
+            Way::PostSend => p.a.post_send(&mut [wr]).map_err(Error::from),
+            Way::Push => p.a.batch(|batch| batch.push(&wr)),
+            Way::Builder => p.a.batch(|batch| {
+                let wr = match spec.opcode {
+                    WrOpcode::Send => batch.send(1, &sges),
+                    WrOpcode::SendWithImm => batch.send_with_imm(1, &sges, 7),
+                    WrOpcode::RdmaWrite => batch.write(1, &sges, remote),
+                    WrOpcode::RdmaWriteWithImm => batch.write_with_imm(1, &sges, remote, 7),
+                    WrOpcode::RdmaRead => batch.read(1, &sges, remote),
+                    WrOpcode::CompareSwap => batch.compare_swap(1, &sges[0], remote, 0, 1),
+                    _ => batch.fetch_add(1, &sges[0], remote, 1),
+                }
+                .signaled();
+                let wr = if spec.inline { wr.inline() } else { wr };
+                match (&p.ah, spec.addressed) {
+                    (Some(ah), true) => wr.ud(ah, p.b.qp_num(), DEFAULT_QKEY).push(),
+                    _ => wr.push(),
+                }
+            }),
         };
 
         let mut hung = None;

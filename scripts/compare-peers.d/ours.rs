@@ -80,7 +80,13 @@ fn measured_batch_write(
 ) -> bool {
     qp.batch(|batch| {
         for i in 0..count {
-            batch.push(&write_wr(i, count, sge, remote, inline))?;
+            let wr = batch.write(i, sge, remote);
+            let wr = if inline { wr.inline() } else { wr };
+            if i + 1 == count {
+                wr.signaled().push()?;
+            } else {
+                wr.push()?;
+            }
         }
         Ok(())
     })
@@ -95,8 +101,7 @@ fn measured_batch_send_recv(
     rsge: &[Sge<'_>],
 ) -> bool {
     b.post_recv(&mut [RecvRequest::new(0, rsge)]).is_ok()
-        && a.batch(|batch| batch.push(&SendRequest::send(0, sge).signaled()))
-            .is_ok()
+        && a.batch(|batch| batch.send(0, sge).signaled().push()).is_ok()
 }
 
 #[inline(never)]

@@ -4,7 +4,10 @@
 //! created with `ibv_create_qp_ex` and can post through a [`WrBatch`]: `ibv_wr_start`, one
 //! `ibv_wr_*` call per request writing straight into the send queue, then
 //! `ibv_wr_complete`. The requests are the same [`SendRequest`]s as for
-//! [`QueuePair::post_send`](crate::QueuePair::post_send), checked the same way.
+//! [`QueuePair::post_send`](crate::QueuePair::post_send), checked the same way
+//! ([`WrBatch::push`]), or [`BatchRequest`]s made in the batch by its method of the
+//! operation ([`WrBatch::write`], ...), whose parts go to the `ibv_wr_*` calls without an
+//! `ibv_send_wr` in between: the cheaper way, checked by the same rules.
 //!
 //! Between `ibv_wr_start` and `ibv_wr_complete` / `ibv_wr_abort` the provider holds the
 //! send queue's lock, so a batch that is never ended would deadlock the next post. The
@@ -22,6 +25,10 @@
 //! request's opcode to its call is exhaustive over [`WrOpcode`]: an opcode without a call
 //! of its own is refused ([`WrError::NotInBatch`]), never sent to another operation's.
 
+mod request; // BatchRequest: a request made straight into a batch
+
+pub use request::BatchRequest;
+
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -31,7 +38,7 @@ use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
 use crate::wr::limits::SendLimits;
 use crate::wr::opcode::WrOpcode;
-use crate::wr::{check_each, refused, Limits, Linked, SendRequest};
+use crate::wr::{check_each, refused, Limits, Linked, SendParts, SendRequest};
 
 /// The extended view of a QP built with send ops, and the limits its batches check
 /// requests against (worked out once, when the QP is created).
@@ -110,7 +117,8 @@ pub struct WrBatch<'qp> {
 
 impl QueuePair {
     /// Posts a batch of extended work requests: `ibv_wr_start`, then `f` adds requests
-    /// with [`WrBatch::push`]; when `f` returns `Ok` the batch is posted
+    /// (a [`BatchRequest`] of the batch's method of the operation, or a [`SendRequest`]
+    /// with [`WrBatch::push`]); when `f` returns `Ok` the batch is posted
     /// (`ibv_wr_complete`, all or nothing), when it returns an error or panics the batch
     /// is aborted (`ibv_wr_abort`) and nothing is posted. Fails before calling `f` unless
     /// the QP was built with [`send_ops`](crate::QueuePairBuilder::send_ops).
@@ -119,7 +127,8 @@ impl QueuePair {
     /// # fn f(mut qp: rdma_verbs::QueuePair, mr: rdma_verbs::MemoryRegion, peer: rdma_verbs::RemoteMemory) -> rdma_verbs::Result<()> {
     /// let sge = [mr.sge(0..8)?];
     /// qp.batch(|batch| {
-    ///     batch.push(&rdma_verbs::SendRequest::write(1, &sge, peer))?;
+    ///     batch.write(1, &sge, peer).push()?;
+    ///     // A request made aside, as for post_send:
     ///     batch.push(&rdma_verbs::SendRequest::send(2, &sge).signaled())
     /// })?;
     /// # Ok(()) }
@@ -172,31 +181,39 @@ impl WrBatch<'_> {
     // fields are never written.
     #[inline(always)]
     pub fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
-        use ffi::ibv_wr_opcode as O;
         if wr.need() & self.limits.deny() != 0 {
             check_each(std::slice::from_ref(wr), self.pushed, self.limits)?;
         }
-        let raw = wr.as_raw();
+        // SAFETY: the request passed the check.
+        unsafe { self.start(&SendParts::of(wr)) }
+    }
+
+    /// Writes the request `p` into the send queue: its operation's `ibv_wr_*` call, then
+    /// `ibv_wr_set_ud_addr` for UD and the data's setter, and counts it.
+    ///
+    /// # Safety
+    /// `p` passed the limits' check (the fast or the exact one).
+    #[inline(always)]
+    unsafe fn start(&mut self, p: &SendParts) -> Result<()> {
+        use ffi::ibv_wr_opcode as O;
         let qpx = self.qpx.as_ptr();
         // SAFETY: qpx is live and inside ibv_wr_start. The request passed the check, so its
         // operation is one the batch posts (enabled at creation, on the transport), and
         // ExSend::check_provider found that operation's function set when the QP was built:
-        // the ibv_wr_* call of its opcode has its pointer, as have the setters below. The
-        // union members read are the ones the opcode's constructor wrote.
+        // the ibv_wr_* call of its opcode has its pointer, as have the setters below.
         let started = unsafe {
-            (*qpx).wr_id = raw.wr_id;
-            (*qpx).wr_flags = raw.send_flags;
-            let rdma = raw.wr.rdma;
-            match raw.opcode {
+            (*qpx).wr_id = p.wr_id;
+            (*qpx).wr_flags = p.flags;
+            match p.opcode {
                 O::IBV_WR_SEND => {
                     ffi::ibv_wr_send(qpx);
                     Ok(())
                 }
                 O::IBV_WR_RDMA_WRITE => {
-                    ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr);
+                    ffi::ibv_wr_rdma_write(qpx, p.rkey, p.remote_addr);
                     Ok(())
                 }
-                _ => start_other(qpx, raw),
+                _ => start_other(qpx, *p),
             }
         };
         if let Err(reason) = started {
@@ -204,36 +221,32 @@ impl WrBatch<'_> {
         }
         if self.limits.qp_type() == QpType::Ud {
             // SAFETY: as above; the check saw a live address handle of the QP's PD.
-            unsafe {
-                let ud = raw.wr.ud;
-                ffi::ibv_wr_set_ud_addr(qpx, ud.ah, ud.remote_qpn, ud.remote_qkey);
-            }
+            unsafe { ffi::ibv_wr_set_ud_addr(qpx, p.ah, p.remote_qpn, p.remote_qkey) };
         }
-        // Never negative: the request constructors set it from a slice length.
-        let num_sge = raw.num_sge as usize;
-        if raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0 {
-            if num_sge == 1 {
+        if p.flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0 {
+            if p.num_sge == 1 {
                 // SAFETY: as above; the list (of one entry, borrowed by the request) fits
                 // max_inline_data, and the provider copies the data during the call.
                 unsafe {
-                    let one = *raw.sg_list;
+                    let one = *p.sg_list;
                     ffi::ibv_wr_set_inline_data(qpx, one.addr as *mut _, one.length as usize);
                 }
             } else {
-                set_inline_list(qpx, raw);
+                // SAFETY: as above.
+                unsafe { set_inline_list(qpx, p.sg_list, p.num_sge) };
             }
-        } else if raw.opcode != O::IBV_WR_ATOMIC_WRITE {
+        } else if p.opcode != O::IBV_WR_ATOMIC_WRITE {
             // An atomic write carries its data in the request, and has no list.
             // SAFETY: as above; the list is valid for `num_sge` entries (it borrows the
             // request's slice), which fit max_send_sge, and the calls consume it.
             unsafe {
-                if num_sge == 1 {
+                if p.num_sge == 1 {
                     // One entry: its fields, not a list the provider copies (rxe: 25
                     // instructions less).
-                    let one = *raw.sg_list;
+                    let one = *p.sg_list;
                     ffi::ibv_wr_set_sge(qpx, one.lkey, one.addr, one.length);
                 } else {
-                    ffi::ibv_wr_set_sge_list(qpx, num_sge, raw.sg_list);
+                    ffi::ibv_wr_set_sge_list(qpx, p.num_sge as usize, p.sg_list);
                 }
             }
         }
@@ -269,48 +282,32 @@ impl WrBatch<'_> {
 /// check refused it already; this keeps an opcode from reaching another's call).
 ///
 /// # Safety
-/// `qpx` is live and inside `ibv_wr_start`, and `raw` passed the batch's check.
+/// `qpx` is live and inside `ibv_wr_start`, and `p` passed the batch's check.
 #[inline(never)]
-unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) -> Result<(), WrError> {
-    let opcode = WrOpcode::from_raw(raw.opcode);
+unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, p: SendParts) -> Result<(), WrError> {
+    let opcode = WrOpcode::from_raw(p.opcode);
     // SAFETY: the operation is one the batch posts, whose function ExSend::check_provider
-    // found set (the check; see WrBatch::push); the union members read are the ones the
-    // opcode's constructor wrote.
+    // found set (the check; see WrBatch::push).
     unsafe {
-        let imm = raw.__bindgen_anon_1.imm_data;
-        let rdma = raw.wr.rdma;
-        let atomic = raw.wr.atomic;
         match opcode {
             WrOpcode::Send => ffi::ibv_wr_send(qpx),
-            WrOpcode::RdmaWrite => ffi::ibv_wr_rdma_write(qpx, rdma.rkey, rdma.remote_addr),
-            WrOpcode::SendWithImm => ffi::ibv_wr_send_imm(qpx, imm),
+            WrOpcode::RdmaWrite => ffi::ibv_wr_rdma_write(qpx, p.rkey, p.remote_addr),
+            WrOpcode::SendWithImm => ffi::ibv_wr_send_imm(qpx, p.imm),
             WrOpcode::RdmaWriteWithImm => {
-                ffi::ibv_wr_rdma_write_imm(qpx, rdma.rkey, rdma.remote_addr, imm)
+                ffi::ibv_wr_rdma_write_imm(qpx, p.rkey, p.remote_addr, p.imm)
             }
-            WrOpcode::RdmaRead => ffi::ibv_wr_rdma_read(qpx, rdma.rkey, rdma.remote_addr),
+            WrOpcode::RdmaRead => ffi::ibv_wr_rdma_read(qpx, p.rkey, p.remote_addr),
             WrOpcode::AtomicWrite => {
                 // The provider copies the 8 bytes during the call.
-                let value = atomic.compare_add.to_ne_bytes();
-                ffi::ibv_wr_atomic_write(
-                    qpx,
-                    atomic.rkey,
-                    atomic.remote_addr,
-                    value.as_ptr().cast(),
-                )
+                let value = p.compare_add.to_ne_bytes();
+                ffi::ibv_wr_atomic_write(qpx, p.rkey, p.remote_addr, value.as_ptr().cast())
             }
-            WrOpcode::CompareSwap => ffi::ibv_wr_atomic_cmp_swp(
-                qpx,
-                atomic.rkey,
-                atomic.remote_addr,
-                atomic.compare_add,
-                atomic.swap,
-            ),
-            WrOpcode::FetchAdd => ffi::ibv_wr_atomic_fetch_add(
-                qpx,
-                atomic.rkey,
-                atomic.remote_addr,
-                atomic.compare_add,
-            ),
+            WrOpcode::CompareSwap => {
+                ffi::ibv_wr_atomic_cmp_swp(qpx, p.rkey, p.remote_addr, p.compare_add, p.swap)
+            }
+            WrOpcode::FetchAdd => {
+                ffi::ibv_wr_atomic_fetch_add(qpx, p.rkey, p.remote_addr, p.compare_add)
+            }
             WrOpcode::BindMw | WrOpcode::Other(_) => return Err(WrError::NotInBatch { opcode }),
         }
     }
@@ -318,12 +315,16 @@ unsafe fn start_other(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) -> Resul
 }
 
 /// [`WrBatch::push`] for inline data in other than one entry: `ibv_wr_set_inline_data_list`
-/// (`qpx` inside `ibv_wr_start`, `raw` checked, as for `push`).
+/// of the `num_sge` entries at `sg_list`. The parts come by value, so that the request's
+/// stay in registers.
+///
+/// # Safety
+/// `qpx` is live and inside `ibv_wr_start`; the entries are those of a request that passed
+/// the batch's check, valid for `num_sge` reads.
 #[inline(never)]
-fn set_inline_list(qpx: *mut ffi::ibv_qp_ex, raw: &ffi::ibv_send_wr) {
-    // SAFETY: the list is valid for `num_sge` entries (never negative: the request
-    // constructors set it from a slice length), borrowed by the request.
-    let sges = unsafe { std::slice::from_raw_parts(raw.sg_list, raw.num_sge as usize) };
+unsafe fn set_inline_list(qpx: *mut ffi::ibv_qp_ex, sg_list: *const ffi::ibv_sge, num_sge: u32) {
+    // SAFETY: the list is valid for `num_sge` entries (caller).
+    let sges = unsafe { std::slice::from_raw_parts(sg_list, num_sge as usize) };
     let bufs: Vec<ffi::ibv_data_buf> = sges
         .iter()
         .map(|s| ffi::ibv_data_buf {

@@ -24,7 +24,7 @@ use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::qp::qp_type::QpType;
 use crate::wr::opcode::{SendOps, WrOpcode};
-use crate::wr::{Limits, RecvRequest, SendRequest};
+use crate::wr::{Limits, RecvRequest, SendParts, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
@@ -273,59 +273,68 @@ impl SendLimits {
         self.with_deny()
     }
 
-    /// The exact check of `raw`, whose entries are of device memory if `device`.
-    fn fits_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> bool {
-        let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
+    /// The exact check of a request's `parts`. Inlined where a batch request is pushed,
+    /// whose operation and flags are then known: the tests that cannot fail fold away.
+    #[inline(always)]
+    pub(crate) fn fits_parts(&self, p: &SendParts) -> bool {
+        let inline = p.flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
         // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
-        let bit = raw.opcode.0.wrapping_add(inline << 2);
-        debug_assert!(raw.opcode.0 < 32 && inline >> 3 <= 1);
-        // Never negative: the request constructors set it from a slice length.
-        let n = raw.num_sge as u32;
-        let total = total_len(raw.sg_list, n);
+        let bit = p.opcode.0.wrapping_add(inline << 2);
+        debug_assert!(p.opcode.0 < 32 && inline >> 3 <= 1);
         self.ops.wrapping_shr(bit) & 1 != 0
-            && !(device && inline != 0)
-            && n <= self.max_sge
-            && total <= self.max_total[(inline >> 3) as usize]
-            && (!has(ops::ATOMICS, raw.opcode.0) || total == ATOMIC_RESULT)
-            && (self.qp_type != QpType::Ud || self.address_fits(raw))
-            && aligned(raw)
-            && self.sink_fits(raw)
+            && !(p.device && inline != 0)
+            && p.num_sge <= self.max_sge
+            && fits_total(p, self.max_total[(inline >> 3) as usize])
+            && (self.qp_type != QpType::Ud || self.address_fits(p))
+            && aligned(p)
+            && self.sink_fits(p)
     }
 
-    /// Whether `raw`, if a read on iWARP, lands in regions with remote write.
-    fn sink_fits(&self, raw: &ffi::ibv_send_wr) -> bool {
-        if !self.is_iwarp() || raw.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
+    /// Whether `p`, if a read on iWARP, lands in regions with remote write.
+    #[inline(always)]
+    fn sink_fits(&self, p: &SendParts) -> bool {
+        if !self.is_iwarp() || p.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
             return true;
         }
-        // Never negative: the request constructors set it from a slice length.
-        let n = raw.num_sge as usize;
-        // SAFETY: sinks outlives these limits (for_iwarp); the list holds n entries (the
-        // constructors point it at a slice of them, or at one empty entry for none).
-        let (sinks, sges) = unsafe { (&*self.sinks, std::slice::from_raw_parts(raw.sg_list, n)) };
+        self.sinks_allow(p)
+    }
+
+    /// [`sink_fits`](Self::sink_fits) of a read on iWARP.
+    #[inline(never)]
+    fn sinks_allow(&self, p: &SendParts) -> bool {
+        // SAFETY: sinks outlives these limits (for_iwarp); the list holds num_sge entries
+        // (it is a request's slice of them, or one empty entry for none).
+        let (sinks, sges) = unsafe {
+            (
+                &*self.sinks,
+                std::slice::from_raw_parts(p.sg_list, p.num_sge as usize),
+            )
+        };
         sinks.allow(sges)
     }
 
     /// Whether a UD send's address handle is set and of the QP's PD.
-    fn address_fits(&self, raw: &ffi::ibv_send_wr) -> bool {
-        // SAFETY: on a UD QP only sends get here, whose `wr` union is zero unless
-        // SendRequest::ud wrote it, with the handle of an AddressHandle the request borrows.
-        let ah = unsafe { raw.wr.ud.ah };
-        // SAFETY: a non-null handle is live (see above).
-        !ah.is_null() && unsafe { (*ah).pd } == self.pd
+    #[inline(always)]
+    fn address_fits(&self, p: &SendParts) -> bool {
+        // SAFETY: a non-null handle is that of an AddressHandle the request borrows.
+        !p.ah.is_null() && unsafe { (*p.ah).pd } == self.pd
     }
 
-    /// Which limit `raw` (entries of device memory if `device`) broke (it did not fit).
-    fn refusal_raw(&self, raw: &ffi::ibv_send_wr, device: bool) -> WrError {
-        let opcode = WrOpcode::from_raw(raw.opcode);
-        let op = raw.opcode.0;
-        let inline = raw.send_flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
+    /// Which limit `p` broke (it did not fit).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn refusal_parts(&self, p: SendParts) -> WrError {
+        let p = &p;
+        let opcode = WrOpcode::from_raw(p.opcode);
+        let op = p.opcode.0;
+        let inline = p.flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
         if self.is_iwarp() && has(ops::ATOMICS | ops::ATOMIC_WRITE, op) {
             return WrError::Iwarp {
                 opcode,
                 rule: IwarpRule::NoAtomics,
             };
         }
-        if !self.sink_fits(raw) {
+        if !self.sink_fits(p) {
             return WrError::Iwarp {
                 opcode,
                 rule: IwarpRule::ReadSinkNeedsRemoteWrite,
@@ -349,17 +358,16 @@ impl SendLimits {
         if inline && !has(ops::INLINE, op) {
             return WrError::InlineNotSupported { opcode };
         }
-        if inline && device {
+        if inline && p.device {
             return WrError::InlineFromDeviceMemory { opcode };
         }
-        let n = raw.num_sge as u32;
-        if n > self.max_sge {
+        if p.num_sge > self.max_sge {
             return WrError::TooManySge {
-                requested: n,
+                requested: p.num_sge,
                 max: self.max_sge,
             };
         }
-        let total = total_len(raw.sg_list, n);
+        let total = total_len(p.sg_list, p.num_sge);
         if inline && total > self.max_total[1] {
             return WrError::InlineTooLarge {
                 total,
@@ -379,20 +387,26 @@ impl SendLimits {
                 required: ATOMIC_RESULT,
             };
         }
-        if !aligned(raw) {
+        if !aligned(p) {
             return WrError::Misaligned {
                 opcode,
-                // SAFETY: only an atomic write is unaligned, and its constructor wrote `atomic`.
-                addr: unsafe { raw.wr.atomic.remote_addr },
+                addr: p.remote_addr,
             };
         }
-        // SAFETY: as in address_fits.
-        if unsafe { raw.wr.ud.ah }.is_null() {
+        if p.ah.is_null() {
             WrError::MissingAddressHandle
         } else {
             WrError::ForeignAddressHandle
         }
     }
+}
+
+/// Whether the entries of `p` add up to at most `max` bytes and, for an atomic, to the
+/// 8 bytes of its result.
+#[inline(always)]
+fn fits_total(p: &SendParts, max: u64) -> bool {
+    let total = total_len(p.sg_list, p.num_sge);
+    total <= max && (!has(ops::ATOMICS, p.opcode.0) || total == ATOMIC_RESULT)
 }
 
 /// The `ops` bits of the operations in `mask`: bit `opcode` without inline data, bit
@@ -402,10 +416,9 @@ fn op_bits(mask: u32) -> u64 {
 }
 
 /// Whether an atomic write's remote address is 8-byte aligned (other requests always are).
-fn aligned(raw: &ffi::ibv_send_wr) -> bool {
-    // SAFETY: SendRequest::atomic_write wrote the `atomic` member of the union.
-    raw.opcode != ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE
-        || unsafe { raw.wr.atomic.remote_addr } % 8 == 0
+#[inline(always)]
+fn aligned(p: &SendParts) -> bool {
+    p.opcode != ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE || p.remote_addr % 8 == 0
 }
 
 /// Checks a send against the limits: its operation exists on the transport (and was
@@ -423,13 +436,13 @@ impl Limits<SendRequest<'_>> for SendLimits {
     }
 
     fn fits(&self, wr: &SendRequest<'_>) -> bool {
-        self.fits_raw(wr.as_raw(), wr.device_memory())
+        self.fits_parts(&SendParts::of(wr))
     }
 
     #[cold]
     #[inline(never)]
     fn refusal(&self, wr: &SendRequest<'_>) -> WrError {
-        self.refusal_raw(wr.as_raw(), wr.device_memory())
+        self.refusal_parts(SendParts::of(wr))
     }
 }
 

@@ -455,6 +455,59 @@ fn extended_send_api_batches() {
     assert_eq!(&got[32..40], b"batched!");
     assert_eq!(contents(&counter), 3u64.to_ne_bytes());
 
+    // The same through the batch's per-operation requests, plus a read; one dropped
+    // without push adds nothing.
+    p.b.post_recv(&mut [RecvRequest::new(19, &rsge)]).unwrap();
+    let back = src.sge(16..24).unwrap();
+    let back = [back];
+    p.a.batch(|batch| {
+        batch
+            .write(11, &sge, dst.remote().slice(16, 8).unwrap())
+            .signaled()
+            .push()?;
+        let _dropped = batch.write(99, &sge, dst.remote()).signaled();
+        batch
+            .write(12, &sge, dst.remote().slice(24, 8).unwrap())
+            .inline()
+            .signaled()
+            .push()?;
+        batch.send(13, &sge).signaled().push()?;
+        batch
+            .fetch_add(14, &result, counter.remote(), 4)
+            .signaled()
+            .push()?;
+        batch
+            .read(15, &back, dst.remote().slice(0, 8).unwrap())
+            .signaled()
+            .push()?;
+        let err = batch.send_with_imm(16, &sge, 1).push().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Request {
+                    index: 5,
+                    reason: WrError::OpcodeNotEnabled {
+                        opcode: WrOpcode::SendWithImm
+                    }
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(batch.len(), 5);
+        Ok(())
+    })
+    .unwrap();
+    for want in 11..=15 {
+        assert_eq!(poll_one(&p.a_cq).ok().unwrap().wr_id(), want);
+    }
+    assert_empty(&p.a_cq, "after the batch of requests");
+    assert_eq!(poll_one(&p.b_cq).ok().unwrap().wr_id(), 19);
+    let got = contents(&dst);
+    assert_eq!(&got[16..24], b"batched!");
+    assert_eq!(&got[24..32], b"batched!");
+    assert_eq!(&contents(&src)[16..24], b"batched!");
+    assert_eq!(contents(&counter), 7u64.to_ne_bytes());
+
     // An aborted batch (the closure fails) posts nothing.
     let err =
         p.a.batch(|batch| {
