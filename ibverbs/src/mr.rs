@@ -17,9 +17,10 @@ pub(crate) mod rereg; // MemoryRegion::rereg (ibv_rereg_mr)
 
 use std::alloc::{self, Layout};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::{Bound, RangeBounds};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bitflags::bitflags;
 
@@ -164,10 +165,15 @@ pub fn page_size() -> usize {
 /// window bound to the region delays both until the window is deallocated. Should
 /// deregistration fail, the memory is leaked rather than freed under the HCA.
 pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
-    reg: Arc<Registration<B>>,
+    /// Taken out only by the region's drop and [`deregister`](Self::deregister).
+    reg: ManuallyDrop<Registration<B>>,
+    /// What the memory windows bound to the region hold, made when the first is bound (a
+    /// region that no window ever binds allocates no shared state): a region dropped while
+    /// a window holds it hands its registration over, and the last holder deregisters it.
+    kept: OnceLock<Arc<Kept>>,
 }
 
-/// The registration, shared with the memory windows bound to it.
+/// The registration.
 pub(crate) struct Registration<B: RegistrableMemory> {
     pub(crate) raw: NonNull<ffi::ibv_mr>,
     /// Bytes registered (from `ibv_mr::addr`).
@@ -180,7 +186,7 @@ pub(crate) struct Registration<B: RegistrableMemory> {
     /// False once a failed `ibv_rereg_mr` left the MR unusable.
     pub(crate) valid: bool,
     // Dropped by hand, after deregistration; never reached through a reference meanwhile.
-    buf: std::mem::ManuallyDrop<B>,
+    buf: ManuallyDrop<B>,
     pub(crate) pd: ProtectionDomain,
     /// The PD a failed `ibv_rereg_mr` was moving the MR to, kept until deregistration.
     pub(crate) stale_pd: Option<ProtectionDomain>,
@@ -192,17 +198,87 @@ unsafe impl<B: RegistrableMemory + Send> Send for Registration<B> {}
 // SAFETY: &Registration gives no access to B, and the memory only through atomic copies.
 unsafe impl<B: RegistrableMemory + Send> Sync for Registration<B> {}
 
-impl<B: RegistrableMemory> Drop for Registration<B> {
-    fn drop(&mut self) {
+impl<B: RegistrableMemory> Registration<B> {
+    /// `ibv_dereg_mr`, after the region's lkey leaves its context's iWARP read sinks.
+    fn dereg(&mut self) -> i32 {
         if let Some(sinks) = self.pd.context().read_sinks() {
             // SAFETY: the MR is registered until the call below.
             sinks.forget(unsafe { self.raw.as_ref() }.lkey);
         }
-        // SAFETY: the MR is registered, and no window is bound to it (each holds an Arc).
-        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
+        // SAFETY: the MR is registered, and no window is bound to it (a window keeps the
+        // region's Kept, which deregisters it only when the last holder goes).
+        unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) }
+    }
+
+    /// Deregisters and gives the memory back (leaked if deregistration fails).
+    fn deregister(self) -> Result<B> {
+        let mut reg = ManuallyDrop::new(self);
+        let rc = reg.dereg();
+        // SAFETY: `reg` is never dropped, so the PDs are read out exactly once.
+        drop(unsafe { (std::ptr::read(&reg.pd), std::ptr::read(&reg.stale_pd)) });
+        crate::error::check("ibv_dereg_mr", rc)?;
+        // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
+        Ok(unsafe { ManuallyDrop::take(&mut reg.buf) })
+    }
+}
+
+impl<B: RegistrableMemory> Drop for Registration<B> {
+    fn drop(&mut self) {
+        let rc = self.dereg();
         if drop_error::report("ibv_dereg_mr", rc) {
             // SAFETY: dropped exactly once, after the HCA lost access to it.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.buf) };
+            unsafe { ManuallyDrop::drop(&mut self.buf) };
+        }
+    }
+}
+
+/// What the memory windows bound to a region hold: the region's registration once the
+/// region is dropped, deregistered when the last holder goes.
+pub(crate) struct Kept(Mutex<Option<Handed>>);
+
+/// A [`Registration`] handed to a [`Kept`] by its dropped region, boxed and type-erased:
+/// dropping it drops the registration (deregistration, then the memory).
+struct Handed {
+    registration: NonNull<()>,
+    drop: unsafe fn(NonNull<()>),
+}
+
+// SAFETY: a Kept is only made by MemoryRegion::kept, whose memory is Send + 'static: so is
+// the registration a Handed owns, and dropping it on any thread, at any time, is sound.
+unsafe impl Send for Handed {}
+
+impl Handed {
+    fn new<B: RegistrableMemory>(reg: Registration<B>) -> Self {
+        /// Drops the boxed `Registration<B>` at `p`.
+        unsafe fn drop_boxed<B: RegistrableMemory>(p: NonNull<()>) {
+            // SAFETY: p is the Box::into_raw of a Registration<B> (new), dropped once.
+            drop(unsafe { Box::from_raw(p.cast::<Registration<B>>().as_ptr()) });
+        }
+        Handed {
+            registration: NonNull::from(Box::leak(Box::new(reg))).cast(),
+            drop: drop_boxed::<B>,
+        }
+    }
+}
+
+impl Drop for Handed {
+    fn drop(&mut self) {
+        // SAFETY: the pointer and its drop were made together (new); dropped once.
+        unsafe { (self.drop)(self.registration) }
+    }
+}
+
+impl<B: RegistrableMemory> Drop for MemoryRegion<B> {
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once; `reg` is not used after.
+        let reg = unsafe { ManuallyDrop::take(&mut self.reg) };
+        match self.kept.take() {
+            None => drop(reg),
+            // A window holds it (or held it): the last holder drops the registration.
+            Some(kept) => {
+                let mut slot = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
+                *slot = Some(Handed::new(reg));
+            }
         }
     }
 }
@@ -303,17 +379,18 @@ impl ProtectionDomain {
             sinks.note(unsafe { raw.as_ref() }.lkey, access);
         }
         Ok(MemoryRegion {
-            reg: Arc::new(Registration {
+            reg: ManuallyDrop::new(Registration {
                 raw,
                 len,
                 access,
                 mem,
                 mem_len: len,
                 valid: true,
-                buf: std::mem::ManuallyDrop::new(buf),
+                buf: ManuallyDrop::new(buf),
                 pd: self.clone(),
                 stale_pd: None,
             }),
+            kept: OnceLock::new(),
         })
     }
 }
@@ -329,14 +406,28 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         &self.reg.pd
     }
 
-    /// The registration, for a window to keep while bound to it.
-    pub(crate) fn registration(&self) -> &Arc<Registration<B>> {
-        &self.reg
+    /// What a window keeps while bound to the region (made by the first).
+    pub(crate) fn kept(&self) -> Arc<Kept>
+    where
+        B: Send + 'static,
+    {
+        Arc::clone(self.kept.get_or_init(|| Arc::new(Kept(Mutex::new(None)))))
+    }
+
+    /// Whether a window keeps the region. With `&mut self`, no window can start to, and
+    /// one that stops only lowers the count.
+    fn kept_by_window(&mut self) -> bool {
+        self.kept
+            .get_mut()
+            .is_some_and(|kept| Arc::strong_count(kept) > 1)
     }
 
     /// The registration, if no window holds it.
     pub(crate) fn registration_mut(&mut self) -> Option<&mut Registration<B>> {
-        Arc::get_mut(&mut self.reg)
+        if self.kept_by_window() {
+            return None;
+        }
+        Some(&mut self.reg)
     }
 
     fn mr(&self) -> &ffi::ibv_mr {
@@ -481,21 +572,21 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// Fails with [`Error::InvalidArgument`] while a memory window is bound to the region;
     /// the region is then deregistered, and the memory dropped, when the last such window
     /// is deallocated.
-    pub fn deregister(self) -> Result<B> {
-        let reg = Arc::try_unwrap(self.reg).map_err(|_| Error::InvalidArgument {
-            what: "memory region",
-            reason: "a memory window is bound to it; it is deregistered when the window is \
-                     deallocated"
-                .into(),
-        })?;
-        let mut reg = std::mem::ManuallyDrop::new(reg);
-        // SAFETY: the MR is registered and not used after this.
-        let rc = unsafe { ffi::ibv_dereg_mr(reg.raw.as_ptr()) };
-        // SAFETY: `reg` is never dropped, so the PDs are read out exactly once.
-        drop(unsafe { (std::ptr::read(&reg.pd), std::ptr::read(&reg.stale_pd)) });
-        crate::error::check("ibv_dereg_mr", rc)?;
-        // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
-        Ok(unsafe { std::mem::ManuallyDrop::take(&mut reg.buf) })
+    pub fn deregister(mut self) -> Result<B> {
+        if self.kept_by_window() {
+            return Err(Error::InvalidArgument {
+                what: "memory region",
+                reason: "a memory window is bound to it; it is deregistered when the window \
+                         is deallocated"
+                    .into(),
+            });
+        }
+        // SAFETY: taken exactly once: `self` is forgotten below without its drop, holding
+        // nothing else (`kept`, held by no window, is dropped first).
+        let reg = unsafe { ManuallyDrop::take(&mut self.reg) };
+        drop(self.kept.take());
+        std::mem::forget(self);
+        reg.deregister()
     }
 
     fn base(&self) -> *mut u8 {

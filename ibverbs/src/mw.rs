@@ -99,7 +99,7 @@ impl MemoryWindow {
 
     /// Keeps `mr` registered until the window is deallocated.
     fn keep<B: RegistrableMemory + Send + 'static>(&self, mr: &MemoryRegion<B>) {
-        let reg: Arc<dyn Send + Sync> = mr.registration().clone();
+        let reg: Arc<dyn Send + Sync> = mr.kept();
         // Nothing panics while holding the lock; a poisoned list is still consistent.
         let mut regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
         let same =

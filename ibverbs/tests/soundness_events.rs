@@ -176,6 +176,17 @@ fn bound_window_keeps_its_region_registered() {
     // Deallocating the windows releases the regions, then the PD goes.
     drop((mw, mw2));
     assert_clean_drops();
+
+    // A region whose window is gone is its own again: it is given back.
+    let again = p.pd.alloc_mr(64, ALL | AccessFlags::MW_BIND).unwrap();
+    let mut mw3 = p.pd.alloc_mw(MwType::Type1).unwrap();
+    p.y.bind_mw(&mut mw3, &again, 0..64, AccessFlags::REMOTE_WRITE, 10)
+        .unwrap();
+    let bound = p.scq.poll_wait(&mut wc, Some(LONG)).unwrap();
+    assert_eq!(bound[0].ok().unwrap().opcode(), WcOpcode::BindMw);
+    drop(mw3);
+    again.deregister().unwrap();
+    assert_clean_drops();
     drop((src, p, cq));
     assert_clean_drops();
 }
