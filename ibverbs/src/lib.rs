@@ -127,8 +127,9 @@
 //!    [`RegistrableMemory`]). Dropping it calls `ibv_dereg_mr` first, which revokes every
 //!    lkey and rkey of the region, and frees the buffer only if that succeeded (a failed
 //!    deregistration leaks it). A memory window bound to the region holds the
-//!    registration, so the region is deregistered only after its last window is
-//!    deallocated: dropping the region then drops a handle only, and
+//!    registration (shared state the region allocates when the first window is bound), so
+//!    the region is deregistered only after its last window is deallocated: dropping the
+//!    region then hands the registration to the windows, and
 //!    [`MemoryRegion::deregister`], which must deregister at once, fails with
 //!    [`Error::InvalidArgument`] before reaching the provider. So a work request still in
 //!    flight when its region is dropped fails with a protection error instead of touching
