@@ -422,13 +422,16 @@ fn run_client(o: &Options) -> Result<(), String> {
 
     println!("destroying id");
     totals[DESTROY][0] = Some(Instant::now());
+    // As C, whose PD librdmacm deallocates with the last id: the PD and CQs go in this
+    // step, before the ids, so the context has nothing left to keep open when the last id
+    // goes (else it would take librdmacm's device list then).
+    drop(objects);
     for (i, id) in ids.into_iter().enumerate() {
         shared.mark(i, DESTROY, false);
         drop(id);
         shared.mark(i, DESTROY, true);
     }
     totals[DESTROY][1] = Some(Instant::now());
-    drop(objects);
 
     print!("{}", table(&shared, &totals, o.src.is_some()));
     Ok(())

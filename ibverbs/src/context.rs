@@ -30,7 +30,7 @@ struct Inner {
     raw: NonNull<ffi::ibv_context>,
     /// `ibv_query_device`, read once: the limits do not change while the device is open.
     attr: OnceLock<ffi::ibv_device_attr>,
-    /// What keeps a context another library opened open (librdmacm's device list), dropped
+    /// What keeps a context another library opened open (`cm::device`), dropped
     /// instead of `ibv_close_device`; `None` for a context this crate opened.
     keep_open: Option<Box<dyn Send + Sync + RefUnwindSafe>>,
     /// The ports' attributes and GID tables, as QPs and address handles read them.
@@ -99,7 +99,7 @@ impl Context {
     }
 
     /// Wraps a context another library opened and keeps open while `keep_open` lives (such
-    /// as librdmacm's device contexts, held by its device list); it is never closed here.
+    /// as librdmacm's device contexts: `cm::device`); it is never closed here.
     ///
     /// # Safety
     /// `raw` must be an open context that stays open until `keep_open` is dropped.
@@ -125,6 +125,12 @@ impl Context {
     #[cfg(feature = "cm")]
     pub(crate) fn downgrade(&self) -> WeakContext {
         WeakContext(Arc::downgrade(&self.inner))
+    }
+
+    /// Whether a clone besides this one lives (a handle, or an object made from it).
+    #[cfg(feature = "cm")]
+    pub(crate) fn has_other_holders(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1
     }
 
     /// The raw `ibv_context`, valid while this context lives.

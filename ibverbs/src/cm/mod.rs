@@ -29,7 +29,7 @@
 //! |---|---|---|---|
 //! | [`EventChannel`] | `rdma_event_channel` | `rdma_create_event_channel` | |
 //! | [`CmId`] | `rdma_cm_id` | `rdma_create_id`, or a connect request | its channel, its QP, its device context (once asked for) |
-//! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | `rdma_get_devices` | librdmacm's device list (so the context stays open) |
+//! | [`Context`](crate::Context) of [`CmId::context`] | librdmacm's `ibv_context` | librdmacm, for the first id bound to the device | the ids that asked for it, then librdmacm's device list (so the context stays open) |
 //! | [`QueuePair`](crate::QueuePair) of [`CmId::create_qp`] | `ibv_qp` | `rdma_create_qp_ex` | PD, CQs, SRQ (as any QP) |
 //! | [`UdPeer`] of a UD [`CmEventKind::Established`] or a [`CmEventKind::MulticastJoin`] | `rdma_ud_param` (copied) | a UD connect's accept, a multicast join | nothing (plain data) |
 //! | [`AddressHandle`](crate::AddressHandle) of [`UdPeer::create_ah`] | `ibv_ah` | `ibv_create_ah` | its PD (as any AH) |
@@ -40,10 +40,15 @@
 //!   then the id (`rdma_destroy_id`). The QP holds its PD and CQs, which hold the
 //!   context; so the id outlives nothing it needs, and the PD and CQs may be shared by
 //!   many ids on the device.
-//! - The context of an id is librdmacm's, never closed here: a [`Context`](crate::Context)
-//!   made from it holds librdmacm's device list, which keeps the device open until the
-//!   context and everything made from it are gone. Contexts made from two ids on the same
-//!   device are the same device context for the `Mismatch` checks.
+//! - The context of an id is librdmacm's, never closed here. librdmacm keeps it open while
+//!   an id bound to the device lives; a [`Context`](crate::Context) made from it counts the
+//!   ids that asked for it, and when the last of them is dropped while the context (a
+//!   handle, or a PD, CQ or QP made from it) still lives, the context takes librdmacm's
+//!   device list (`rdma_get_devices`, once), which keeps the device open until the context
+//!   and everything made from it are gone. If the device is no longer listed then (it was
+//!   removed), the context keeps that last id instead and destroys it when it goes.
+//!   Contexts made from two ids on the same device are the same device context for the
+//!   `Mismatch` checks.
 //! - UD (the UDP port space): the connecting side's `Established` event carries the peer
 //!   ([`UdPeer`]: address vector, QP number, Q_Key); its address handle is made in the PD of
 //!   the id's QP and lives apart from the id (drop it after the sends that use it complete).

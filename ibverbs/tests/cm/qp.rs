@@ -14,7 +14,7 @@ use rdma_verbs::{
 };
 use rdma_verbs_test_kit::{cm_addr, cm_device, open, open_cm, provider_has, Need};
 
-use super::{both_established, listener, next_event, one_completion};
+use super::{add_qp, both_established, listener, next_event, one_completion};
 
 /// An id resolved (address and route) to `addr`, without a QP.
 fn resolved(channel: &EventChannel, addr: SocketAddr) -> CmId {
@@ -330,4 +330,55 @@ fn a_verbs_qp_finds_a_gid_added_after_the_first_qp_and_is_refused_one_removed() 
         invalid(&err, "GID index", &format!("entry {index} ")),
         "{err}"
     );
+}
+
+/// A CM id's device context outlives the id: a PD, CQ and region made while the first id
+/// lived keep working once it is gone (the context holds the device then), and a QP made
+/// from them on the next id connects and sends.
+#[test]
+fn a_cm_context_outlives_its_ids_and_serves_the_next_one() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let first = resolved(&cchan, addr);
+    let ctx = first.context().unwrap();
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
+    drop(first);
+    let mut smr = pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    smr.write(0, b"made after the first id").unwrap();
+    let send_cq = ctx.create_cq(8, None).unwrap();
+
+    let mut cid = resolved(&cchan, addr);
+    cid.create_qp(pd.create_qp(QpType::Rc, &send_cq, &cq).max_send_wr(2))
+        .expect("a QP on the next id from the first id's context");
+    drop(ctx);
+    cid.connect(&ConnParam::default()).unwrap();
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let sside = add_qp(&mut sid);
+    let mut rmr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    rmr.write(0, &[0; 64]).unwrap();
+    {
+        let sge = [rmr.sge(..).unwrap()];
+        sid.qp()
+            .unwrap()
+            .post_recv(&mut [RecvRequest::new(2, &sge)])
+            .unwrap();
+    }
+    sid.accept(&ConnParam::default()).unwrap();
+    both_established(&cchan, &schan);
+    {
+        let sge = [smr.sge(..23).unwrap()];
+        cid.qp()
+            .unwrap()
+            .post_send(&mut [SendRequest::send(1, &sge).signaled()])
+            .unwrap();
+    }
+    assert_eq!(one_completion(&send_cq).wr_id(), 1);
+    let wc = one_completion(&sside.cq);
+    assert_eq!((wc.wr_id(), wc.byte_len()), (2, 23));
+    let mut got = [0; 23];
+    rmr.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"made after the first id");
 }

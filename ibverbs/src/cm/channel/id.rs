@@ -18,6 +18,7 @@ use rdmacm_sys as cm;
 
 use super::{ChannelInner, EventChannel};
 use crate::cm::addr::{from_c, to_c};
+use crate::cm::device::IdContext;
 use crate::cm::param::{check_private_data, ConnParam, Message};
 use crate::cm::PortSpace;
 use crate::context::async_event::AsyncEventKind;
@@ -40,9 +41,9 @@ pub struct CmId {
     ps: PortSpace,
     /// Boxed: a QP carries its receive post table, and an id stays small inside a CM event.
     qp: Option<Box<QueuePair>>,
-    /// The id's device context, once [`context`](Self::context) found it: an id stays on
-    /// the device it was bound to.
-    ctx: OnceCell<Context>,
+    /// The id's device context and its hold on it, once [`context`](Self::context) found
+    /// it: an id stays on the device it was bound to.
+    ctx: OnceCell<IdContext>,
     /// The multicast groups joined and not left, each the context of its join's events.
     joins: Vec<Arc<mcast::Join>>,
     /// The owner of a QP lent out of the id (`lend_qp`), kept while librdmacm may reach
@@ -363,11 +364,11 @@ impl CmId {
     /// The device context the id is bound to (librdmacm's, kept open while the returned
     /// [`Context`] or the id lives): allocate the PD and CQs of
     /// [`create_qp`](Self::create_qp) on it. Fails before the id is bound to a device
-    /// (bind, resolve or a connect request); found once (`rdma_get_devices`), then the same
-    /// handle each time.
+    /// (bind, resolve or a connect request); the same handle each time, and for every id
+    /// on the device while one lives (on the same thread).
     pub fn context(&self) -> Result<Context> {
-        if let Some(ctx) = self.ctx.get() {
-            return Ok(ctx.clone());
+        if let Some(held) = self.ctx.get() {
+            return Ok(held.ctx.clone());
         }
         // SAFETY: the id is live.
         let verbs = unsafe { (*self.ptr()).verbs };
@@ -376,8 +377,9 @@ impl CmId {
             reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
                 .into(),
         })?;
-        let ctx = crate::cm::device::context(verbs)?;
-        Ok(self.ctx.get_or_init(|| ctx).clone())
+        // The hold is taken only if the cell is empty: each id counts once.
+        let held = self.ctx.get_or_init(|| crate::cm::device::context(verbs));
+        Ok(held.ctx.clone())
     }
 
     /// `rdma_create_qp_ex`: creates the id's QP as `qp` describes (its PD, CQs, SRQ,
@@ -471,6 +473,11 @@ impl Drop for CmId {
             // SAFETY: null: librdmacm must not reach the QP once it is destroyed.
             unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
             drop(qp);
+        }
+        if let Some(held) = self.ctx.take() {
+            if held.release_keeps_id(self.raw, &self._channel) {
+                return; // its device was removed: the context destroys the id when it goes
+            }
         }
         let _table = id_table();
         // SAFETY: the id is live, has no QP, and its events were all acknowledged when they
