@@ -67,8 +67,8 @@ pub fn warm_up(
 fn samples(plan: &Plan, tot: u64) -> BwSamples {
     let stamps = if plan.no_peak { 1 } else { tot.max(1) as usize };
     BwSamples {
-        tposted: vec![0; stamps],
-        tcompleted: vec![0; stamps],
+        tposted: super::stamps(stamps),
+        tcompleted: super::stamps(stamps),
         iters: 0,
     }
 }

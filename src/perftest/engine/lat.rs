@@ -28,14 +28,11 @@ impl LatSamples {
     /// Room for a stamp per iteration (none with a duration).
     fn new(plan: &Plan) -> LatSamples {
         LatSamples {
-            tposted: vec![
-                0;
-                if plan.duration.is_some() {
-                    0
-                } else {
-                    plan.iters as usize
-                }
-            ],
+            tposted: super::stamps(if plan.duration.is_some() {
+                0
+            } else {
+                plan.iters as usize
+            }),
             ..LatSamples::default()
         }
     }
