@@ -115,10 +115,7 @@ impl IdContext {
         let IdContext { ctx, hold } = self;
         // The count and the context's holders are read after this id's own clone was
         // made: an id that asks for the context later is bound to the device itself.
-        if hold.ids.fetch_sub(1, Ordering::AcqRel) != 1
-            || !ctx.has_other_holders()
-            || hold.kept.get().is_some()
-        {
+        if hold.ids.fetch_sub(1, Ordering::AcqRel) != 1 || !ctx.has_other_holders() {
             return false;
         }
         let mut kept_id = false;
