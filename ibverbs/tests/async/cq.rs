@@ -76,7 +76,7 @@ async fn busy_polling_an_empty_cq_lets_other_tasks_run() {
     let channel = ctx.create_comp_channel().unwrap();
     let mut p = Pair::new(&ctx, &channel, u32::MAX);
     let other = tokio::spawn(async {
-        for _ in 0..100 {
+        for _ in 0..10 {
             tokio::task::yield_now().await;
         }
     });
@@ -85,7 +85,9 @@ async fn busy_polling_an_empty_cq_lets_other_tasks_run() {
     assert!(spun.is_err(), "nothing was posted: {spun:?}");
     // The spawned task finishes while the CQ spins: it could not if the spin never yielded
     // (however slow the machine: no deadline but the hang guard, as under valgrind 100 ms
-    // can pass before the task's 100 turns are through).
+    // can pass before the task's 10 turns are through). Each turn waits for a yield of the
+    // spin; under DRD, which runs one thread at a time, with a CPU of the VM busy, 100
+    // turns beside the other tests took over 120 s.
     let ran = timeout(Duration::from_secs(120), async {
         tokio::select! {
             biased;
