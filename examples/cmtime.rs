@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -176,19 +176,19 @@ type Retry = (usize, usize);
 
 /// The client's event thread: ends each node's asynchronous step as C's handler does,
 /// asking the main thread to retry a failed resolution while the node has retries left.
+/// As C's, it waits for each event without a deadline until the process exits (a wait with
+/// one would read the clock each time).
 fn client_events(
     channel: EventChannel,
     nodes: HashMap<IdHandle, usize>,
     shared: Arc<Progress>,
     retries: Sender<Retry>,
     left: Vec<i32>,
-    stop: Arc<AtomicBool>,
 ) {
     let mut left = left;
-    while !stop.load(Ordering::SeqCst) {
-        let event: CmEvent = match channel.get_event_timeout(Duration::from_millis(50)) {
-            Ok(Some(event)) => event,
-            Ok(None) => continue,
+    loop {
+        let event: CmEvent = match channel.get_event() {
+            Ok(event) => event,
             Err(e) => {
                 eprintln!("failure in rdma_get_cm_event in process_server_events: {e}");
                 return;
@@ -339,12 +339,11 @@ fn run_client(o: &Options) -> Result<(), String> {
         .map(|(i, id)| (id.handle(), i))
         .collect();
     let (retry_tx, retry_rx) = mpsc::channel();
-    let stop = Arc::new(AtomicBool::new(false));
-    let events = {
-        let (channel, shared, stop) = (channel.clone(), Arc::clone(&shared), Arc::clone(&stop));
+    {
+        let (channel, shared) = (channel.clone(), Arc::clone(&shared));
         let left = vec![o.retries; n];
-        thread::spawn(move || client_events(channel, nodes, shared, retry_tx, left, stop))
-    };
+        thread::spawn(move || client_events(channel, nodes, shared, retry_tx, left));
+    }
 
     if let Some(src) = rai.src.filter(|_| o.src.is_some()) {
         println!("binding source address");
@@ -417,8 +416,6 @@ fn run_client(o: &Options) -> Result<(), String> {
         done
     });
     totals[DISCONNECT][1] = Some(Instant::now());
-    stop.store(true, Ordering::SeqCst);
-    let _ = events.join();
 
     println!("destroying id");
     totals[DESTROY][0] = Some(Instant::now());
