@@ -2,13 +2,14 @@
 //! unary, a server-streaming and a bidirectional call).
 //!
 //! ```text
-//! grpc_echo server -a ADDR [-p PORT] [--tcp]
+//! grpc_echo server -a ADDR [-p PORT] [-k SECS] [--tcp]
 //! grpc_echo client -a ADDR -p PORT [-s SIZE]... [-c CLIENTS]
 //! grpc_echo bench -a ADDR -p PORT [--tcp] --phase unary|stream [-t SECS] [-s SIZE]
 //! ```
 //!
 //! The server serves until it is killed (it prints `listening on ADDR:PORT` when it is
-//! ready). The client makes each call with messages of each SIZE (default 1 B and 4 MiB),
+//! ready); `-k` sets the keepalive interval of its streams in seconds (0: none; the
+//! default is `StreamConfig`'s). The client makes each call with messages of each SIZE (default 1 B and 4 MiB),
 //! checking every byte, then runs CLIENTS connections at once (default 64), each with a
 //! unary call; it prints `ok` and exits with 0 if all went well. `bench` measures one
 //! thing (`bench.rs`) for `scripts/compare-grpc`; `--tcp` serves or connects over TCP
@@ -19,7 +20,9 @@ mod service;
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
+use std::time::Duration;
 
+use rdma_verbs::stream::StreamConfig;
 use rdma_verbs_tonic::RdmaIncoming;
 use tonic::transport::Server;
 
@@ -32,13 +35,14 @@ struct Args {
     tcp: bool,
     phase: String,
     secs: f64,
+    keepalive: Option<u64>,
 }
 
 fn parse() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let role = args.next().ok_or("no role: server or client")?;
     let (mut addr, mut port, mut sizes, mut clients) = (None, 0, Vec::new(), 64);
-    let (mut tcp, mut phase, mut secs) = (false, String::new(), 5.0);
+    let (mut tcp, mut phase, mut secs, mut keepalive) = (false, String::new(), 5.0, None);
     while let Some(flag) = args.next() {
         if flag == "--tcp" {
             tcp = true;
@@ -53,6 +57,7 @@ fn parse() -> Result<Args, String> {
             "-c" => clients = value.parse().map_err(|e| bad(&e))?,
             "--phase" => phase = value,
             "-t" => secs = value.parse().map_err(|e| bad(&e))?,
+            "-k" => keepalive = Some(value.parse().map_err(|e| bad(&e))?),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -72,19 +77,29 @@ fn parse() -> Result<Args, String> {
         tcp,
         phase,
         secs,
+        keepalive,
     })
 }
 
-async fn serve(addr: SocketAddr, tcp: bool) -> Result<(), String> {
+async fn serve(addr: SocketAddr, tcp: bool, keepalive: Option<u64>) -> Result<(), String> {
     let router = Server::builder().add_service(service::server(service::EchoService::default()));
     if tcp {
+        if keepalive.is_some() {
+            return Err("-k sets the keepalive of RDMA streams, not of TCP".into());
+        }
         println!("listening on {addr} (TCP)");
         return router
             .serve(addr)
             .await
             .map_err(|e| format!("serving: {e}"));
     }
-    let incoming = RdmaIncoming::bind(addr).map_err(|e| format!("listening on {addr}: {e}"))?;
+    let config = match keepalive {
+        None => StreamConfig::default(),
+        Some(0) => StreamConfig::default().keepalive(None),
+        Some(secs) => StreamConfig::default().keepalive(Some(Duration::from_secs(secs))),
+    };
+    let incoming =
+        RdmaIncoming::bind_with(addr, &config).map_err(|e| format!("listening on {addr}: {e}"))?;
     let at = incoming.local_addr().unwrap_or(addr);
     println!("listening on {at}");
     router
@@ -156,7 +171,7 @@ fn main() -> ExitCode {
     let addr = SocketAddr::new(args.addr, args.port);
     let done = runtime.block_on(async {
         match args.role.as_str() {
-            "server" => serve(addr, args.tcp).await,
+            "server" => serve(addr, args.tcp, args.keepalive).await,
             "client" => client(addr, &args.sizes, args.clients).await,
             "bench" => bench(&args, addr).await,
             other => Err(format!("unknown role {other}: server or client")),

@@ -139,6 +139,13 @@ impl PeerTurn {
         }
         PeerTurn { slot }
     }
+
+    /// Ends the peer process, whose state the test cannot vouch for, and starts another,
+    /// keeping the turn (no other test runs between the two).
+    pub fn restart(&mut self, link: &Link) {
+        *self.slot = None;
+        *self.slot = Some(Peer::spawn(link));
+    }
 }
 
 impl Deref for PeerTurn {
@@ -435,13 +442,20 @@ fn peer_rping(args: &str, wire: &mut Wire) -> String {
     format!("exit {} {pings}", out.status.code().map_or(-1, |c| c))
 }
 
-/// `grpc PORT`: runs the `grpc_echo` example's server (rdma-verbs-tonic: gRPC over an RDMA
-/// byte stream) on PORT of this side's link address; answers `listening` once its CM id
+/// `grpc PORT [KEEPALIVE]`: runs the `grpc_echo` example's server (rdma-verbs-tonic: gRPC
+/// over an RDMA byte stream) on PORT of this side's link address, with the keepalive
+/// interval KEEPALIVE (seconds, 0 for none) if given; answers `listening` once its CM id
 /// listens, then waits for `stop`, stops it and answers `stopped`.
-fn peer_grpc(port: &str, wire: &mut Wire) -> String {
+fn peer_grpc(args: &str, wire: &mut Wire) -> String {
     let local: IpAddr = env(LOCAL_VAR).parse().expect("an address");
+    let (port, keepalive) = args.split_once(' ').unwrap_or((args, ""));
     let at = SocketAddr::new(local, port.parse().expect("a port"));
-    let args = ["server", "-a", &local.to_string(), "-p", port].map(String::from);
+    let mut args = ["server", "-a", &local.to_string(), "-p", port]
+        .map(String::from)
+        .to_vec();
+    if !keepalive.is_empty() {
+        args.extend(["-k".to_owned(), keepalive.to_owned()]);
+    }
     let mut server = Running::spawn("peer gRPC server", &example("grpc_echo"), &args);
     server.wait_until("listened", GUARD, || cm_listening(at));
     wire.send("listening");
