@@ -9,11 +9,11 @@
 //!
 //! The server serves until it is killed (it prints `listening on ADDR:PORT` when it is
 //! ready); `-k` sets the keepalive interval of its streams in seconds (0: none; the
-//! default is `StreamConfig`'s). The client makes each call with messages of each SIZE (default 1 B and 4 MiB),
-//! checking every byte, then runs CLIENTS connections at once (default 64), each with a
-//! unary call; it prints `ok` and exits with 0 if all went well. `bench` measures one
-//! thing (`bench.rs`) for `scripts/compare-grpc`; `--tcp` serves or connects over TCP
-//! instead of RDMA, the service unchanged.
+//! default is `StreamConfig`'s). The client makes each call with messages of each SIZE
+//! (default 1 B and 4 MiB), checking every byte, then runs CLIENTS connections at once
+//! (default 64), each with a unary call; it prints `ok` and exits with 0 if all went well.
+//! `bench` measures one thing (`bench.rs`) for `scripts/compare-grpc`; `--tcp` serves or
+//! connects over TCP instead of RDMA, the service unchanged.
 
 mod bench;
 mod service;

@@ -17,11 +17,11 @@
 //!
 //! Without them every test fails. The peer process is this binary re-executed on the peer
 //! through `WITH_RDMA_PEER_EXEC`, as the ignored test `peer::peer_process` with
-//! `LINK_FAULTS_PEER` set to the address to connect back to. Over that TCP connection (on the link) it takes
-//! one-line commands: set up a new QP, check what was written into it, receive a stream,
-//! inject or clear a fault on its own side, run a perftest, rping or gRPC server. The tests share it
-//! (starting a process on the other VM takes seconds) and take turns with it, so they run
-//! one at a time, as they must: they share the link.
+//! `LINK_FAULTS_PEER` set to the address to connect back to. Over that TCP connection (on
+//! the link) it takes one-line commands: set up a new QP, check what was written into it,
+//! receive a stream, inject or clear a fault on its own side, run a perftest, rping or gRPC
+//! server. The tests share it (starting a process on the other VM takes seconds) and take
+//! turns with it, so they run one at a time, as they must: they share the link.
 //!
 //! Each test prints what it measured (for the faults, the time from the fault to the first
 //! error completion and the status seen; run with `--nocapture` to see it), removes its
