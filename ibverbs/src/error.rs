@@ -2,12 +2,12 @@
 
 use std::io;
 
-use crate::context::gid::{Gid, GidType};
-use crate::cq::wc_status::WcStatus;
-use crate::cq::WcOpcode;
-use crate::qp::qp_type::QpType;
-use crate::qp::state::QpState;
-use crate::wr::opcode::WrOpcode;
+use crate::types::QpState;
+use crate::types::QpType;
+use crate::types::WcOpcode;
+use crate::types::WcStatus;
+use crate::types::WrOpcode;
+use crate::types::{Gid, GidType};
 
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -428,6 +428,7 @@ pub mod stream;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
+mod types;
 mod wake;
 mod wr;
 
@@ -439,23 +440,22 @@ pub use context::device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
 };
-pub use context::gid::{Gid, GidEntry, GidType};
+pub use context::gid::GidEntry;
 pub use context::port::{
     LinkLayer, Mtu, PhysState, PortAttr, PortCapFlags, PortCapFlags2, PortState, Speed, Width,
 };
 pub use context::Context;
 pub use cq::channel::CompletionChannel;
 pub use cq::ex::{ExCompletion, ExtendedCq, PollSession, WcFields};
-pub use cq::wc_status::WcStatus;
-pub use cq::{CompletionQueue, WcOpcode, WorkCompletion};
+pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{Device, DeviceList, NodeType, Transport};
 pub use error::{AhFromWcError, Error, IwarpRule, Result, WrError};
 pub use fork::{fork_init, fork_status, ForkStatus};
 pub use mr::dmabuf::{DmaBuf, DmaBufRegion};
-pub use mr::mapping::{huge_page_size, Mapping, MappingKind, MemoryRule};
+pub use mr::mapping::{huge_page_size, Mapping, MappingKind};
 pub use mr::odp::{Advice, ImplicitOdp};
-pub use mr::rereg::{Rereg, ReregState};
-pub use mr::{page_size, AccessFlags, AlignedBuffer, MemoryRegion, RegistrableMemory};
+pub use mr::rereg::Rereg;
+pub use mr::{page_size, AlignedBuffer, MemoryRegion, RegistrableMemory};
 pub use mw::{MemoryWindow, MwType};
 pub use pd::domain::ThreadDomain;
 pub use pd::ProtectionDomain;
@@ -463,12 +463,13 @@ pub use qp::attr::QpAttributes;
 pub use qp::create_flags::QpCreateFlags;
 pub use qp::ex::{BatchRequest, WrBatch};
 pub use qp::mcast::MULTICAST_QPN;
-pub use qp::qp_type::QpType;
-pub use qp::state::QpState;
 pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
 pub use raw::AsRaw;
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
-pub use wr::opcode::{SendOps, WrOpcode};
+pub use types::{
+    AccessFlags, Gid, GidType, MemoryRule, QpState, QpType, ReregState, SendOps, WcOpcode,
+    WcStatus, WrOpcode,
+};
 pub use wr::post_error::PostError;
 pub use wr::{DeviceMemory, HostMemory, RecvRequest, RemoteMemory, SendRequest, Sge, SgeMemory};

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::mr::{MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::qp::QueuePair;
+use crate::types::AccessFlags;
 use crate::wr::{RemoteMemory, SendRequest};
 
 /// The kind of a memory window (`enum ibv_mw_type`).

@@ -13,16 +13,13 @@ pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
-pub(crate) mod qp_type; // QpType
 mod recv; // posting receives: QueuePair::post_recv
-pub(crate) mod state; // QpState
 
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::context::gid::Gid;
 use crate::context::port::Mtu;
 use crate::cq::CqInner;
 use crate::drop_error;
@@ -30,12 +27,13 @@ use crate::error::{check, Error, IwarpRule, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::qp::ex::ExSend;
-use crate::qp::qp_type::QpType;
-use crate::qp::state::QpState;
 use crate::route::{Endpoint, Route};
 use crate::srq::SharedReceiveQueue;
+use crate::types::Gid;
+use crate::types::QpState;
+use crate::types::QpType;
+use crate::types::SendOps;
 use crate::wr::limits::SendLimits;
-use crate::wr::opcode::SendOps;
 use crate::wr::post_error::PostError;
 use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
 pub use builder::{QueuePairBuilder, DEFAULT_QKEY};

@@ -2,8 +2,8 @@
 //! address vector both connected QPs (`ibv_modify_qp` to RTR) and address handles
 //! (`ibv_create_ah`) are made from.
 
-use crate::context::gid::Gid;
 use crate::ffi;
+use crate::types::Gid;
 
 /// What a peer needs to reach a queue pair, and all that rdma-core's pingpong programs
 /// exchange: LID, QP number, PSN and GID. Exchange it out of band (it is `serde`

@@ -8,7 +8,6 @@
 //! out again, and the rest of the crate reads the struct only.
 
 pub(crate) mod limits; // the requirement words and the queues' limits
-pub(crate) mod opcode; // WrOpcode, SendOps
 mod post; // checking, linking and posting a list of requests
 pub(crate) mod post_error; // PostError
 mod recv; // RecvRequest
@@ -26,8 +25,8 @@ use std::marker::PhantomData;
 use crate::ah::AddressHandle;
 use crate::error::{Error, Result};
 use crate::ffi;
+use crate::types::WrOpcode;
 use crate::wr::limits::{inline_need, send_need, DEVICE_MEMORY};
-use crate::wr::opcode::WrOpcode;
 
 /// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it
 /// (`serde` serialisable with the `serde` feature).

@@ -1,12 +1,12 @@
 //! Address vectors as values: `struct ibv_ah_attr` ([`AhAttr`]) and `ibv_create_ah` from one.
 
 use crate::ah::AddressHandle;
-use crate::context::gid::Gid;
 use crate::context::port::LinkLayer;
 use crate::context::port_cache::SourceGid;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
+use crate::types::Gid;
 
 /// An address vector (`struct ibv_ah_attr`): where an address handle sends, and from where.
 ///

@@ -7,14 +7,15 @@ use std::net::Ipv4Addr;
 
 use crate::ah::attr::AhAttr;
 use crate::ah::AddressHandle;
-use crate::context::gid::{Gid, GidType};
 use crate::context::port::LinkLayer;
 use crate::context::Context;
 use crate::cq::ex::ExCompletion;
-use crate::cq::{WcOpcode, WorkCompletion};
+use crate::cq::WorkCompletion;
 use crate::error::{AhFromWcError, Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
+use crate::types::WcOpcode;
+use crate::types::{Gid, GidType};
 
 /// The bytes a UD receive starts with, before the payload: a GRH, or for RoCE v2 over IPv4
 /// 20 unused bytes and the IPv4 header (`sizeof(struct ibv_grh)`).

@@ -12,7 +12,7 @@ use rdmacm_sys as cm;
 
 use super::PortSpace;
 use crate::error::{Error, Result};
-use crate::qp::qp_type::QpType;
+use crate::types::QpType;
 use ib::IbAddr;
 
 /// The length of `addr`'s C form (`socklen_t`).

@@ -5,7 +5,6 @@ pub(super) mod event; // CmEvent: what the channel delivers, copied and acknowle
 pub(super) mod id; // CmId: the ids created on the channel
 
 use std::os::fd::RawFd;
-use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,8 +12,9 @@ use rdmacm_sys as cm;
 
 use self::event::CmEvent;
 use self::id::CmId;
+use super::raw::{id_table, ChannelInner};
 use super::PortSpace;
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{Error, Result};
 
 /// An event channel (`rdma_create_event_channel`), destroyed when it and every id created
 /// on it are dropped (`rdma_destroy_event_channel`).
@@ -31,40 +31,12 @@ pub struct EventChannel {
     pub(super) inner: Arc<ChannelInner>,
 }
 
-/// The channel itself, shared by the [`EventChannel`] handles and the ids created on it.
-pub(super) struct ChannelInner {
-    raw: NonNull<cm::rdma_event_channel>,
-}
-
-// SAFETY: an event channel is an fd and its number; librdmacm's calls on it are thread-safe
-// (each reads whole events from the fd).
-unsafe impl Send for ChannelInner {}
-// SAFETY: as above.
-unsafe impl Sync for ChannelInner {}
-
-impl Drop for ChannelInner {
-    fn drop(&mut self) {
-        // SAFETY: the channel is live and every id created on it holds this Arc, so all of
-        // them are destroyed.
-        unsafe { cm::rdma_destroy_event_channel(self.raw.as_ptr()) };
-    }
-}
-
-impl ChannelInner {
-    pub(super) fn ptr(&self) -> *mut cm::rdma_event_channel {
-        self.raw.as_ptr()
-    }
-}
-
 impl EventChannel {
     /// Creates an event channel (`rdma_create_event_channel`) with a non-blocking fd.
     pub fn new() -> Result<Self> {
         // SAFETY: no arguments; the result is checked.
-        let raw = check_ptr("rdma_create_event_channel", unsafe {
-            cm::rdma_create_event_channel()
-        })?;
         let channel = EventChannel {
-            inner: Arc::new(ChannelInner { raw }),
+            inner: Arc::new(ChannelInner::create()?),
         };
         let fd = channel.fd();
         // SAFETY: fd is the channel's open fd; F_GETFL/F_SETFL take and return plain flags.
@@ -175,7 +147,7 @@ impl EventChannel {
         // A connect request's event carries a new id, and reading a multicast join's event
         // reads (and attaches) its id's QP (see `id_table`); the fd is non-blocking, so the
         // table is held only while librdmacm reads the event and it is copied.
-        let table = id::id_table();
+        let table = id_table();
         // SAFETY: the channel is live; raw is a valid out pointer.
         let rc = unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) };
         if rc != 0 {

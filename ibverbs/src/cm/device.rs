@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use rdmacm_sys as cm;
 
-use super::channel::ChannelInner;
+use super::raw::{id_table, ChannelInner};
 use crate::context::{Context, WeakContext};
 use crate::ffi;
 
@@ -62,7 +62,7 @@ struct KeptId {
 
 impl Drop for KeptId {
     fn drop(&mut self) {
-        let _table = super::channel::id::id_table();
+        let _table = id_table();
         // SAFETY: the id is live, has no QP (its CmId dropped it first) and none of its
         // events is unacknowledged (each is acknowledged when read); no CmId owns it.
         let rc = unsafe { cm::rdma_destroy_id(self.raw.as_ptr()) };

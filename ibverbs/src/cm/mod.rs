@@ -87,8 +87,8 @@
 mod addr;
 mod channel;
 mod device;
-
 mod param;
+mod raw; // the event channel itself and the lock around librdmacm's id table
 mod ud;
 
 pub use addr::ib::IbAddr;

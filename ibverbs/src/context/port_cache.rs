@@ -26,11 +26,11 @@ use std::time::Duration;
 
 use crate::context::async_event::AsyncEventKind;
 use crate::context::gid::{default_entry, no_gid_to_send_from, GidEntry};
-#[cfg(feature = "cm")]
-use crate::context::gid::{Gid, GidType};
 use crate::context::port::PortAttr;
 use crate::context::Context;
 use crate::error::{Error, Result};
+#[cfg(feature = "cm")]
+use crate::types::{Gid, GidType};
 
 /// How long a port's copy is used before it is read again.
 const MAX_AGE: Duration = Duration::from_secs(1);

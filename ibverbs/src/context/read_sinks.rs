@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use crate::ffi;
-use crate::mr::AccessFlags;
+use crate::types::AccessFlags;
 
 /// The local keys barred from being a read's sink.
 #[derive(Debug, Default)]

@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 
 use crate::context::Context;
 use crate::cq::channel::CompletionChannel;
-use crate::cq::wc_status::WcStatus;
-use crate::cq::{CompletionQueue, WcOpcode};
+use crate::cq::CompletionQueue;
 use crate::error::{Error, Result};
 use crate::ffi;
+use crate::types::WcOpcode;
+use crate::types::WcStatus;
 
 bitflags::bitflags! {
     /// The fields an extended CQ's completions carry (`enum ibv_create_cq_wc_flags`). The

@@ -23,8 +23,9 @@ use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
 use crate::ffi;
 use crate::mr::mapping::Mapping;
-use crate::mr::{page_size, AccessFlags};
+use crate::mr::page_size;
 use crate::pd::ProtectionDomain;
+use crate::types::AccessFlags;
 use crate::wr::{DeviceMemory, RemoteMemory, Sge};
 
 /// `struct udmabuf_create` of `<linux/udmabuf.h>`.

@@ -20,49 +20,7 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
 use crate::mr::{page_size, RegistrableMemory};
-
-/// A rule of a memory source, checked before memory is mapped or registered
-/// ([`Error::MemoryRule`]); the crate docs' Soundness section lists the rule of every memory
-/// source with its reason and test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MemoryRule {
-    /// An on-demand paging region ([`AccessFlags::ON_DEMAND`](crate::AccessFlags::ON_DEMAND))
-    /// starts on a page boundary: of the page size, or of the huge page size with
-    /// [`AccessFlags::HUGETLB`](crate::AccessFlags::HUGETLB), the kernel's paging unit for
-    /// it. rxe's on-demand paging (Linux 6.14 to 7.3 at least) copies the data of a
-    /// transfer to the start of the page where the transfer starts, not to its offset in
-    /// that page: into a region that starts mid-page, such as a `Vec`, that is memory before
-    /// the region (the heap allocator's bookkeeping: heap corruption). In a region that
-    /// starts on a page boundary, the misplaced bytes stay inside the region.
-    OdpPageAligned,
-    /// [`Mapping::file`] maps a file only when it is on shmem (tmpfs, a memfd) and sealed
-    /// against shrinking (`F_SEAL_SHRINK`): then no one holding the fd can take a page away
-    /// from the mapping. Truncation is sealed off, and a punched hole (`fallocate`
-    /// `FALLOC_FL_PUNCH_HOLE`, which the seal does not stop) reads back as zeros, since the
-    /// kernel's own shmem mount behind memfds has no size limit. Not hugetlbfs: a hole punched
-    /// there returns the huge pages to the pool, and the next access raises `SIGBUS` when the
-    /// pool is empty, while the seals that stop hole punching (`F_SEAL_WRITE`,
-    /// `F_SEAL_FUTURE_WRITE`) also stop the writable shared mapping a registration needs.
-    /// Not a regular filesystem: it cannot be sealed, and fails a fault (`SIGBUS`) on
-    /// `ENOSPC` or an I/O error.
-    SealedShmemFile,
-}
-
-impl fmt::Display for MemoryRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            MemoryRule::OdpPageAligned => {
-                "on-demand paging needs a region that starts on a page boundary (a huge page \
-                 boundary with HUGETLB)"
-            }
-            MemoryRule::SealedShmemFile => {
-                "a file is mapped safely only if it is a shmem (tmpfs) memfd sealed against \
-                 shrinking (F_SEAL_SHRINK)"
-            }
-        })
-    }
-}
+use crate::types::MemoryRule;
 
 /// What backs a [`Mapping`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

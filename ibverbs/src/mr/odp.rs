@@ -15,9 +15,11 @@ use std::ptr::NonNull;
 use crate::drop_error;
 use crate::error::{check, check_ptr, Error, Result};
 use crate::ffi;
-use crate::mr::mapping::{huge_page_size, MemoryRule};
-use crate::mr::{check_access, page_size, AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::mr::mapping::huge_page_size;
+use crate::mr::{check_access, page_size, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
+use crate::types::AccessFlags;
+use crate::types::MemoryRule;
 use crate::{OdpGeneralCaps, OdpTransportCaps};
 
 /// What the access rights of an ODP region need of the device's RC ODP caps: remote

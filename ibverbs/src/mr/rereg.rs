@@ -4,41 +4,14 @@
 //! the region's keys reach only memory it owns: a failure that leaves the MR in an
 //! undefined state ([`ReregState::Invalid`]) can make its keys useless, never unsafe.
 
-use std::fmt;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::mr::{AccessFlags, MemoryRegion, RegistrableMemory};
+use crate::mr::{MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
-
-/// What became of a region whose `ibv_rereg_mr` failed ([`Error::Rereg`]), after rdma-core's
-/// `enum ibv_rereg_mr_err_code`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReregState {
-    /// As before the call (`IBV_REREG_MR_ERR_INPUT`, `IBV_REREG_MR_ERR_DONT_FORK_NEW`).
-    Unchanged,
-    /// Changed as asked; only marking the old range forkable again failed
-    /// (`IBV_REREG_MR_ERR_DO_FORK_OLD`).
-    Changed,
-    /// Unusable (`IBV_REREG_MR_ERR_CMD`, `IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW`): the
-    /// provider or the kernel failed the command and rdma-core leaves the MR's state
-    /// undefined. (A refusal with `EOPNOTSUPP`, which changes nothing, is
-    /// [`Error::Unsupported`] instead, and the region stays usable.) The region
-    /// refuses scatter/gather entries and further changes from then on; dropping it
-    /// deregisters it.
-    Invalid,
-}
-
-impl fmt::Display for ReregState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ReregState::Unchanged => "the region is unchanged",
-            ReregState::Changed => "the region was changed",
-            ReregState::Invalid => "the region is left invalid: deregister it",
-        })
-    }
-}
+use crate::types::AccessFlags;
+use crate::types::ReregState;
 
 /// The changes of one [`MemoryRegion::rereg`]: new access rights, a new range of the
 /// region's memory, a new protection domain, or any of them together.

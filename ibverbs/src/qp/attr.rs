@@ -1,13 +1,13 @@
 //! The full `ibv_query_qp`: a typed snapshot of a queue pair's attributes.
 
-use crate::context::gid::Gid;
 use crate::context::port::Mtu;
 use crate::error::{check, Result};
 use crate::ffi;
-use crate::mr::AccessFlags;
-use crate::qp::qp_type::QpType;
-use crate::qp::state::QpState;
 use crate::qp::{PreparedQueuePair, QueuePair};
+use crate::types::AccessFlags;
+use crate::types::Gid;
+use crate::types::QpState;
+use crate::types::QpType;
 
 /// A queue pair's attributes as `ibv_query_qp` reports them (`struct ibv_qp_attr` and
 /// `struct ibv_qp_init_attr`), taken by [`QueuePair::query`].

@@ -13,15 +13,15 @@ use crate::context::port_cache::SourceGid;
 use crate::cq::CompletionQueue;
 use crate::error::{check_ptr, Error, IwarpRule, Result};
 use crate::ffi;
-use crate::mr::AccessFlags;
 use crate::pd::ProtectionDomain;
 use crate::qp::create_flags::QpCreateFlags;
 use crate::qp::ex::ExSend;
-use crate::qp::qp_type::QpType;
 use crate::qp::recv::RecvQueue;
 use crate::srq::SharedReceiveQueue;
+use crate::types::AccessFlags;
+use crate::types::QpType;
+use crate::types::SendOps;
 use crate::wr::limits::{RecvLimits, SendLimits};
-use crate::wr::opcode::SendOps;
 /// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
 /// it: the creation flags, the extended send API or the inline data the provider refused,
 /// named; else `err`.

@@ -8,11 +8,11 @@ use rdmacm_sys as cm;
 
 use super::{QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
-use crate::context::gid::Gid;
 use crate::context::port_cache::SourceGid;
 use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::qp::qp_type::QpType;
+use crate::types::Gid;
+use crate::types::QpType;
 
 impl QueuePairBuilder<'_> {
     /// Refuses the settings rdma_cm decides for a QP on an id (its port and GID, from the

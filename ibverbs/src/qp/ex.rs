@@ -34,10 +34,10 @@ use std::ptr::NonNull;
 
 use crate::error::{check, Error, Result, WrError};
 use crate::ffi;
-use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
+use crate::types::QpType;
+use crate::types::WrOpcode;
 use crate::wr::limits::SendLimits;
-use crate::wr::opcode::WrOpcode;
 use crate::wr::{check_each, refused, Limits, Linked, SendParts, SendRequest};
 
 /// The extended view of a QP built with send ops, and the limits its batches check
@@ -350,7 +350,7 @@ impl Drop for WrBatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wr::opcode::SendOps;
+    use crate::types::SendOps;
 
     unsafe extern "C" fn never() {}
 

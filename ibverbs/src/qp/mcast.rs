@@ -19,11 +19,11 @@
 //! `ip addr add GROUP/32 dev NETDEV autojoin`. The netdev needs no `MULTICAST` flag (rxe on
 //! `lo` works).
 
-use crate::context::gid::Gid;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::qp::QueuePair;
+use crate::types::Gid;
 
 /// The destination QP number of a multicast send (`0xFFFFFF`).
 pub const MULTICAST_QPN: u32 = 0xff_ffff;

@@ -22,8 +22,8 @@
 use crate::context::read_sinks::ReadSinks;
 use crate::error::{IwarpRule, WrError};
 use crate::ffi;
-use crate::qp::qp_type::QpType;
-use crate::wr::opcode::{SendOps, WrOpcode};
+use crate::types::QpType;
+use crate::types::{SendOps, WrOpcode};
 use crate::wr::{Limits, RecvRequest, SendParts, SendRequest};
 
 /// The longest message RDMA carries: 2^31 bytes.

@@ -8,7 +8,7 @@ use std::ptr;
 use rdmacm_sys as cm;
 
 use crate::cm::PortSpace;
-use crate::context::gid::Gid;
+use crate::types::Gid;
 
 /// An AF_IB socket address (`struct sockaddr_ib`), for [`CmId::bind_ib`] and
 /// [`CmId::resolve_ib_addr`]. Build one with [`IbAddr::new`] (a port of one of rdma_cm's

@@ -11,15 +11,16 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdmacm_sys as cm;
 
-use super::{ChannelInner, EventChannel};
+use super::EventChannel;
 use crate::cm::addr::{from_c, to_c};
 use crate::cm::device::IdContext;
 use crate::cm::param::{check_private_data, ConnParam, Message};
+use crate::cm::raw::{id_table, ChannelInner};
 use crate::cm::PortSpace;
 use crate::context::async_event::AsyncEventKind;
 use crate::context::Context;
@@ -97,28 +98,6 @@ fn millis(timeout: Duration) -> Result<i32> {
         min: 0,
         max: i32::MAX as u64,
     })
-}
-
-/// Held around every librdmacm call that adds an id to librdmacm's table of ids or takes
-/// one out (`rdma_create_id`, `rdma_get_cm_event`, which creates the id of a connect
-/// request, and `rdma_destroy_id`). rdma-core 44 adds under a lock of its own but takes out
-/// without it, after the kernel has freed the id's number, which a new id on another thread
-/// may already have been given: the removal can then clear the new id's entry, or free the
-/// table's chunk while the new entry is written into it (found by valgrind DRD over the
-/// async tests). Id set-up is not a hot path; one lock for the process closes it.
-///
-/// Reading an event holds it until the event is copied (then it is acknowledged): reading a
-/// multicast join's event, librdmacm attaches the id's QP to the group, so leaving a group
-/// (`rdma_leave_multicast`, which detaches the QP) and setting or clearing the QP pointer
-/// of an id with joins (`create_qp`, `take_qp`, drop) hold it too, and the QP is never
-/// attached while it is detached or leaves the id. `rdma_leave_multicast` and
-/// `rdma_destroy_id` wait for the acknowledgement of the events read: under the lock, that
-/// is at most one read just before, whose acknowledgement needs nothing but the event.
-static ID_TABLE: Mutex<()> = Mutex::new(());
-
-/// Takes [`ID_TABLE`] (a panic while it was held left nothing to repair: it guards no data).
-pub(crate) fn id_table() -> MutexGuard<'static, ()> {
-    ID_TABLE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl CmId {

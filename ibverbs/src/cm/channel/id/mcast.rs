@@ -11,7 +11,7 @@
 //! group (`ibv_attach_mcast`), unless the join is send-only or the id has no QP then; its
 //! `rdma_leave_multicast` detaches it. Reading an event, leaving a group, and setting or
 //! clearing the QP pointer of an id with joins are serialized by the id table lock
-//! ([`id_table`](super::id_table)): so a leave never detaches the QP while a join's event
+//! ([`id_table`](crate::cm::raw::id_table)): so a leave never detaches the QP while a join's event
 //! is attaching it, and a QP that leaves the id ([`CmId::take_qp`]) is never attached
 //! behind its back, and takes along the groups it was attached to, which it detaches
 //! itself before it is destroyed. An event is acknowledged right after its copy, outside
@@ -23,16 +23,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rdmacm_sys as cm;
 
-use super::{id_table, CmId};
+use super::CmId;
 use crate::cm::addr::to_c;
+use crate::cm::raw::id_table;
 use crate::cm::ud::UdPeer;
 use crate::cm::PortSpace;
-use crate::context::gid::Gid;
 use crate::drop_error;
 use crate::error::{check, Error, IwarpRule, Result};
 use crate::ffi;
-use crate::qp::qp_type::QpType;
 use crate::qp::QueuePair;
+use crate::types::Gid;
+use crate::types::QpType;
 
 /// How a join takes part in its group (`enum rdma_cm_mc_join_flags`), for
 /// [`CmId::join_multicast_ex`].
