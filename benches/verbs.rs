@@ -53,8 +53,8 @@ impl Loopback {
         };
         let (a, b) = (build(&a_cq), build(&b_cq));
         let (ea, eb) = (a.endpoint(), b.endpoint());
-        let a = a.connect(&eb, &ConnectOptions::default()).unwrap();
-        let b = b.connect(&ea, &ConnectOptions::default()).unwrap();
+        let a = a.connect(&eb, &ConnectOptions::new()).unwrap();
+        let b = b.connect(&ea, &ConnectOptions::new()).unwrap();
         let src = pd.alloc_mr(64 << 10, ALL).unwrap();
         let dst = pd.alloc_mr(64 << 10, ALL).unwrap();
         Loopback {
@@ -338,7 +338,7 @@ fn qp_setup(c: &mut Criterion) {
     g.bench_function("safe", |b| {
         b.iter(|| {
             let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
-            black_box(qp.connect(&remote, &ConnectOptions::default()).unwrap());
+            black_box(qp.connect(&remote, &ConnectOptions::new()).unwrap());
         })
     });
     g.bench_function("raw", |b| {

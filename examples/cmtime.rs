@@ -105,12 +105,10 @@ fn parse(args: &[String]) -> Result<Options, ExitCode> {
 /// passive, then handed to the destination's lookup as its source), else the destination
 /// (with `passive` for a server).
 fn rdma_addr(o: &Options, passive: bool) -> Result<AddrInfo, String> {
-    let mut hints = AddrHints {
-        passive,
-        port_space: Some(PortSpace::Tcp),
-        qp_type: Some(QpType::Rc),
-        ..AddrHints::default()
-    };
+    let mut hints = AddrHints::new()
+        .passive(passive)
+        .port_space(PortSpace::Tcp)
+        .qp_type(QpType::Rc);
     let lookup = |node: Option<&str>, service: Option<&str>, hints: &AddrHints| {
         getaddrinfo(node, service, hints)
             .map_err(|e| format!("getaddrinfo error: {e}"))?
@@ -122,11 +120,9 @@ fn rdma_addr(o: &Options, passive: bool) -> Result<AddrInfo, String> {
         return lookup(o.src.as_deref(), Some(&o.port), &hints);
     }
     if let Some(src) = &o.src {
-        let bind = AddrHints {
-            passive: true,
-            ..hints
-        };
-        hints.src = lookup(Some(src), None, &bind)?.src;
+        if let Some(addr) = lookup(Some(src), None, &hints.passive(true))?.src {
+            hints = hints.src(addr);
+        }
     }
     lookup(o.dst.as_deref(), Some(&o.port), &hints)
 }
@@ -395,12 +391,10 @@ fn run_client(o: &Options) -> Result<(), String> {
     totals[CREATE_QP][1] = Some(Instant::now());
 
     println!("connecting");
-    let param = ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: u8::try_from(o.retries.clamp(0, 7)).unwrap_or(7),
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new()
+        .max_dest_rd_atomic(1)
+        .max_rd_atomic(1)
+        .retry_cnt(u8::try_from(o.retries.clamp(0, 7)).unwrap_or(7));
     totals[CONNECT][0] = Some(Instant::now());
     async_step(CONNECT, &mut ids, &shared, &retry_rx, |_, id| {
         id.connect(&param)
@@ -504,7 +498,7 @@ fn run_server(o: &Options) -> Result<(), String> {
                 // Kept before the accept: its disconnect may come at once.
                 let mut live = live.lock().unwrap_or_else(PoisonError::into_inner);
                 let handle = id.handle();
-                if let Err(e) = id.accept(&ConnParam::default()) {
+                if let Err(e) = id.accept(&ConnParam::new()) {
                     eprintln!("failure accepting: {e}");
                     println!("failing connection request");
                     let _ = id.reject(&[]);

@@ -129,7 +129,7 @@ fn get_addr(name: Option<&str>) -> Result<IpAddr, Ret> {
     // getaddrinfo(NULL, NULL) fails so.
     let no_name = || (libc::EAI_NONAME, "Name or service not known".to_owned());
     let found = match name {
-        Some(name) => getaddrinfo(Some(name), None, &AddrHints::default()).map_err(|e| match e {
+        Some(name) => getaddrinfo(Some(name), None, &AddrHints::new()).map_err(|e| match e {
             rdma_verbs::Error::AddrInfo { code, message } => (code, message),
             other => (-1, other.to_string()),
         }),

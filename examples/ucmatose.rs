@@ -360,14 +360,13 @@ impl Test {
             ret = self.post_recvs(n);
         }
         if ret == 0 {
-            let param = ConnParam {
-                responder_resources: 1,
-                initiator_depth: 1,
-                flow_control: false,
-                retry_count: 5,
-                rnr_retry_count: 0,
-                private_data: &[],
-            };
+            let param = ConnParam::new()
+                .max_dest_rd_atomic(1)
+                .max_rd_atomic(1)
+                .flow_control(false)
+                .retry_cnt(5)
+                .rnr_retry(0)
+                .private_data(&[]);
             if let Err(e) = self.id(n).connect(&param) {
                 perror("cmatose: failure connecting", &e);
                 ret = -1;
@@ -404,12 +403,10 @@ impl Test {
         if ret == 0 {
             // rdma_accept(id, NULL): the reads and atomics the request asked for, within
             // the device's (librdmacm's RDMA_MAX_* asks for that), no flow control.
-            let param = ConnParam {
-                responder_resources: ffi::RDMA_MAX_RESP_RES as u8,
-                initiator_depth: ffi::RDMA_MAX_INIT_DEPTH as u8,
-                flow_control: false,
-                ..ConnParam::default()
-            };
+            let param = ConnParam::new()
+                .max_dest_rd_atomic(ffi::RDMA_MAX_RESP_RES as u8)
+                .max_rd_atomic(ffi::RDMA_MAX_INIT_DEPTH as u8)
+                .flow_control(false);
             match self.id(n).accept(&param) {
                 Ok(()) => return 0,
                 Err(e) => {
@@ -514,12 +511,10 @@ impl Test {
     /// C's `get_rdma_addr`: the bind address (passive, for a server), or the
     /// destination with the bind address, if any, as its source.
     fn rdma_addr(&self, passive: bool) -> Result<AddrInfo, String> {
-        let hints = AddrHints {
-            passive,
-            numeric_host: self.o.numeric_host,
-            port_space: Some(self.o.port_space),
-            ..AddrHints::default()
-        };
+        let hints = AddrHints::new()
+            .passive(passive)
+            .numeric_host(self.o.numeric_host)
+            .port_space(self.o.port_space);
         let lookup = |node: Option<&str>, service: Option<&str>, hints: &AddrHints| {
             getaddrinfo(node, service, hints)
                 .map_err(|e| verbs_error_text(&e))?
@@ -531,13 +526,7 @@ impl Test {
             return lookup(self.o.src.as_deref(), Some(&self.o.port), &hints);
         }
         let src = match &self.o.src {
-            Some(src) => {
-                let bind = AddrHints {
-                    passive: true,
-                    ..hints
-                };
-                lookup(Some(src), None, &bind)?.src
-            }
+            Some(src) => lookup(Some(src), None, &hints.passive(true))?.src,
             None => None,
         };
         let mut info = lookup(self.o.dst.as_deref(), Some(&self.o.port), &hints)?;

@@ -529,14 +529,13 @@ impl Test {
 
 /// C's zeroed `struct rdma_conn_param` (UD uses only its private data).
 fn c_zeroed() -> ConnParam<'static> {
-    ConnParam {
-        private_data: &[],
-        responder_resources: 0,
-        initiator_depth: 0,
-        flow_control: false,
-        retry_count: 0,
-        rnr_retry_count: 0,
-    }
+    ConnParam::new()
+        .private_data(&[])
+        .max_dest_rd_atomic(0)
+        .max_rd_atomic(0)
+        .flow_control(false)
+        .retry_cnt(0)
+        .rnr_retry(0)
 }
 
 /// C's `get_rdma_addr`: the address to listen on (`passive`) or to connect to, with the
@@ -553,22 +552,19 @@ fn rdma_addr(
         rdma_verbs::Error::AddrInfo { code, message } => (code, message),
         other => (-1, other.to_string()),
     };
-    let hints = AddrHints {
-        passive,
-        numeric_host: o.numeric_host,
-        port_space: port_space(o),
-        ..AddrHints::default()
+    let hints = AddrHints::new()
+        .passive(passive)
+        .numeric_host(o.numeric_host);
+    let hints = match port_space(o) {
+        Some(ps) => hints.port_space(ps),
+        None => hints,
     };
     let node = if passive { &o.src } else { &o.dst };
     let info = getaddrinfo(node.as_deref(), Some(PORT), &hints).map_err(gai)?;
     let first = info.into_iter().next();
     let mut src = first.as_ref().and_then(|i| i.src);
     if let (Some(bind), false) = (&o.src, passive) {
-        let hints = AddrHints {
-            passive: true,
-            ..hints
-        };
-        src = getaddrinfo(Some(bind), None, &hints)
+        src = getaddrinfo(Some(bind), None, &hints.passive(true))
             .map_err(gai)?
             .into_iter()
             .find_map(|i| i.src);

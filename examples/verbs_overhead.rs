@@ -61,8 +61,8 @@ fn setup() -> rdma_verbs::Result<Setup> {
         .build()?;
     let (ea, eb) = (a.endpoint(), b.endpoint());
     Ok(Setup {
-        a: a.connect(&eb, &ConnectOptions::default())?,
-        b: b.connect(&ea, &ConnectOptions::default())?,
+        a: a.connect(&eb, &ConnectOptions::new())?,
+        b: b.connect(&ea, &ConnectOptions::new())?,
         a_cq,
         b_cq,
         src: pd.alloc_mr(64, access)?,
@@ -309,8 +309,8 @@ fn ex_setup() -> rdma_verbs::Result<ExSetup> {
     let (a, b) = (qp(&a_cq)?, qp(&b_cq)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
     Ok(ExSetup {
-        a: a.connect(&eb, &ConnectOptions::default())?,
-        b: b.connect(&ea, &ConnectOptions::default())?,
+        a: a.connect(&eb, &ConnectOptions::new())?,
+        b: b.connect(&ea, &ConnectOptions::new())?,
         a_cq,
         b_cq,
         src: pd.alloc_mr(64, access)?,

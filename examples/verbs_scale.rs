@@ -9,7 +9,7 @@
 //!
 //! `qps` creates N RC QPs on one context (one PD, one shared CQ; the builder's default queues:
 //! 128 sends and 128 receives of one SGE, no inline data), connects each to itself over the
-//! port's loopback (INIT → RTR → RTS, `ConnectOptions::default()`), then destroys them. The
+//! port's loopback (INIT → RTR → RTS, `ConnectOptions::new()`), then destroys them. The
 //! create phase is `build` (`ibv_create_qp` and the move to INIT), connect is RTR and RTS; with
 //! `warm`, one QP is created, connected and destroyed first, outside the figures (what a
 //! process that made a QP before pays: its code is paged in). Every figure is per QP: the time
@@ -74,7 +74,7 @@ fn qps(n: usize, warm: bool) -> Result<(), String> {
     ctx.default_gid(1).map_err(err)?;
     let connect_to_itself = |qp: rdma_verbs::PreparedQueuePair| {
         let me = qp.endpoint();
-        qp.connect(&me, &ConnectOptions::default())
+        qp.connect(&me, &ConnectOptions::new())
     };
     if warm {
         let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(access).build();

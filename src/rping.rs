@@ -197,11 +197,11 @@ fn advert(mr: &MemoryRegion, size: usize) -> [u8; MSG_LEN] {
 /// The peer's buffer an advertisement names.
 fn parse_advert(msg: &[u8; MSG_LEN]) -> RemoteMemory {
     let word = |r: std::ops::Range<usize>| u32::from_be_bytes(msg[r].try_into().expect("4"));
-    RemoteMemory {
-        addr: u64::from_be_bytes(msg[..8].try_into().expect("8")),
-        rkey: word(8..12),
-        len: word(12..16).into(),
-    }
+    RemoteMemory::new(
+        u64::from_be_bytes(msg[..8].try_into().expect("8")),
+        word(12..16).into(),
+        word(8..12),
+    )
 }
 
 /// Ping `n`'s data: `rdma-ping-N: `, then letters from `A` + N mod 58 cycling through
@@ -449,9 +449,7 @@ fn run_server(o: &Options) -> Result<(), String> {
         unreachable!("checked by expect");
     };
     let mut conn = Conn::new(events, id, o)?;
-    conn.id
-        .accept(&ConnParam::default())
-        .or_say("rdma_accept")?;
+    conn.id.accept(&ConnParam::new()).or_say("rdma_accept")?;
     conn.events.expect("ESTABLISHED", |k| {
         matches!(k, CmEventKind::Established { .. })
     })?;
@@ -509,7 +507,7 @@ fn run_client(o: &Options) -> Result<(), String> {
         .alloc_mr(o.size, remote)
         .or_say("start_buf reg_mr failed")?;
     // A connect the peer refuses at once (iWARP's TCP connect): C's perror and message.
-    conn.id.connect(&ConnParam::default()).map_err(|e| {
+    conn.id.connect(&ConnParam::new()).map_err(|e| {
         format!(
             "rdma_connect: {}\nconnect error -1",
             crate::cli::verbs_error_text(&e)

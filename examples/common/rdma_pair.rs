@@ -51,11 +51,7 @@ pub fn failed(what: &str, err: &rdma_verbs::Error) -> i32 {
 /// `rdma_getaddrinfo` of the options in the TCP port space: the address to bind (`passive`)
 /// or to connect to; a lookup that fails prints C's line and gives its return value.
 pub fn lookup(o: &Options, passive: bool) -> Result<Option<SocketAddr>, i32> {
-    let hints = AddrHints {
-        passive,
-        port_space: Some(PortSpace::Tcp),
-        ..AddrHints::default()
-    };
+    let hints = AddrHints::new().passive(passive).port_space(PortSpace::Tcp);
     match getaddrinfo(Some(&o.server), Some(&o.port), &hints) {
         Ok(info) => Ok(info
             .into_iter()
@@ -87,12 +83,10 @@ pub fn complete(event: &CmEvent, want: fn(&CmEventKind) -> bool) -> Result<(), i
 /// each way (librdmacm's `RDMA_MAX_*` asks for them), no flow control, 7 retries of each
 /// kind.
 pub fn null_conn_param() -> ConnParam<'static> {
-    ConnParam {
-        responder_resources: ffi::RDMA_MAX_RESP_RES as u8,
-        initiator_depth: ffi::RDMA_MAX_INIT_DEPTH as u8,
-        flow_control: false,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .max_dest_rd_atomic(ffi::RDMA_MAX_RESP_RES as u8)
+        .max_rd_atomic(ffi::RDMA_MAX_INIT_DEPTH as u8)
+        .flow_control(false)
 }
 
 /// A connection's id with its QP and CQs, as `rdma_create_ep` and `rdma_get_request` make

@@ -55,6 +55,7 @@ pub struct RdmaConnection(pub RdmaStream);
 /// What a tonic handler finds in its request's extensions
 /// (`request.extensions().get::<RdmaConnectInfo>()`) for a connection over RDMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RdmaConnectInfo {
     /// The server's address.
     pub local: Option<SocketAddr>,

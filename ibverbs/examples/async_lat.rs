@@ -50,7 +50,7 @@ fn pair(ctx: &Context, spin: u32, size: usize) -> rdma_verbs::Result<(Side, Side
     };
     let ((a, a_cq), (b, b_cq)) = (make()?, make()?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let opts = ConnectOptions::default();
+    let opts = ConnectOptions::new();
     let side = |qp, cq| -> rdma_verbs::Result<Side> {
         Ok(Side {
             qp,

@@ -253,16 +253,16 @@ fn decode(msg: &[u8; MSG_LEN]) -> Result<Endpoint, String> {
     if gid.len() != 32 {
         return Err(bad());
     }
-    Ok(Endpoint {
-        lid: u16::from_str_radix(lid, 16).map_err(|_| bad())?,
-        qpn: u32::from_str_radix(qpn, 16).map_err(|_| bad())?,
-        psn: u32::from_str_radix(psn, 16).map_err(|_| bad())?,
-        gid: Gid::from(
+    Ok(Endpoint::new(
+        u32::from_str_radix(qpn, 16).map_err(|_| bad())?,
+        u32::from_str_radix(psn, 16).map_err(|_| bad())?,
+        u16::from_str_radix(lid, 16).map_err(|_| bad())?,
+        Gid::from(
             u128::from_str_radix(gid, 16)
                 .map_err(|_| bad())?
                 .to_be_bytes(),
         ),
-    })
+    ))
 }
 
 /// Adds what failed to an error, like the C program's messages.
@@ -367,20 +367,15 @@ fn run(o: &Options) -> Result<(), String> {
     print_address("local address: ", &me);
     // The RTR and RTS attributes of the C program. The QP sends from its own GID (the one
     // given to gid_index above).
-    let opts = ConnectOptions {
-        path_mtu: Some(o.mtu),
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 1,
-        max_dest_rd_atomic: 1,
-        route: Route {
-            hop_limit: 1,
-            sl: o.sl,
-            ..Route::default()
-        },
-    };
+    let opts = ConnectOptions::new()
+        .path_mtu(o.mtu)
+        .timeout(14)
+        .retry_cnt(7)
+        .rnr_retry(7)
+        .min_rnr_timer(12)
+        .max_rd_atomic(1)
+        .max_dest_rd_atomic(1)
+        .route(Route::new().hop_limit(1).sl(o.sl));
     let mut msg = [0; MSG_LEN];
     let (peer, qp) = match &o.host {
         Some(host) => {

@@ -30,32 +30,70 @@ unsafe impl Send for AddressHandle {}
 unsafe impl Sync for AddressHandle {}
 
 impl ProtectionDomain {
-    /// Creates an address handle for `remote`, leaving from local port `port` and its GID
-    /// `gid_index` along `route` (`ibv_create_ah`).
+    /// Starts an address handle to `remote` (`ibv_create_ah`): from port 1 and its default
+    /// GID along the default [`Route`], until the builder says otherwise.
+    pub fn create_ah<'a>(&'a self, remote: &Endpoint) -> AddressHandleBuilder<'a> {
+        AddressHandleBuilder {
+            pd: self,
+            remote: *remote,
+            port: 1,
+            gid_index: None,
+            route: Route::new(),
+        }
+    }
+}
+
+/// The settings of an address handle to a peer's [`Endpoint`], from
+/// [`ProtectionDomain::create_ah`]: `pd.create_ah(&remote).port(1).gid_index(1).build()?`.
+#[derive(Debug)]
+#[must_use = "an address handle is made by build()"]
+pub struct AddressHandleBuilder<'a> {
+    pd: &'a ProtectionDomain,
+    remote: Endpoint,
+    port: u8,
+    gid_index: Option<u8>,
+    route: Route,
+}
+
+impl AddressHandleBuilder<'_> {
+    /// The local port the datagrams leave from (`port_num`; default 1).
+    pub fn port(mut self, port: u8) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The entry of the port's GID table the datagrams leave from (`sgid_index`); by
+    /// default the port's [`Context::default_gid`](crate::Context::default_gid). For a UD
+    /// queue pair's datagrams, give its [`QueuePair::gid_index`](crate::QueuePair::gid_index).
+    pub fn gid_index(mut self, index: u8) -> Self {
+        self.gid_index = Some(index);
+        self
+    }
+
+    /// The route: service level, traffic class, hop limit, flow label.
+    pub fn route(mut self, route: Route) -> Self {
+        self.route = route;
+        self
+    }
+
+    /// Creates the address handle (`ibv_create_ah`).
     ///
-    /// The source GID is the entry `gid_index` of the port's table, or the port's
-    /// [`Context::default_gid`](crate::Context::default_gid) when that is `None` (for a UD
-    /// queue pair's datagrams, give its [`QueuePair::gid_index`](crate::QueuePair::gid_index)). Before
-    /// the call, the port is checked against the device's port count and the index
-    /// against the port's GID table ([`Error::OutOfRange`](crate::Error::OutOfRange),
-    /// naming the limit; an empty entry is [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
-    /// On RoCE the handle always carries a GRH.
-    pub fn create_ah(
-        &self,
-        port: u8,
-        gid_index: Option<u8>,
-        remote: &Endpoint,
-        route: &Route,
-    ) -> Result<AddressHandle> {
-        let source = match gid_index {
+    /// Before the call, the port is checked against the device's port count, the GID
+    /// index against the port's table and the route's fields against their ranges
+    /// ([`Error::OutOfRange`](crate::Error::OutOfRange), naming the limit; an empty entry is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)). On RoCE the handle always
+    /// carries a GRH.
+    pub fn build(self) -> Result<AddressHandle> {
+        self.route.check()?;
+        let source = match self.gid_index {
             Some(index) => SourceGid::Index(index),
             None => SourceGid::Default,
         };
-        let (attr, sgid) = self.context().port_gid(port, source)?;
-        let mut route = *route;
+        let (attr, sgid) = self.pd.context().port_gid(self.port, source)?;
+        let mut route = self.route;
         route.force_grh |= attr.link_layer == LinkLayer::Ethernet;
-        let mut attr = route.ah_attr(port, sgid.index, remote);
-        AddressHandle::from_attr(self, &mut attr)
+        let mut attr = route.ah_attr(self.port, sgid.index, &self.remote);
+        AddressHandle::from_attr(self.pd, &mut attr)
     }
 }
 

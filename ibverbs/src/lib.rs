@@ -18,7 +18,7 @@
 //! let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(access).build()?;
 //! let local = qp.endpoint(); // LID, QPN, PSN, GID: send it to the peer, receive the peer's
 //! # let remote = local;
-//! let qp = qp.connect(&remote, &ConnectOptions::default())?;
+//! let qp = qp.connect(&remote, &ConnectOptions::new())?;
 //! let sge = [mr.sge(0..5)?];
 //! # let peer_memory = mr.remote();
 //! qp.post_send(&mut [SendRequest::write(1, &sge, peer_memory).signaled()])?;
@@ -399,6 +399,33 @@
 //! Destroy calls cannot return errors from `Drop`; a failure is written to stderr (a write
 //! error is ignored) and counted by [`drop_error::count`], which the test suite asserts to
 //! stay 0.
+//!
+//! # Stability
+//! The crate follows semantic versioning; before 1.0 a breaking change raises the minor
+//! version (0.3 to 0.4) and is listed, with what to write instead, in `CHANGELOG.md`.
+//! Covered: every public item's name, path and signature, the types' auto traits (`Send`,
+//! `Sync`), what a call checks and the error it gives. Not covered: the `ffi` re-export
+//! (rdma-core's C API, whatever the installed headers say), the text of error messages,
+//! `Debug` output, and items marked `#[doc(hidden)]`.
+//!
+//! The inputs are built so that they can grow in a minor version:
+//! - **Settings** ([`ConnectOptions`], [`Route`], [`QueuePairBuilder`],
+//!   [`AddressHandleBuilder`], `cm::ConnParam`, `cm::AddrHints`, `stream::StreamConfig`)
+//!   have private fields, a constructor with the defaults (`new`, or the call that starts
+//!   the builder) and one chained setter per setting, named after the C field it sets.
+//!   A minor version may add a setting, with a default that keeps what code written before
+//!   it did.
+//! - **Records**, the values a peer sends or a query returns and that go back in
+//!   ([`Endpoint`], [`RemoteMemory`], [`AhAttr`], [`GlobalRoute`], `cm::IbAddr`), have
+//!   public fields to read and are `#[non_exhaustive]`: made with `new` (the required
+//!   values) and `with_*` setters for the rest. A minor version may add a field, which
+//!   `new` fills with a default.
+//! - **Outputs** (query results, events) are `#[non_exhaustive]` with public fields: a
+//!   minor version may add a field. Enums of values the C library may extend are
+//!   `#[non_exhaustive]` too: a minor version may add a variant.
+//!
+//! Outside the crate a struct literal of any of them does not compile (checked by
+//! `tests/compile_fail/`), so none of these additions breaks a caller.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 // docs.rs (nightly, `--cfg docsrs`): badges naming the feature each gated item needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -434,7 +461,7 @@ mod wr;
 
 pub use ah::attr::{AhAttr, GlobalRoute};
 pub use ah::from_wc::{Completion, GRH_LEN};
-pub use ah::AddressHandle;
+pub use ah::{AddressHandle, AddressHandleBuilder};
 pub use context::async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use context::device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,

@@ -9,6 +9,7 @@ pub(crate) mod attr; // QueuePair::query (ibv_query_qp) and QpAttributes
 mod builder; // QueuePairBuilder: creation (ibv_create_qp, ibv_create_qp_ex) and INIT
 #[cfg(feature = "cm")]
 pub(crate) mod cm; // a QP on a CM id (rdma_create_qp_ex)
+mod connect; // ConnectOptions: RTR and RTS (connect, ready)
 pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
@@ -23,11 +24,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::context::port::Mtu;
 use crate::cq::CqInner;
 use crate::drop_error;
-use crate::error::{check, Error, IwarpRule, Result};
+use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::qp::ex::ExSend;
-use crate::route::{Endpoint, Route};
+use crate::route::Endpoint;
 use crate::srq::SharedReceiveQueue;
 use crate::types::Gid;
 use crate::types::QpState;
@@ -37,51 +38,8 @@ use crate::wr::limits::SendLimits;
 use crate::wr::post_error::PostError;
 use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
 pub use builder::{QueuePairBuilder, DEFAULT_QKEY};
+pub use connect::ConnectOptions;
 use recv::RecvQueue;
-
-/// This side's settings of the RTR and RTS transitions of [`PreparedQueuePair::connect`]
-/// (the peer's [`Endpoint`] carries only its address); the defaults are perftest's.
-///
-/// The local port is the QP's own ([`QueuePairBuilder::port`]): the QP is bound to it
-/// when it moves to INIT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectOptions {
-    /// Path MTU; `None` for the active MTU of the QP's port. Both sides must agree on it
-    /// when their ports differ (rdma-core's pingpong programs use 1024 unless told).
-    pub path_mtu: Option<Mtu>,
-    /// Local ACK timeout exponent: 4.096 µs × 2^timeout (0 waits forever).
-    pub timeout: u8,
-    /// Transport retries before `RETRY_EXC_ERR` (0..=7).
-    ///
-    /// rxe (Linux 6.1) never counts down a retry count of 7, so such a QP retries forever
-    /// on a dead link: where a lost peer must end in `RETRY_EXC_ERR` on rxe, use 6 or less.
-    pub retry_cnt: u8,
-    /// Receiver-not-ready retries before `RNR_RETRY_EXC_ERR` (7 is infinite).
-    pub rnr_retry: u8,
-    /// Minimum RNR NAK timer code the QP asks peers to wait.
-    pub min_rnr_timer: u8,
-    /// Outstanding RDMA reads and atomics this QP may issue (clamped to the device).
-    pub max_rd_atomic: u8,
-    /// Outstanding RDMA reads and atomics this QP accepts (clamped to the device).
-    pub max_dest_rd_atomic: u8,
-    /// The route to the peer (the QP sends from its own GID, [`QueuePair::gid_index`]).
-    pub route: Route,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        ConnectOptions {
-            path_mtu: None,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            min_rnr_timer: 12,
-            max_rd_atomic: 16,
-            max_dest_rd_atomic: 16,
-            route: Route::default(),
-        }
-    }
-}
 
 /// A queue pair in INIT: it can take receives but not send yet. See the module docs.
 pub struct PreparedQueuePair {
@@ -117,95 +75,6 @@ impl PreparedQueuePair {
     /// The raw `ibv_qp`, valid while the QP lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_qp {
         self.qp.ptr()
-    }
-
-    /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
-    ///
-    /// The QP sends from the GID it was built with ([`QueuePair::gid_index`]). A failed
-    /// transition is [`Error::Transition`], naming the state.
-    pub fn connect(self, remote: &Endpoint, opts: &ConnectOptions) -> Result<QueuePair> {
-        use ffi::ibv_qp_attr_mask as M;
-        let qp = self.qp;
-        if qp.qp_type == QpType::Ud {
-            return Err(Error::InvalidArgument {
-                what: "queue pair type",
-                reason: "a UD queue pair has no peer to connect to; use ready()".into(),
-            });
-        }
-        if qp.pd.context().is_iwarp() {
-            return Err(Error::Iwarp(IwarpRule::ConnectThroughRdmaCm));
-        }
-        let path_mtu = ffi::ibv_mtu(opts.path_mtu.unwrap_or(qp.active_mtu).raw());
-        let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
-        let mut route = opts.route;
-        // RoCE packets always carry a GRH; on InfiniBand only when the peer gave a GID
-        // (or the caller forces it), as peers that send no GID expect.
-        if qp.roce {
-            route.force_grh = true;
-        }
-
-        let mut rtr = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
-            path_mtu,
-            dest_qp_num: remote.qpn,
-            rq_psn: remote.psn & 0xff_ffff,
-            ah_attr: route.ah_attr(qp.port, qp.gid_index, remote),
-            max_dest_rd_atomic: max_dest_rd,
-            min_rnr_timer: opts.min_rnr_timer,
-            ..Default::default()
-        };
-        let mut mask = M::IBV_QP_STATE
-            | M::IBV_QP_AV
-            | M::IBV_QP_PATH_MTU
-            | M::IBV_QP_DEST_QPN
-            | M::IBV_QP_RQ_PSN;
-        if qp.qp_type == QpType::Rc {
-            mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
-        }
-        qp.transition(&mut rtr, mask)?;
-
-        let mut rts = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
-            sq_psn: qp.psn,
-            timeout: opts.timeout,
-            retry_cnt: opts.retry_cnt,
-            rnr_retry: opts.rnr_retry,
-            max_rd_atomic: max_rd,
-            ..Default::default()
-        };
-        let mut mask = M::IBV_QP_STATE | M::IBV_QP_SQ_PSN;
-        if qp.qp_type == QpType::Rc {
-            mask |= M::IBV_QP_TIMEOUT
-                | M::IBV_QP_RETRY_CNT
-                | M::IBV_QP_RNR_RETRY
-                | M::IBV_QP_MAX_QP_RD_ATOMIC;
-        }
-        qp.transition(&mut rts, mask)?;
-        Ok(qp)
-    }
-
-    /// Makes a UD QP ready to send and receive: INIT → RTR → RTS.
-    pub fn ready(self) -> Result<QueuePair> {
-        use ffi::ibv_qp_attr_mask as M;
-        let qp = self.qp;
-        if qp.qp_type != QpType::Ud {
-            return Err(Error::InvalidArgument {
-                what: "queue pair type",
-                reason: "a connected (RC/UC) queue pair needs connect() with a peer".into(),
-            });
-        }
-        let mut rtr = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
-            ..Default::default()
-        };
-        qp.transition(&mut rtr, M::IBV_QP_STATE)?;
-        let mut rts = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
-            sq_psn: qp.psn,
-            ..Default::default()
-        };
-        qp.transition(&mut rts, M::IBV_QP_STATE | M::IBV_QP_SQ_PSN)?;
-        Ok(qp)
     }
 }
 
@@ -441,15 +310,6 @@ impl QueuePair {
             // (or was vouched for by Sge::from_raw).
             unsafe { ffi::ibv_post_send(self.ptr(), head, bad) }
         })
-    }
-
-    fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
-        let dev = self.pd.context().device_limits()?;
-        let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
-        Ok((
-            clamp(opts.max_rd_atomic, dev.max_qp_init_rd_atom),
-            clamp(opts.max_dest_rd_atomic, dev.max_qp_rd_atom),
-        ))
     }
 }
 

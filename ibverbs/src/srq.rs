@@ -278,6 +278,7 @@ impl Limits<RecvRequest<'_>> for Inner {
 /// A shared receive queue's attributes (`struct ibv_srq_attr`), from
 /// [`SharedReceiveQueue::query`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SrqAttributes {
     /// Requests the SRQ holds.
     pub max_wr: u32,

@@ -32,6 +32,7 @@ use crate::wr::limits::{inline_need, send_need, DEVICE_MEMORY};
 /// (`serde` serialisable with the `serde` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct RemoteMemory {
     /// Start address in the peer's address space (or 0 for zero-based regions).
     pub addr: u64,
@@ -42,6 +43,12 @@ pub struct RemoteMemory {
 }
 
 impl RemoteMemory {
+    /// `len` bytes of a peer's memory from address `addr`, reached with remote key `rkey`:
+    /// the three numbers a peer sends.
+    pub fn new(addr: u64, len: u64, rkey: u32) -> Self {
+        RemoteMemory { addr, len, rkey }
+    }
+
     /// The sub-range `offset..offset + len`, checked against this range and, as the
     /// numbers come from a peer, against the end of the address space.
     pub fn slice(&self, offset: u64, len: u64) -> Result<RemoteMemory> {

@@ -25,11 +25,8 @@ fn config(cases: u32) -> Config {
 }
 
 fn remote_memory() -> impl Strategy<Value = RemoteMemory> {
-    (any::<u64>(), any::<u64>(), any::<u32>()).prop_map(|(addr, len, rkey)| RemoteMemory {
-        addr,
-        len,
-        rkey,
-    })
+    (any::<u64>(), any::<u64>(), any::<u32>())
+        .prop_map(|(addr, len, rkey)| RemoteMemory::new(addr, len, rkey))
 }
 
 /// Any `u64`, often a small one or near the top.
@@ -53,7 +50,7 @@ proptest! {
         match m.slice(offset, len) {
             Ok(s) => {
                 prop_assert!(inside);
-                prop_assert_eq!(s, RemoteMemory { addr: start.unwrap(), len, rkey: m.rkey });
+                prop_assert_eq!(s, RemoteMemory::new(start.unwrap(), len, m.rkey));
             }
             Err(_) => prop_assert!(!inside || start.is_none()),
         }
@@ -84,14 +81,8 @@ mod json {
     ];
 
     fn endpoint() -> impl Strategy<Value = Endpoint> {
-        (any::<u32>(), any::<u32>(), any::<u16>(), any::<[u8; 16]>()).prop_map(
-            |(qpn, psn, lid, gid)| Endpoint {
-                qpn,
-                psn,
-                lid,
-                gid: Gid::from(gid),
-            },
-        )
+        (any::<u32>(), any::<u32>(), any::<u16>(), any::<[u8; 16]>())
+            .prop_map(|(qpn, psn, lid, gid)| Endpoint::new(qpn, psn, lid, Gid::from(gid)))
     }
 
     /// Text that is sometimes an IPv6 address.

@@ -16,8 +16,8 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionQueue, ConnectOptions, Error, MemoryRegion,
-    ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, RemoteMemory, Route, SendOps,
-    SendRequest, Sge, WorkCompletion, WrError, WrOpcode, DEFAULT_QKEY,
+    ProtectionDomain, QpState, QpType, QueuePair, RecvRequest, RemoteMemory, SendOps, SendRequest,
+    Sge, WorkCompletion, WrError, WrOpcode, DEFAULT_QKEY,
 };
 
 use rdma_verbs_test_kit::{assert_clean_drops, open, poll_one, poll_within, ALL};
@@ -85,17 +85,13 @@ impl Pair {
         let (a, b) = if qp_type == QpType::Ud {
             (a.ready().unwrap(), b.ready().unwrap())
         } else {
-            let opts = ConnectOptions {
-                retry_cnt: 6,
-                ..ConnectOptions::default()
-            };
+            let opts = ConnectOptions::new().retry_cnt(6);
             (
                 a.connect(&eb, &opts).unwrap(),
                 b.connect(&ea, &opts).unwrap(),
             )
         };
-        let ah = (qp_type == QpType::Ud)
-            .then(|| pd.create_ah(1, Some(1), &eb, &Route::default()).unwrap());
+        let ah = (qp_type == QpType::Ud).then(|| pd.create_ah(&eb).gid_index(1).build().unwrap());
         Pair {
             a,
             a_cq,
@@ -116,11 +112,7 @@ fn ud_requests_without_an_address_handle_are_refused() {
     let mut p = Pair::new(&pd, QpType::Ud, 1, 0);
     let src = pd.alloc_mr(64, ALL).unwrap();
     let sge = [src.sge(..).unwrap()];
-    let peer = RemoteMemory {
-        addr: 0x4141_4141_4141,
-        len: 64,
-        rkey: 0x4242,
-    };
+    let peer = RemoteMemory::new(0x4141_4141_4141, 64, 0x4242);
     let ud = WrError::OpcodeNotSupported {
         opcode: WrOpcode::RdmaWrite,
         qp_type: QpType::Ud,
@@ -147,7 +139,9 @@ fn ud_requests_without_an_address_handle_are_refused() {
     // An address handle of another protection domain.
     let other_pd = ctx.alloc_pd().unwrap();
     let foreign = other_pd
-        .create_ah(1, Some(1), &p.b.endpoint(), &Route::default())
+        .create_ah(&p.b.endpoint())
+        .gid_index(1)
+        .build()
         .unwrap();
     let qpn = p.b.qp_num();
     assert_refused(

@@ -33,7 +33,7 @@ impl Pair {
         let y = pd.create_qp(QpType::Rc, &scq, y_cq).access(ALL).build();
         let (x, y) = (x.unwrap(), y.unwrap());
         let (ex, ey) = (x.endpoint(), y.endpoint());
-        let opts = ConnectOptions::default();
+        let opts = ConnectOptions::new();
         let x = x.connect(&ey, &opts).unwrap();
         let y = y.connect(&ex, &opts).unwrap();
         Pair { pd, x, y, scq }
@@ -359,7 +359,7 @@ fn armed_write(ctx: &Context, channel: &CompletionChannel) -> Armed {
     let qp = pd.create_qp(QpType::Rc, &cq, &cq).access(ALL).build();
     let qp = qp.unwrap();
     let me = qp.endpoint();
-    let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&me, &ConnectOptions::new()).unwrap();
     let mr = pd.alloc_mr(64, ALL).unwrap();
     let sge = [mr.sge(0..8).unwrap()];
     cq.req_notify(false).unwrap();
@@ -386,7 +386,7 @@ fn srq_past_its_limit(ctx: &Context) -> (SharedReceiveQueue, Pair, MemoryRegion)
         .build()
         .unwrap();
     let (es, er) = (s.endpoint(), r.endpoint());
-    let opts = ConnectOptions::default();
+    let opts = ConnectOptions::new();
     let (x, y) = (
         s.connect(&er, &opts).unwrap(),
         r.connect(&es, &opts).unwrap(),

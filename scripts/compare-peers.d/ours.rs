@@ -150,8 +150,8 @@ fn run(op: &str, n: u64) -> R<()> {
     };
     let (a, b) = (qp(&a_cq).map_err(e)?, qp(&b_cq).map_err(e)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let mut a = a.connect(&eb, &ConnectOptions::default()).map_err(e)?;
-    let b = b.connect(&ea, &ConnectOptions::default()).map_err(e)?;
+    let mut a = a.connect(&eb, &ConnectOptions::new()).map_err(e)?;
+    let b = b.connect(&ea, &ConnectOptions::new()).map_err(e)?;
     let src: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
     let dst: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
     let sge = [src.sge(..).map_err(e)?];

@@ -48,12 +48,10 @@ fn conn_param(setup: &Setup, p: &Params) -> ConnParam<'static> {
     } else {
         0
     };
-    ConnParam {
-        responder_resources: rd,
-        initiator_depth: rd,
-        flow_control: false,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .max_dest_rd_atomic(rd)
+        .max_rd_atomic(rd)
+        .flow_control(false)
 }
 
 fn port_space(p: &Params) -> PortSpace {

@@ -109,12 +109,10 @@ pub fn listen(channel: &EventChannel, ps: PortSpace, port: u16, backlog: u32) ->
 
 /// Connection parameters as perftest's exchange connection sets them.
 fn conn_param() -> ConnParam<'static> {
-    ConnParam {
-        responder_resources: 0,
-        initiator_depth: 0,
-        flow_control: false,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .max_dest_rd_atomic(0)
+        .max_rd_atomic(0)
+        .flow_control(false)
 }
 
 impl CmLink {

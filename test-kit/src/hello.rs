@@ -20,18 +20,13 @@ pub fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
         f[i].parse()
             .unwrap_or_else(|_| panic!("bad hello {line:?}"))
     };
-    let ep = Endpoint {
-        qpn: num(0) as u32,
-        psn: num(1) as u32,
-        lid: num(2) as u16,
-        gid: f[3]
-            .parse::<Gid>()
+    let ep = Endpoint::new(
+        num(0) as u32,
+        num(1) as u32,
+        num(2) as u16,
+        f[3].parse::<Gid>()
             .unwrap_or_else(|_| panic!("bad hello {line:?}")),
-    };
-    let mem = RemoteMemory {
-        addr: num(4),
-        len: num(5),
-        rkey: num(6) as u32,
-    };
+    );
+    let mem = RemoteMemory::new(num(4), num(5), num(6) as u32);
     (ep, mem)
 }

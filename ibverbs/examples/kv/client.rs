@@ -186,7 +186,7 @@ async fn connection(
             dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?,
         )?);
     }
-    let param = ConnParam::default();
+    let param = ConnParam::new();
     let id = within(limit, "rdma_connect", id.connect(&param)).await??.id;
     let mut send_mr = dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?;
     let mut slots = Vec::new();

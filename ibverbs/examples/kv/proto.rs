@@ -119,11 +119,11 @@ impl Request {
             tag: u32_at(buf, 4),
             key: buf[REQ_HEADER..key_end].to_vec(),
             len,
-            region: RemoteMemory {
-                rkey: u32_at(buf, 12),
-                addr: u64::from_le_bytes(buf[16..24].try_into().expect("8 bytes")),
-                len: u32_at(buf, 24).into(),
-            },
+            region: RemoteMemory::new(
+                u64::from_le_bytes(buf[16..24].try_into().expect("8 bytes")),
+                u32_at(buf, 24).into(),
+                u32_at(buf, 12),
+            ),
             inline: buf[key_end..].to_vec(),
         })
     }

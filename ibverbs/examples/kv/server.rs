@@ -108,7 +108,7 @@ impl Server<'_> {
                 dev.pd.alloc_mr(MSG, AccessFlags::LOCAL_WRITE)?,
             )?);
         }
-        let param = ConnParam::default();
+        let param = ConnParam::new();
         let id = within(limit, "rdma_accept", request.accept(&param)).await??;
         self.accepted.set(self.accepted.get() + 1);
         self.check_stop();

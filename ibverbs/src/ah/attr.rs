@@ -12,8 +12,11 @@ use crate::types::Gid;
 ///
 /// [`Context::init_ah_from_wc`](crate::Context::init_ah_from_wc) makes one that answers the
 /// sender of a received datagram; [`ProtectionDomain::create_ah_from_attr`] makes the
-/// handle. Its fields are those of the C structure, which never grows.
+/// handle. Its fields are those of the C structure. Read them, change them on a vector you
+/// have, or make one with [`AhAttr::new`] and the `with_*` setters:
+/// `AhAttr::new(1).with_dlid(lid).with_sl(2)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AhAttr {
     /// The local port the datagrams leave from (`port_num`), from 1.
     pub port: u8,
@@ -31,8 +34,10 @@ pub struct AhAttr {
 }
 
 /// The global route of an address vector (`struct ibv_global_route`): the GRH the datagrams
-/// carry (on RoCE v2: the IP header's fields).
+/// carry (on RoCE v2: the IP header's fields). Make one with [`GlobalRoute::new`] and the
+/// `with_*` setters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GlobalRoute {
     /// The destination GID (RoCE: the peer's IP address, IPv4-mapped for IPv4).
     pub dgid: Gid,
@@ -47,6 +52,49 @@ pub struct GlobalRoute {
 }
 
 impl AhAttr {
+    /// A vector from local port `port` with every other field 0: no destination LID, service
+    /// level 0, the port's static rate, no global route.
+    pub fn new(port: u8) -> Self {
+        AhAttr {
+            port,
+            dlid: 0,
+            sl: 0,
+            src_path_bits: 0,
+            static_rate: 0,
+            grh: None,
+        }
+    }
+
+    /// With destination LID `dlid`.
+    pub fn with_dlid(mut self, dlid: u16) -> Self {
+        self.dlid = dlid;
+        self
+    }
+
+    /// With service level `sl`.
+    pub fn with_sl(mut self, sl: u8) -> Self {
+        self.sl = sl;
+        self
+    }
+
+    /// With source path bits `bits`.
+    pub fn with_src_path_bits(mut self, bits: u8) -> Self {
+        self.src_path_bits = bits;
+        self
+    }
+
+    /// With static rate `rate` (`enum ibv_rate`).
+    pub fn with_static_rate(mut self, rate: u8) -> Self {
+        self.static_rate = rate;
+        self
+    }
+
+    /// With global route `grh`.
+    pub fn with_grh(mut self, grh: GlobalRoute) -> Self {
+        self.grh = Some(grh);
+        self
+    }
+
     /// The C structure's values.
     pub(crate) fn from_raw(raw: &ffi::ibv_ah_attr) -> Self {
         let grh = &raw.grh;
@@ -68,13 +116,9 @@ impl AhAttr {
 
     /// The C structure (an absent route is all zeros, `is_global` 0).
     pub(crate) fn to_raw(self) -> ffi::ibv_ah_attr {
-        let grh = self.grh.unwrap_or(GlobalRoute {
-            dgid: Gid::ZERO,
-            sgid_index: 0,
-            hop_limit: 0,
-            traffic_class: 0,
-            flow_label: 0,
-        });
+        let grh = self
+            .grh
+            .unwrap_or(GlobalRoute::new(Gid::ZERO, 0).with_hop_limit(0));
         ffi::ibv_ah_attr {
             grh: ffi::ibv_global_route {
                 dgid: grh.dgid.to_raw(),
@@ -90,6 +134,38 @@ impl AhAttr {
             is_global: u8::from(self.grh.is_some()),
             port_num: self.port,
         }
+    }
+}
+
+impl GlobalRoute {
+    /// A route to `dgid` from the port's GID table entry `sgid_index`, with hop limit 64,
+    /// traffic class and flow label 0.
+    pub fn new(dgid: Gid, sgid_index: u8) -> Self {
+        GlobalRoute {
+            dgid,
+            sgid_index,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+    }
+
+    /// With hop limit `hops`.
+    pub fn with_hop_limit(mut self, hops: u8) -> Self {
+        self.hop_limit = hops;
+        self
+    }
+
+    /// With traffic class `class`.
+    pub fn with_traffic_class(mut self, class: u8) -> Self {
+        self.traffic_class = class;
+        self
+    }
+
+    /// With flow label `label`.
+    pub fn with_flow_label(mut self, label: u32) -> Self {
+        self.flow_label = label;
+        self
     }
 }
 
@@ -131,20 +207,16 @@ mod tests {
 
     #[test]
     fn raw_round_trip_keeps_every_field() {
-        let attr = AhAttr {
-            port: 2,
-            dlid: 0x1234,
-            sl: 5,
-            src_path_bits: 3,
-            static_rate: 7,
-            grh: Some(GlobalRoute {
-                dgid: "fe80::1".parse().unwrap(),
-                sgid_index: 4,
-                hop_limit: 63,
-                traffic_class: 0x28,
-                flow_label: 0xabcde,
-            }),
-        };
+        let grh = GlobalRoute::new("fe80::1".parse().unwrap(), 4)
+            .with_hop_limit(63)
+            .with_traffic_class(0x28)
+            .with_flow_label(0xabcde);
+        let attr = AhAttr::new(2)
+            .with_dlid(0x1234)
+            .with_sl(5)
+            .with_src_path_bits(3)
+            .with_static_rate(7)
+            .with_grh(grh);
         let raw = attr.to_raw();
         assert_eq!(raw.is_global, 1);
         assert_eq!(AhAttr::from_raw(&raw), attr);

@@ -97,6 +97,7 @@ pub(crate) unsafe fn from_c(sa: *const libc::sockaddr) -> Option<SocketAddr> {
 
 /// One result of [`getaddrinfo`]: a source and/or destination address for a CM id.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AddrInfo {
     /// Where to bind (`ai_src_addr`), when there is one: with [`AddrHints::passive`], the
     /// address to listen on.
@@ -138,26 +139,68 @@ pub enum AddrFamily {
     Ib,
 }
 
-/// What [`getaddrinfo`] looks for (the `hints` of `rdma_getaddrinfo`). Build it from
-/// `Default` (nothing asked) with the fields wanted:
-/// `AddrHints { passive: true, port_space: Some(PortSpace::Tcp), ..Default::default() }`.
+/// What [`getaddrinfo`] looks for (the `hints` of `rdma_getaddrinfo`). Start from
+/// [`AddrHints::new`] (nothing asked) and set what is wanted:
+/// `AddrHints::new().passive(true).port_space(PortSpace::Tcp)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddrHints {
+    passive: bool,
+    numeric_host: bool,
+    no_route: bool,
+    family: Option<AddrFamily>,
+    port_space: Option<PortSpace>,
+    qp_type: Option<QpType>,
+    src: Option<SocketAddr>,
+}
+
+impl AddrHints {
+    /// Nothing asked: any family, port space and QP type, names looked up, routes resolved.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// `RAI_PASSIVE`: the result is an address to bind and listen on.
-    pub passive: bool,
+    pub fn passive(mut self, on: bool) -> Self {
+        self.passive = on;
+        self
+    }
+
     /// `RAI_NUMERICHOST`: the node is a numeric address; no name lookup.
-    pub numeric_host: bool,
+    pub fn numeric_host(mut self, on: bool) -> Self {
+        self.numeric_host = on;
+        self
+    }
+
     /// `RAI_NOROUTE`: no route lookup (an address service may otherwise resolve a path).
-    pub no_route: bool,
-    /// The address family to resolve names to (`ai_family`); `None`: any.
-    pub family: Option<AddrFamily>,
-    /// The port space (`ai_port_space`); `None` leaves it to librdmacm.
-    pub port_space: Option<PortSpace>,
-    /// The QP type (`ai_qp_type`); `None` leaves it to librdmacm.
-    pub qp_type: Option<QpType>,
+    pub fn no_route(mut self, on: bool) -> Self {
+        self.no_route = on;
+        self
+    }
+
+    /// The address family to resolve names to (`ai_family`); by default any.
+    pub fn family(mut self, family: AddrFamily) -> Self {
+        self.family = Some(family);
+        self
+    }
+
+    /// The port space (`ai_port_space`); by default librdmacm's choice.
+    pub fn port_space(mut self, ps: PortSpace) -> Self {
+        self.port_space = Some(ps);
+        self
+    }
+
+    /// The QP type (`ai_qp_type`); by default librdmacm's choice.
+    pub fn qp_type(mut self, qp_type: QpType) -> Self {
+        self.qp_type = Some(qp_type);
+        self
+    }
+
     /// The source address to pair with the destination (`ai_src_addr`): C programs pass
     /// the result of a passive lookup of their `-b` address, so that each result has both.
-    pub src: Option<SocketAddr>,
+    pub fn src(mut self, addr: SocketAddr) -> Self {
+        self.src = Some(addr);
+        self
+    }
 }
 
 /// `rdma_getaddrinfo`: resolves `node` and `service` (a port number) to CM addresses. A

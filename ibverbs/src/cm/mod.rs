@@ -16,7 +16,7 @@
 //! let ctx = id.context()?;
 //! let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(16, None)?);
 //! id.create_qp(pd.create_qp(rdma_verbs::QpType::Rc, &cq, &cq).max_send_wr(16).max_recv_wr(16))?;
-//! id.connect(&ConnParam { private_data: b"hello", ..ConnParam::default() })?;
+//! id.connect(&ConnParam::new().private_data(b"hello"))?;
 //! match channel.get_event()?.kind {
 //!     CmEventKind::Established { private_data, .. } => println!("accepted: {private_data:?}"),
 //!     other => println!("not connected: {other:?}"),

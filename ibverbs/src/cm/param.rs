@@ -49,21 +49,21 @@ pub(crate) fn check_private_data(data: &[u8], msg: Message, ps: PortSpace) -> Re
 
 /// The parameters of [`CmId::connect`](super::CmId::connect) and
 /// [`CmId::accept`](super::CmId::accept) (`struct rdma_conn_param`).
+///
+/// Start from [`ConnParam::new`] and set what differs:
+/// `id.connect(&ConnParam::new().private_data(b"hello").retry_cnt(6))`. The settings that
+/// rdma_cm passes on to the QP have the QP's names (`struct ibv_qp_attr`), as in
+/// [`ConnectOptions`](crate::ConnectOptions): `max_rd_atomic` is C's `initiator_depth`,
+/// `max_dest_rd_atomic` its `responder_resources`, `retry_cnt` its `retry_count` and
+/// `rnr_retry` its `rnr_retry_count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnParam<'a> {
-    /// Sent to the peer in the REQ or REP; at most 56 bytes for an RC connect, 196 for an
-    /// accept, 180 / 136 for UD (see [`private_data_limit`]).
-    pub private_data: &'a [u8],
-    /// RDMA reads and atomics the peer may have outstanding to us (`responder_resources`).
-    pub responder_resources: u8,
-    /// RDMA reads and atomics we may have outstanding to the peer (`initiator_depth`).
-    pub initiator_depth: u8,
-    /// Whether the HCA does end-to-end flow control (`flow_control`).
-    pub flow_control: bool,
-    /// Transport retries on a timeout, 0..=7 (`retry_count`; ignored by an accept).
-    pub retry_count: u8,
-    /// Retries after a receiver-not-ready NAK, 0..=7, 7 meaning forever (`rnr_retry_count`).
-    pub rnr_retry_count: u8,
+    private_data: &'a [u8],
+    max_dest_rd_atomic: u8,
+    max_rd_atomic: u8,
+    flow_control: bool,
+    retry_cnt: u8,
+    rnr_retry: u8,
 }
 
 impl Default for ConnParam<'_> {
@@ -71,12 +71,63 @@ impl Default for ConnParam<'_> {
     fn default() -> Self {
         ConnParam {
             private_data: &[],
-            responder_resources: 1,
-            initiator_depth: 1,
+            max_dest_rd_atomic: 1,
+            max_rd_atomic: 1,
             flow_control: true,
-            retry_count: 7,
-            rnr_retry_count: 7,
+            retry_cnt: 7,
+            rnr_retry: 7,
         }
+    }
+}
+
+impl<'a> ConnParam<'a> {
+    /// No private data, one read/atomic each way, flow control, 7 retries of each kind.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sent to the peer in the REQ or REP; at most 56 bytes for an RC connect, 196 for an
+    /// accept, 180 / 136 for UD (see [`private_data_limit`]).
+    pub fn private_data(mut self, data: &'a [u8]) -> Self {
+        self.private_data = data;
+        self
+    }
+
+    /// RDMA reads and atomics the peer may have outstanding to us (C's
+    /// `responder_resources`; the QP's `max_dest_rd_atomic`).
+    #[doc(alias = "responder_resources")]
+    pub fn max_dest_rd_atomic(mut self, n: u8) -> Self {
+        self.max_dest_rd_atomic = n;
+        self
+    }
+
+    /// RDMA reads and atomics we may have outstanding to the peer (C's `initiator_depth`;
+    /// the QP's `max_rd_atomic`).
+    #[doc(alias = "initiator_depth")]
+    pub fn max_rd_atomic(mut self, n: u8) -> Self {
+        self.max_rd_atomic = n;
+        self
+    }
+
+    /// Whether the HCA does end-to-end flow control (`flow_control`).
+    pub fn flow_control(mut self, on: bool) -> Self {
+        self.flow_control = on;
+        self
+    }
+
+    /// Transport retries on a timeout, 0 to 7 (C's `retry_count`; ignored by an accept).
+    #[doc(alias = "retry_count")]
+    pub fn retry_cnt(mut self, retries: u8) -> Self {
+        self.retry_cnt = retries;
+        self
+    }
+
+    /// Retries after a receiver-not-ready NAK, 0 to 7, 7 meaning forever (C's
+    /// `rnr_retry_count`).
+    #[doc(alias = "rnr_retry_count")]
+    pub fn rnr_retry(mut self, retries: u8) -> Self {
+        self.rnr_retry = retries;
+        self
     }
 }
 
@@ -86,8 +137,8 @@ impl ConnParam<'_> {
     pub(crate) fn to_c(self, msg: Message, ps: PortSpace) -> Result<cm::rdma_conn_param> {
         let len = check_private_data(self.private_data, msg, ps)?;
         for (what, value) in [
-            ("retry count", self.retry_count),
-            ("RNR retry count", self.rnr_retry_count),
+            ("retry count", self.retry_cnt),
+            ("RNR retry count", self.rnr_retry),
         ] {
             if value > 7 {
                 return Err(Error::OutOfRange {
@@ -105,11 +156,11 @@ impl ConnParam<'_> {
                 self.private_data.as_ptr().cast()
             },
             private_data_len: len,
-            responder_resources: self.responder_resources,
-            initiator_depth: self.initiator_depth,
+            responder_resources: self.max_dest_rd_atomic,
+            initiator_depth: self.max_rd_atomic,
             flow_control: self.flow_control.into(),
-            retry_count: self.retry_count,
-            rnr_retry_count: self.rnr_retry_count,
+            retry_count: self.retry_cnt,
+            rnr_retry_count: self.rnr_retry,
             ..Default::default()
         })
     }

@@ -21,6 +21,7 @@ pub const UDP_QKEY: u32 = cm::RDMA_UDP_QKEY;
 /// Send to it with [`SendRequest::ud`](crate::SendRequest::ud)`(&ah, peer.qp_num,
 /// peer.qkey)`, `ah` from [`create_ah`](Self::create_ah) in the PD of the id's QP.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct UdPeer {
     ah_attr: ffi::ibv_ah_attr,
     /// The peer's QP number ([`MULTICAST_QPN`](crate::MULTICAST_QPN) for a group).

@@ -163,6 +163,7 @@ pub enum EventSource {
 
 /// An asynchronous event of a device (`struct ibv_async_event`), already acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct AsyncEvent {
     /// What happened.
     pub kind: AsyncEventKind,

@@ -9,7 +9,7 @@ use super::wire::{Header, Hello, Kind, HEADER};
 use crate::error::Result;
 use crate::{AccessFlags, MemoryRegion, PostError, ProtectionDomain, QueuePair};
 use crate::{CompletionQueue, WcStatus, WorkCompletion};
-use crate::{HostMemory, RecvRequest, RemoteMemory, SendRequest};
+use crate::{RecvRequest, RemoteMemory, SendRequest, Sge};
 
 /// `wr_id` tags of sends (control messages and keepalive probes share one); a receive's
 /// `wr_id` is its slot.
@@ -152,12 +152,7 @@ impl Rings {
         if self.ended() || self.sq_free < self.sq_size {
             return;
         }
-        let nowhere = RemoteMemory {
-            addr: 0,
-            len: 0,
-            rkey: 0,
-        };
-        let wr = SendRequest::write::<HostMemory>(CTRL, &[], nowhere).signaled();
+        let wr = SendRequest::write(CTRL, Sge::NONE, RemoteMemory::default()).signaled();
         match qp.post_send(&mut [wr]) {
             Ok(()) => self.sq_free -= 1,
             Err(e) => self.fail(format!("posting a keepalive probe: {e}")),

@@ -44,14 +44,12 @@ pub(crate) fn prepare<'q>(
 
 /// The connect or accept parameters: `hello` as private data, sends only (no RDMA reads).
 pub(crate) fn conn_param(hello: &[u8]) -> ConnParam<'_> {
-    ConnParam {
-        private_data: hello,
-        responder_resources: 0,
-        initiator_depth: 0,
-        retry_count: RETRIES,
-        rnr_retry_count: RNR_RETRIES,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .private_data(hello)
+        .max_dest_rd_atomic(0)
+        .max_rd_atomic(0)
+        .retry_cnt(RETRIES)
+        .rnr_retry(RNR_RETRIES)
 }
 
 /// A stream's QP: made before the stream, kept by its id until the id is dropped.

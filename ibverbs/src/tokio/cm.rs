@@ -487,6 +487,7 @@ impl Drop for PendingJoin<'_> {
 
 /// A connection made by [`AsyncCmId::connect`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Connected {
     /// The connected id (its QP is in RTS).
     pub id: AsyncCmId,
@@ -548,6 +549,7 @@ impl Stream for Listener {
 /// A connect request from a [`Listener`]: accept or reject it; dropping it destroys its id
 /// (the peer sees a reject).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ConnectRequest {
     /// The new connection's id: create its QP before [`accept`](Self::accept).
     pub id: AsyncCmId,

@@ -49,8 +49,8 @@ impl SgeMemory for DeviceMemory {}
 ///
 /// Made by [`MemoryRegion::sge`](crate::MemoryRegion::sge) and
 /// [`DmaBufRegion::sge`](crate::DmaBufRegion::sge), which check the range; it borrows the
-/// region for `'a`. A list of entries is a slice of one kind: an empty one is written
-/// `&[] as &[Sge]` (a host list) where nothing else tells the kind.
+/// region for `'a`. A list of entries is a slice of one kind: the empty list is
+/// [`Sge::NONE`] (`RecvRequest::new(0, Sge::NONE)`: a receive for a write with immediate).
 #[repr(transparent)]
 pub struct Sge<'a, M: SgeMemory = HostMemory> {
     raw: ffi::ibv_sge,
@@ -63,6 +63,13 @@ impl<M: SgeMemory> Clone for Sge<'_, M> {
     }
 }
 impl<M: SgeMemory> Copy for Sge<'_, M> {}
+
+impl Sge<'static> {
+    /// The empty list of entries, for requests that move no data (a receive that a write
+    /// with immediate consumes, a zero-length send): a bare `&[]` would leave the kind of
+    /// memory unnamed.
+    pub const NONE: &'static [Sge<'static>] = &[];
+}
 
 impl<M: SgeMemory> Sge<'_, M> {
     pub(crate) fn new(addr: u64, length: u32, lkey: u32) -> Self {

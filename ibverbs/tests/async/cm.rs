@@ -60,20 +60,14 @@ async fn connect_accept_and_disconnect() {
     let dst = listener.local_addr().unwrap();
     let connect = async {
         let (id, pd) = client(&channel, dst).await;
-        let param = ConnParam {
-            private_data: b"hi",
-            ..ConnParam::default()
-        };
+        let param = ConnParam::new().private_data(b"hi");
         (id.connect(&param).await.unwrap(), pd)
     };
     let accept = async {
         let mut request = next_request(&mut listener).await;
         assert_eq!(request.private_data, delivered_private_data(b"hi", 56));
         let pd = add_qp(&mut request.id);
-        let param = ConnParam {
-            private_data: b"welcome",
-            ..ConnParam::default()
-        };
+        let param = ConnParam::new().private_data(b"welcome");
         (request.accept(&param).await.unwrap(), pd)
     };
     let ((connected, client_pd), (server, server_pd)) =
@@ -115,7 +109,7 @@ async fn a_connect_nobody_listens_for_is_refused() {
         .local_addr()
         .unwrap();
     let (id, pd) = client(&channel, dst).await;
-    let refused = timeout(LIMIT, id.connect(&ConnParam::default()))
+    let refused = timeout(LIMIT, id.connect(&ConnParam::new()))
         .await
         .expect("an answer in time")
         .unwrap_err();
@@ -179,7 +173,7 @@ async fn a_rejected_connect_carries_the_peers_private_data() {
         let request = next_request(&mut listener).await;
         request.reject(b"come back later").unwrap();
     };
-    let param = ConnParam::default();
+    let param = ConnParam::new();
     let ((), refused) = timeout(LIMIT, async { tokio::join!(reject, id.connect(&param)) })
         .await
         .expect("an answer in time");
@@ -210,10 +204,7 @@ async fn a_dropped_connect_and_a_dropped_request_leave_the_listener_serving() {
     let mut listener = channel.listen(SocketAddr::new(cm_addr(), 0), 4).unwrap();
     let dst = listener.local_addr().unwrap();
     let (first, first_pd) = client(&channel, dst).await;
-    let param = ConnParam {
-        private_data: b"first",
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new().private_data(b"first");
     let mut dropped = Box::pin(first.connect(&param));
     let polled = std::future::poll_fn(|cx| {
         std::task::Poll::Ready(std::future::Future::poll(dropped.as_mut(), cx))
@@ -224,10 +215,7 @@ async fn a_dropped_connect_and_a_dropped_request_leave_the_listener_serving() {
     drop(first_pd);
 
     let (second, second_pd) = client(&channel, dst).await;
-    let param = ConnParam {
-        private_data: b"second",
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new().private_data(b"second");
     let connect = async { second.connect(&param).await.unwrap() };
     let accept = async {
         loop {
@@ -237,7 +225,7 @@ async fn a_dropped_connect_and_a_dropped_request_leave_the_listener_serving() {
             }
             assert_eq!(request.private_data, delivered_private_data(b"second", 56));
             let pd = add_qp(&mut request.id);
-            break (request.accept(&ConnParam::default()).await.unwrap(), pd);
+            break (request.accept(&ConnParam::new()).await.unwrap(), pd);
         }
     };
     let (connected, (server, server_pd)) = timeout(LIMIT, async { tokio::join!(connect, accept) })
@@ -275,12 +263,12 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
             .expect("resolved in time")
             .unwrap();
         let (pd, cq) = add_async_qp(&mut id);
-        (id.connect(&ConnParam::default()).await.unwrap().id, pd, cq)
+        (id.connect(&ConnParam::new()).await.unwrap().id, pd, cq)
     };
     let accept = async {
         let mut request = next_request(&mut listener).await;
         let (pd, cq) = add_async_qp(&mut request.id);
-        (request.accept(&ConnParam::default()).await.unwrap(), pd, cq)
+        (request.accept(&ConnParam::new()).await.unwrap(), pd, cq)
     };
     let ((mut client, client_pd, client_cq), (mut server, server_pd, server_cq)) =
         timeout(LIMIT, async { tokio::join!(connect, accept) })

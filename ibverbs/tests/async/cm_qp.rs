@@ -70,7 +70,7 @@ async fn receives_posted_before_connect_and_accept_take_the_first_messages() {
         let (pd, qp) = async_qp(&mut id, QpType::Rc);
         assert!(id.id().qp().is_none(), "only the AsyncQp posts on it");
         let recv = qp.recv(region(&pd, 32, &[]), ..).unwrap();
-        let connected = id.connect(&ConnParam::default()).await.unwrap();
+        let connected = id.connect(&ConnParam::new()).await.unwrap();
         // At once: the server's receive was posted before it accepted.
         let sent = qp.send(region(&pd, 32, b"from the client"), ..15).unwrap();
         (connected.id, pd, qp, recv, sent)
@@ -79,7 +79,7 @@ async fn receives_posted_before_connect_and_accept_take_the_first_messages() {
         let mut request = next_request(&mut listener).await;
         let (pd, qp) = async_qp(&mut request.id, QpType::Rc);
         let recv = qp.recv(region(&pd, 32, &[]), ..).unwrap();
-        let id = request.accept(&ConnParam::default()).await.unwrap();
+        let id = request.accept(&ConnParam::new()).await.unwrap();
         let sent = qp.send(region(&pd, 32, b"from the server"), ..15).unwrap();
         (id, pd, qp, recv, sent)
     };
@@ -160,7 +160,7 @@ async fn ud_over_rdma_cm_on_tokio_answered_through_each_datagrams_sender() {
             .unwrap();
         let (pd, qp) = async_qp(&mut id, QpType::Ud);
         let recv = qp.recv(region(&pd, GRH_LEN + 64, &[]), ..).unwrap();
-        let connected = timeout(LIMIT, id.connect(&ConnParam::default()))
+        let connected = timeout(LIMIT, id.connect(&ConnParam::new()))
             .await
             .expect("resolved the service in time")
             .unwrap();
@@ -182,7 +182,7 @@ async fn ud_over_rdma_cm_on_tokio_answered_through_each_datagrams_sender() {
         let mut request = next_request(&mut listener).await;
         let (pd, qp) = async_qp(&mut request.id, QpType::Ud);
         let recv = qp.recv(region(&pd, GRH_LEN + 64, &[]), ..).unwrap();
-        let id = timeout(LIMIT, request.accept(&ConnParam::default()))
+        let id = timeout(LIMIT, request.accept(&ConnParam::new()))
             .await
             .expect("a UD accept does not wait for an Established")
             .unwrap();
@@ -275,14 +275,16 @@ async fn an_async_qp_on_a_cm_id_refuses_misuse() {
     let qp: AsyncQp = id.async_qp(cq).unwrap();
     let port = id.id().port_num().expect("a bound id has a port");
     let gid = ctx.default_gid(port).unwrap();
-    let to = rdma_verbs::Endpoint {
-        qpn: 1,
-        psn: 0,
-        lid: 0,
-        gid: gid.gid,
-    };
-    let route = rdma_verbs::Route::default();
-    let ah = Arc::new(pd.create_ah(port, Some(gid.index), &to, &route).unwrap());
+    let to = rdma_verbs::Endpoint::new(1, 0, 0, gid.gid);
+    let route = rdma_verbs::Route::new();
+    let ah = Arc::new(
+        pd.create_ah(&to)
+            .port(port)
+            .gid_index(gid.index)
+            .route(route)
+            .build()
+            .unwrap(),
+    );
     let err = qp
         .send_to(region(&pd, 8, b"x"), ..1, ah, 1, rdma_verbs::cm::UDP_QKEY)
         .unwrap_err();

@@ -32,7 +32,7 @@ impl Pair {
         let b = pd.create_qp(QpType::Rc, &b_cq, &b_cq).access(ALL);
         let (a, b) = (a.build().unwrap(), b.build().unwrap());
         let (ea, eb) = (a.endpoint(), b.endpoint());
-        let opts = ConnectOptions::default();
+        let opts = ConnectOptions::new();
         Pair {
             a: a.connect(&eb, &opts).unwrap(),
             b: b.connect(&ea, &opts).unwrap(),

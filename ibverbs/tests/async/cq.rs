@@ -390,7 +390,7 @@ async fn a_panicking_waker_leaves_the_event_acknowledged() {
     let qp = pd.create_qp(QpType::Rc, &raw, &raw).access(ALL).build();
     let qp = qp.unwrap();
     let me = qp.endpoint();
-    let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&me, &ConnectOptions::new()).unwrap();
     let mut cq = AsyncCq::new(raw).unwrap().with_spin(0);
     let mut wc = [WorkCompletion::default()];
     let waker = panicking_waker();

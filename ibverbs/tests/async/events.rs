@@ -36,13 +36,13 @@ async fn a_cq_overrun_arrives_on_the_stream() {
         .sq_sig_all(true);
     let qp = qp.build().unwrap();
     let mut recvs: Vec<_> = (0..n)
-        .map(|i| RecvRequest::new(i.into(), &[] as &[Sge]))
+        .map(|i| RecvRequest::new(i.into(), Sge::NONE))
         .collect();
     qp.post_recv(&mut recvs).unwrap();
     let me = qp.endpoint();
-    let qp = qp.connect(&me, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&me, &ConnectOptions::new()).unwrap();
     let mut sends: Vec<_> = (0..n)
-        .map(|i| SendRequest::send(i.into(), &[] as &[Sge]))
+        .map(|i| SendRequest::send(i.into(), Sge::NONE))
         .collect();
     qp.post_send(&mut sends).unwrap();
     let event = loop {

@@ -322,7 +322,7 @@ async fn a_shared_cq_or_an_srq_qp_is_refused_and_stale_completions_are_discarded
         let y = pd.create_qp(QpType::Rc, &peer_cq, &peer_cq).access(ALL);
         let y = y.build().unwrap();
         let (ex, ey) = (x.endpoint(), y.endpoint());
-        let opts = ConnectOptions::default();
+        let opts = ConnectOptions::new();
         (
             x.connect(&ey, &opts).unwrap(),
             y.connect(&ex, &opts).unwrap(),
@@ -362,7 +362,7 @@ async fn a_shared_cq_or_an_srq_qp_is_refused_and_stale_completions_are_discarded
         .build()
         .unwrap();
     let me = on_srq.endpoint();
-    let on_srq = on_srq.connect(&me, &ConnectOptions::default()).unwrap();
+    let on_srq = on_srq.connect(&me, &ConnectOptions::new()).unwrap();
     assert_refused(
         AsyncQp::new(on_srq, AsyncCq::new(cq).unwrap()),
         "shared receive queue",

@@ -318,10 +318,7 @@ async fn a_client_that_speaks_no_stream_is_rejected_and_the_listener_serves_on()
     let ctx = id.id().context().unwrap();
     let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
     id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
-    let param = ConnParam {
-        private_data: b"GET / HTTP/1.1",
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new().private_data(b"GET / HTTP/1.1");
     let (refused, accepted) = timeout(LIMIT, async {
         let refused = async { id.connect(&param).await };
         let good = async {
@@ -360,10 +357,7 @@ async fn hostile(dst: SocketAddr, messages: &[Vec<u8>]) -> Hostile {
     hello.extend_from_slice(&64u32.to_le_bytes());
     hello.extend_from_slice(&2u16.to_le_bytes());
     hello.extend_from_slice(&4u16.to_le_bytes());
-    let param = ConnParam {
-        private_data: &hello,
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new().private_data(&hello);
     let connected = id.connect(&param).await.unwrap();
     let bytes = messages.concat();
     let mut mr = pd.alloc_mr(bytes.len(), AccessFlags::LOCAL_WRITE).unwrap();

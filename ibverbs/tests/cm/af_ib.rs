@@ -17,26 +17,18 @@ const GID: &str = "fe80::2:c903:a:b0c1";
 #[test]
 fn getaddrinfo_turns_a_gid_into_an_af_ib_address() {
     let gid: Gid = GID.parse().unwrap();
-    let hints = AddrHints {
-        family: Some(AddrFamily::Ib),
-        port_space: Some(PortSpace::Tcp),
-        ..AddrHints::default()
-    };
-    let want = IbAddr {
-        // librdmacm sets the port space's and the port's bits of the mask (all of them).
-        service_id_mask: !0,
-        ..IbAddr::new(gid, PortSpace::Tcp, 7471)
-    };
+    let hints = AddrHints::new()
+        .family(AddrFamily::Ib)
+        .port_space(PortSpace::Tcp);
+    // librdmacm sets the port space's and the port's bits of the mask (all of them).
+    let want = IbAddr::new(gid, PortSpace::Tcp, 7471).with_service_id_mask(!0);
     let found = getaddrinfo(Some(GID), Some("7471"), &hints).expect("rdma_getaddrinfo");
     let entry = found.first().unwrap_or_else(|| panic!("no result"));
     assert_eq!(entry.dst_ib, Some(want), "{found:?}");
     assert_eq!(entry.dst, None, "an AF_IB destination is no IP address");
     assert_eq!(entry.port_space, Some(PortSpace::Tcp));
 
-    let passive = AddrHints {
-        passive: true,
-        ..hints
-    };
+    let passive = hints.passive(true);
     let found = getaddrinfo(Some(GID), Some("7471"), &passive).expect("rdma_getaddrinfo");
     assert_eq!(found[0].src_ib, Some(want), "{found:?}");
     assert_eq!(want.port(), 7471);
@@ -47,10 +39,7 @@ fn getaddrinfo_turns_a_gid_into_an_af_ib_address() {
 /// name with AF_IB would be read past its end, so the crate refuses them before the call.
 #[test]
 fn af_ib_lookups_of_what_is_not_a_gid_are_refused_before_the_call() {
-    let hints = AddrHints {
-        family: Some(AddrFamily::Ib),
-        ..AddrHints::default()
-    };
+    let hints = AddrHints::new().family(AddrFamily::Ib);
     for node in [Some("10.0.0.1"), Some("localhost"), None] {
         let err = getaddrinfo(node, Some("7471"), &hints).unwrap_err();
         assert!(

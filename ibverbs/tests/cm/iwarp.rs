@@ -65,7 +65,7 @@ fn what_iwarp_has_not_is_refused_at_creation_and_connect_naming_the_rule() {
         .build()
         .expect("an RC QP on iWARP");
     let peer = qp.endpoint();
-    let err = qp.connect(&peer, &ConnectOptions::default()).unwrap_err();
+    let err = qp.connect(&peer, &ConnectOptions::new()).unwrap_err();
     assert!(
         matches!(err, Error::Iwarp(IwarpRule::ConnectThroughRdmaCm)),
         "{err:?}"
@@ -105,11 +105,7 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
         cid.context().expect("the id's context").transport(),
         Transport::Iwarp
     );
-    let params = ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        ..ConnParam::default()
-    };
+    let params = ConnParam::new().max_dest_rd_atomic(1).max_rd_atomic(1);
     cid.connect(&params).expect("rdma_connect");
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {

@@ -130,11 +130,8 @@ fn connect_accept_with_private_data_then_send() {
     let (_listen, addr) = listener(&schan);
     let (cid, cside) = client(&cchan, addr);
     let hello = b"hello from the client";
-    cid.connect(&ConnParam {
-        private_data: hello,
-        ..ConnParam::default()
-    })
-    .expect("rdma_connect");
+    cid.connect(&ConnParam::new().private_data(hello))
+        .expect("rdma_connect");
 
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest {
@@ -158,11 +155,8 @@ fn connect_accept_with_private_data_then_send() {
             .expect("ibv_post_recv");
     }
     let welcome = b"welcome from the server";
-    sid.accept(&ConnParam {
-        private_data: welcome,
-        ..ConnParam::default()
-    })
-    .expect("rdma_accept");
+    sid.accept(&ConnParam::new().private_data(welcome))
+        .expect("rdma_accept");
 
     let ev = next_event(&cchan);
     let CmEventKind::Established { private_data, .. } = ev.kind else {
@@ -210,11 +204,11 @@ fn connect_where_nobody_listens_is_rejected() {
     let (cid, _side) = client(&cchan, addr);
     if provider() == Provider::Siw {
         // iWARP's connect is a TCP connect, refused at once by the peer's stack.
-        let err = cid.connect(&ConnParam::default()).unwrap_err();
+        let err = cid.connect(&ConnParam::new()).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ECONNREFUSED), "{err}");
         return;
     }
-    cid.connect(&ConnParam::default()).expect("rdma_connect");
+    cid.connect(&ConnParam::new()).expect("rdma_connect");
     let ev = next_event(&cchan);
     match ev.kind {
         CmEventKind::Rejected {
@@ -234,7 +228,7 @@ fn reject_with_private_data() {
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     let (_listen, addr) = listener(&schan);
     let (cid, _side) = client(&cchan, addr);
-    cid.connect(&ConnParam::default()).expect("rdma_connect");
+    cid.connect(&ConnParam::new()).expect("rdma_connect");
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
@@ -287,18 +281,10 @@ fn private_data_over_the_limit_is_refused_before_the_call() {
         assert_eq!(private_data_limit(msg, PortSpace::Tcp), max);
     }
     let err = cid
-        .connect(&ConnParam {
-            private_data: &long[..57],
-            ..ConnParam::default()
-        })
+        .connect(&ConnParam::new().private_data(&long[..57]))
         .unwrap_err();
     assert!(is_too_long(&err, 57, 56), "{err}");
-    let err = cid
-        .connect(&ConnParam {
-            retry_count: 8,
-            ..ConnParam::default()
-        })
-        .unwrap_err();
+    let err = cid.connect(&ConnParam::new().retry_cnt(8)).unwrap_err();
     assert!(
         matches!(
             err,
@@ -315,20 +301,14 @@ fn private_data_over_the_limit_is_refused_before_the_call() {
     assert!(none.is_none(), "{none:?}");
 
     // Exactly at the limit goes through; the server's accept and reject are checked too.
-    cid.connect(&ConnParam {
-        private_data: &long[..56],
-        ..ConnParam::default()
-    })
-    .expect("rdma_connect with 56 bytes");
+    cid.connect(&ConnParam::new().private_data(&long[..56]))
+        .expect("rdma_connect with 56 bytes");
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
     };
     let err = sid
-        .accept(&ConnParam {
-            private_data: &long[..197],
-            ..ConnParam::default()
-        })
+        .accept(&ConnParam::new().private_data(&long[..197]))
         .unwrap_err();
     assert!(is_too_long(&err, 197, 196), "{err}");
     let err = sid.reject(&long[..149]).unwrap_err();
@@ -363,13 +343,11 @@ fn listening_on_a_port_in_use_fails() {
 
 #[test]
 fn getaddrinfo_resolves_numeric_and_fails_on_unknown_names() {
-    let hints = AddrHints {
-        passive: true,
-        numeric_host: true,
-        port_space: Some(PortSpace::Tcp),
-        qp_type: Some(QpType::Rc),
-        ..AddrHints::default()
-    };
+    let hints = AddrHints::new()
+        .passive(true)
+        .numeric_host(true)
+        .port_space(PortSpace::Tcp)
+        .qp_type(QpType::Rc);
     let ip = cm_addr().to_string();
     let found = getaddrinfo(Some(&ip), Some("7471"), &hints).expect("rdma_getaddrinfo");
     let want = SocketAddr::new(cm_addr(), 7471);
@@ -379,11 +357,7 @@ fn getaddrinfo_resolves_numeric_and_fails_on_unknown_names() {
     assert_eq!(entry.qp_type, Some(QpType::Rc));
 
     // A destination paired with a source given as a hint, as C programs do for `-b`.
-    let active = AddrHints {
-        passive: false,
-        src: Some(SocketAddr::new(cm_addr(), 0)),
-        ..hints
-    };
+    let active = hints.passive(false).src(SocketAddr::new(cm_addr(), 0));
     let found = getaddrinfo(Some(&ip), Some("7471"), &active).expect("rdma_getaddrinfo");
     assert!(
         found
@@ -393,24 +367,18 @@ fn getaddrinfo_resolves_numeric_and_fails_on_unknown_names() {
     );
 
     // The family: the CM address (IPv4) is not an IPv6 one.
-    let v6 = AddrHints {
-        family: Some(AddrFamily::Inet6),
-        ..hints
-    };
+    let v6 = hints.family(AddrFamily::Inet6);
     assert!(
         getaddrinfo(Some(&ip), Some("7471"), &v6).is_err(),
         "an IPv4 address found as IPv6"
     );
-    let v4 = AddrHints {
-        family: Some(AddrFamily::Inet),
-        ..hints
-    };
+    let v4 = hints.family(AddrFamily::Inet);
     getaddrinfo(Some(&ip), Some("7471"), &v4).expect("found as IPv4");
 
     let err = getaddrinfo(
         Some("no-such-host.invalid"),
         Some("7471"),
-        &AddrHints::default(),
+        &AddrHints::new(),
     )
     .unwrap_err();
     // Typed with glibc's code and text: EAI_NONAME where the VM has no resolver, EAI_AGAIN
@@ -560,7 +528,7 @@ fn killed_peer_connects() {
     };
     let channel = EventChannel::new().unwrap();
     let (id, _side) = client(&channel, server.parse().expect("an address"));
-    id.connect(&ConnParam::default()).expect("rdma_connect");
+    id.connect(&ConnParam::new()).expect("rdma_connect");
     let ev = next_event(&channel);
     assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
     // Killed here.
@@ -598,7 +566,7 @@ fn peer_killed_after_establishment_disconnects_and_flushes() {
                 .expect("ibv_post_recv");
         }
     }
-    sid.accept(&ConnParam::default()).expect("rdma_accept");
+    sid.accept(&ConnParam::new()).expect("rdma_accept");
     let ev = next_event(&channel);
     assert!(matches!(ev.kind, CmEventKind::Established { .. }), "{ev:?}");
 

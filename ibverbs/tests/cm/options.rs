@@ -38,13 +38,13 @@ fn tos_and_ack_timeout_reach_the_connected_qp() {
         CmEventKind::RouteResolved
     ));
     let _cside = add_qp(&mut cid);
-    cid.connect(&ConnParam::default()).unwrap();
+    cid.connect(&ConnParam::new()).unwrap();
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
     };
     let _sside = add_qp(&mut sid);
-    sid.accept(&ConnParam::default()).unwrap();
+    sid.accept(&ConnParam::new()).unwrap();
     both_established(&cchan, &schan);
     let attr = cid.qp().unwrap().query().unwrap();
     assert_eq!(attr.timeout, 17, "the ACK timeout set on the id");
@@ -109,7 +109,7 @@ fn options_in_the_wrong_state_are_typed_errors() {
     let addr = id.local_addr().unwrap();
     let cchan = EventChannel::new().unwrap();
     let (cid, _cside) = client(&cchan, addr);
-    cid.connect(&ConnParam::default()).unwrap();
+    cid.connect(&ConnParam::new()).unwrap();
     let ev = next_event(&channel);
     assert!(
         matches!(ev.kind, CmEventKind::ConnectRequest { .. }),
@@ -151,13 +151,13 @@ fn migrated_ids_get_their_events_on_the_new_channel() {
     id.resolve_route(Duration::from_secs(2)).unwrap();
     assert!(matches!(next_event(&back).kind, CmEventKind::RouteResolved));
     let _side = add_qp(&mut id);
-    id.connect(&ConnParam::default()).unwrap();
+    id.connect(&ConnParam::new()).unwrap();
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
     };
     let _sside = add_qp(&mut sid);
-    sid.accept(&ConnParam::default()).unwrap();
+    sid.accept(&ConnParam::new()).unwrap();
     assert!(matches!(
         next_event(&back).kind,
         CmEventKind::Established { .. }
@@ -203,13 +203,13 @@ fn notify_comm_est_establishes_an_accepted_connection_the_peer_never_confirmed()
         next_event(&cchan).kind,
         CmEventKind::RouteResolved
     ));
-    cid.connect(&ConnParam::default()).unwrap();
+    cid.connect(&ConnParam::new()).unwrap();
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
     };
     let _sside = add_qp(&mut sid);
-    sid.accept(&ConnParam::default()).unwrap();
+    sid.accept(&ConnParam::new()).unwrap();
     let ev = next_event(&cchan);
     assert!(
         matches!(ev.kind, CmEventKind::ConnectResponse { .. }),

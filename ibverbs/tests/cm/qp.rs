@@ -122,7 +122,7 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
         .sq_sig_all(true)
         .send_ops(SendOps::SEND);
     cid.create_qp(qp).expect("rdma_create_qp_ex with send ops");
-    cid.connect(&ConnParam::default()).unwrap();
+    cid.connect(&ConnParam::new()).unwrap();
 
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
@@ -140,7 +140,7 @@ fn signal_all_srq_and_send_ops_reach_the_cm_qp_which_sends_from_its_routes_gid()
         let sge = [rmr.sge(..).unwrap()];
         srq.post_recv(&mut [RecvRequest::new(5, &sge)]).unwrap();
     }
-    sid.accept(&ConnParam::default()).unwrap();
+    sid.accept(&ConnParam::new()).unwrap();
     both_established(&cchan, &schan);
 
     // Batches need the QP by `&mut`, which the id never hands out: take it (connected).
@@ -351,7 +351,7 @@ fn a_cm_context_outlives_its_ids_and_serves_the_next_one() {
     cid.create_qp(pd.create_qp(QpType::Rc, &send_cq, &cq).max_send_wr(2))
         .expect("a QP on the next id from the first id's context");
     drop(ctx);
-    cid.connect(&ConnParam::default()).unwrap();
+    cid.connect(&ConnParam::new()).unwrap();
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
@@ -366,7 +366,7 @@ fn a_cm_context_outlives_its_ids_and_serves_the_next_one() {
             .post_recv(&mut [RecvRequest::new(2, &sge)])
             .unwrap();
     }
-    sid.accept(&ConnParam::default()).unwrap();
+    sid.accept(&ConnParam::new()).unwrap();
     both_established(&cchan, &schan);
     {
         let sge = [smr.sge(..23).unwrap()];

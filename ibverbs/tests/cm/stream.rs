@@ -133,10 +133,7 @@ fn a_peer_speaking_no_stream_is_turned_away_and_the_listener_serves_on() {
     let ctx = id.context().unwrap();
     let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(4, None).unwrap());
     id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
-    let param = ConnParam {
-        private_data: b"SSH-2.0",
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new().private_data(b"SSH-2.0");
     id.connect(&param).unwrap();
     let event = channel.get_event().unwrap();
     assert!(

@@ -9,7 +9,7 @@ use rdma_verbs::cm::{
     private_data_limit, CmEventKind, CmId, ConnParam, EventChannel, Message, PortSpace, UDP_QKEY,
 };
 use rdma_verbs::{
-    AccessFlags, AddressHandle, Endpoint, Gid, GidType, QpType, RecvRequest, Route, SendRequest,
+    AccessFlags, AddressHandle, Endpoint, Gid, GidType, QpType, RecvRequest, SendRequest,
     WorkCompletion,
 };
 use rdma_verbs_test_kit::{delivered_private_data, provider_has, Need};
@@ -75,14 +75,17 @@ fn reply_ah(sid: &CmId, side: &Side) -> AddressHandle {
         .iter()
         .find(|e| e.gid == local && e.gid_type == GidType::RoceV2)
         .unwrap_or_else(|| panic!("no RoCE v2 GID {local} in {table:?}"));
-    let peer = Endpoint {
-        qpn: 0,
-        psn: 0,
-        lid: 0,
-        gid: ip_gid(sid.peer_addr().expect("a peer address").ip()),
-    };
+    let peer = Endpoint::new(
+        0,
+        0,
+        0,
+        ip_gid(sid.peer_addr().expect("a peer address").ip()),
+    );
     side.pd
-        .create_ah(port, Some(entry.index), &peer, &Route::default())
+        .create_ah(&peer)
+        .port(port)
+        .gid_index(entry.index)
+        .build()
         .expect("ibv_create_ah")
 }
 
@@ -100,11 +103,8 @@ fn ud_datagrams_both_ways() {
         .alloc_mr(GRH + 64, AccessFlags::LOCAL_WRITE)
         .unwrap();
     post_ud_recv(&cid, &cmr, 11);
-    cid.connect(&ConnParam {
-        private_data: b"ud hello",
-        ..ConnParam::default()
-    })
-    .expect("rdma_connect (SIDR REQ)");
+    cid.connect(&ConnParam::new().private_data(b"ud hello"))
+        .expect("rdma_connect (SIDR REQ)");
 
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest {
@@ -127,11 +127,8 @@ fn ud_datagrams_both_ways() {
         .alloc_mr(GRH + 64, AccessFlags::LOCAL_WRITE)
         .unwrap();
     post_ud_recv(&sid, &smr, 21);
-    sid.accept(&ConnParam {
-        private_data: b"ud welcome",
-        ..ConnParam::default()
-    })
-    .expect("rdma_accept (SIDR REP)");
+    sid.accept(&ConnParam::new().private_data(b"ud welcome"))
+        .expect("rdma_accept (SIDR REP)");
 
     let ev = next_event(&cchan);
     let CmEventKind::Established {
@@ -174,30 +171,21 @@ fn ud_private_data_over_the_limit_is_refused_before_the_call() {
     let (cid, _side) = client_in(&cchan, addr, PortSpace::Udp);
     let long = [0xa5; 200];
     let err = cid
-        .connect(&ConnParam {
-            private_data: &long[..181],
-            ..ConnParam::default()
-        })
+        .connect(&ConnParam::new().private_data(&long[..181]))
         .unwrap_err();
     assert!(is_too_long(&err, 181, 180), "{err}");
     // Nothing reached the peer: no connect request within a second.
     let none = schan.get_event_timeout(Duration::from_secs(1)).unwrap();
     assert!(none.is_none(), "{none:?}");
 
-    cid.connect(&ConnParam {
-        private_data: &long[..180],
-        ..ConnParam::default()
-    })
-    .expect("rdma_connect with 180 bytes");
+    cid.connect(&ConnParam::new().private_data(&long[..180]))
+        .expect("rdma_connect with 180 bytes");
     let ev = next_event(&schan);
     let CmEventKind::ConnectRequest { id: sid, .. } = ev.kind else {
         panic!("expected a connect request, got {ev:?}");
     };
     let err = sid
-        .accept(&ConnParam {
-            private_data: &long[..137],
-            ..ConnParam::default()
-        })
+        .accept(&ConnParam::new().private_data(&long[..137]))
         .unwrap_err();
     assert!(is_too_long(&err, 137, 136), "{err}");
     let err = sid.reject(&long[..137]).unwrap_err();

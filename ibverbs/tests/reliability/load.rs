@@ -159,10 +159,7 @@ fn sixty_four_rc_qps_with_full_send_queues_lose_nothing() {
         })
         .collect();
     let endpoints: Vec<Endpoint> = prepared.iter().map(|p| p.endpoint()).collect();
-    let opts = ConnectOptions {
-        path_mtu: Some(LOAD_MTU),
-        ..Default::default()
-    };
+    let opts = ConnectOptions::new().path_mtu(LOAD_MTU);
     let qps: Vec<QueuePair> = prepared
         .into_iter()
         .enumerate()
@@ -218,7 +215,7 @@ fn sixty_four_rc_qps_with_full_send_queues_lose_nothing() {
                 .iter()
                 .zip(&sges)
                 .map(|(m, sge)| match m.op() {
-                    Op::WriteImm => RecvRequest::new(m.id(), &[] as &[Sge]),
+                    Op::WriteImm => RecvRequest::new(m.id(), Sge::NONE),
                     _ => RecvRequest::new(m.id(), sge),
                 })
                 .collect();

@@ -175,7 +175,7 @@ fn post_stream(side: &mut Side, mode: ChildMode, seq: u64, peer_mem: RemoteMemor
 fn run_child(mode: ChildMode, parent: &str) {
     let mut wire = Wire::new(TcpStream::connect(parent).unwrap(), PEER_GUARD);
     let inbox_len = RECORDS * RECORD;
-    let (mut side, peer_mem) = connect_side(&mut wire, &ConnectOptions::default(), inbox_len, 0);
+    let (mut side, peer_mem) = connect_side(&mut wire, &ConnectOptions::new(), inbox_len, 0);
     let depth = u64::from(PEER_DEPTH);
     let (mut posted, mut done) = (0u64, 0u64);
     let mut told = false;
@@ -299,11 +299,7 @@ fn writer_whose_peer_is_killed_gets_an_error_completion() {
     let (mut peer, mut wire) = Peer::spawn(ChildMode::Writer);
     // 4.096 µs × 2^16 ≈ 268 ms per try, 3 retries: the error is due about 1 s after the
     // death. Shorter tries risk timing out the live peer while an emulated machine is busy.
-    let opts = ConnectOptions {
-        timeout: 16,
-        retry_cnt: 3,
-        ..Default::default()
-    };
+    let opts = ConnectOptions::new().timeout(16).retry_cnt(3);
     let (mut side, peer_mem) = connect_side(&mut wire, &opts, RECORDS * RECORD, 0);
     assert_eq!(wire.recv("that it streams"), "streaming");
 
@@ -450,12 +446,7 @@ const QUIET: Duration = Duration::from_millis(500);
 fn receiver_whose_peer_is_killed_keeps_receives_until_flushed() {
     let _serial = serial();
     let (mut peer, mut wire) = Peer::spawn(ChildMode::Sender);
-    let (side, _) = connect_side(
-        &mut wire,
-        &ConnectOptions::default(),
-        RECVS * RECV_BUF,
-        RECVS,
-    );
+    let (side, _) = connect_side(&mut wire, &ConnectOptions::new(), RECVS * RECV_BUF, RECVS);
     assert_eq!(wire.recv("that it streams"), "streaming");
     let mut rx = Receiver {
         side,

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use rdma_verbs_test_kit::{assert_clean_drops, gid, mix, open};
 
 use rdma_verbs::{
-    AhFromWcError, CompletionQueue, Context, Endpoint, Error, Gid, GidType, MemoryRegion, QpType,
-    QueuePair, RecvRequest, Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
-    DEFAULT_QKEY, GRH_LEN,
+    AhFromWcError, CompletionQueue, Context, Error, Gid, GidType, MemoryRegion, QpType, QueuePair,
+    RecvRequest, Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion, DEFAULT_QKEY,
+    GRH_LEN,
 };
 
 use crate::common::{poll_one, say, Pair, ALL};
@@ -77,16 +77,17 @@ fn pingpong(p: &Pair, index: u8, gid: Gid, rounds: u64) {
     let ctx = p.pd.context();
     let (client_buf, server_buf) = (p.mr(GRH_LEN + 64), p.mr(GRH_LEN + 64));
     let mut msg = p.mr(64);
-    let server = Endpoint {
-        gid,
-        ..p.b.endpoint()
-    };
-    let route = Route {
-        traffic_class: TRAFFIC_CLASS,
-        hop_limit: HOP_LIMIT,
-        ..Route::default()
-    };
-    let to_server = p.pd.create_ah(1, Some(index), &server, &route).unwrap();
+    let mut server = p.b.endpoint();
+    server.gid = gid;
+    let route = Route::new()
+        .traffic_class(TRAFFIC_CLASS)
+        .hop_limit(HOP_LIMIT);
+    let to_server =
+        p.pd.create_ah(&server)
+            .gid_index(index)
+            .route(route)
+            .build()
+            .unwrap();
     let recv = |qp: &QueuePair, mr: &MemoryRegion, wr_id| {
         let sge = [mr.sge(..).unwrap()];
         qp.post_recv(&mut [RecvRequest::new(wr_id, &sge)]).unwrap();
@@ -199,9 +200,7 @@ fn answer_from_a_poll_session(fields: WcFields) {
     let (csge, ssge) = ([client_buf.sge(..).unwrap()], [server_buf.sge(..).unwrap()]);
     server.post_recv(&mut [RecvRequest::new(1, &ssge)]).unwrap();
     client.post_recv(&mut [RecvRequest::new(2, &csge)]).unwrap();
-    let to_server = pd
-        .create_ah(1, None, &server.endpoint(), &Route::default())
-        .unwrap();
+    let to_server = pd.create_ah(&server.endpoint()).build().unwrap();
     client
         .post_send(&mut [SendRequest::send(3, &sge)
             .ud(&to_server, server.qp_num(), DEFAULT_QKEY)
@@ -290,9 +289,7 @@ fn one_datagram(p: &Pair) -> (WorkCompletion, [u8; GRH_LEN]) {
     msg.fill(1);
     let rsge = [buf.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
-    let ah =
-        p.pd.create_ah(1, None, &p.b.endpoint(), &Route::default())
-            .unwrap();
+    let ah = p.pd.create_ah(&p.b.endpoint()).build().unwrap();
     let sge = [msg.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(2, &sge)
         .ud(&ah, p.b.qp_num(), DEFAULT_QKEY)
@@ -336,9 +333,7 @@ fn completions_that_answer_no_one_are_typed_errors() {
          GRH they start with"
     );
     // A send's completion, and an empty one (IBV_WC_SEND, success): no sender.
-    let ah =
-        p.pd.create_ah(1, None, &p.b.endpoint(), &Route::default())
-            .unwrap();
+    let ah = p.pd.create_ah(&p.b.endpoint()).build().unwrap();
     let empty: &[rdma_verbs::Sge] = &[];
     p.a.post_send(&mut [SendRequest::send(9, empty)
         .ud(&ah, p.b.qp_num(), DEFAULT_QKEY)
@@ -536,7 +531,8 @@ fn crafted_and_garbage_headers_are_typed_errors_or_a_handle() {
         ),
         "{err}"
     );
-    let bad = rdma_verbs::AhAttr { grh: None, ..attr };
+    let mut bad = attr;
+    bad.grh = None;
     assert!(matches!(
         p.pd.create_ah_from_attr(&bad),
         Err(Error::InvalidArgument {

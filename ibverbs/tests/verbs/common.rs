@@ -72,7 +72,7 @@ pub fn connect(
         return (a.ready().unwrap(), b.ready().unwrap());
     }
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let opts = ConnectOptions::default();
+    let opts = ConnectOptions::new();
     (
         a.connect(&eb, &opts).unwrap(),
         b.connect(&ea, &opts).unwrap(),

@@ -10,7 +10,7 @@ use rdma_verbs_test_kit::{assert_clean_drops, open};
 
 use rdma_verbs::{
     AsRaw, Context, Error, ExtendedCq, MemoryRegion, ProtectionDomain, QpType, QueuePair,
-    RecvRequest, Route, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
+    RecvRequest, SendRequest, WcFields, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use crate::common::{connect, contents, rc_pair_on, ALL};
@@ -168,9 +168,7 @@ fn ud_receive_reads_source_qp_grh_and_the_addressing_fields() {
     let rsge = [dst.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(7, &rsge)]).unwrap();
     let remote = p.b.endpoint();
-    let ah =
-        p.pd.create_ah(1, Some(1), &remote, &Route::default())
-            .unwrap();
+    let ah = p.pd.create_ah(&remote).gid_index(1).build().unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send_with_imm(5, &sge, 77)
         .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)

@@ -277,15 +277,15 @@ fn cq_overrun_is_an_async_event() {
         .build()
         .expect("ibv_create_qp");
     let mut recvs: Vec<RecvRequest<'_>> = (0..n)
-        .map(|i| RecvRequest::new(i.into(), &[] as &[Sge]))
+        .map(|i| RecvRequest::new(i.into(), Sge::NONE))
         .collect();
     prepared.post_recv(&mut recvs).expect("ibv_post_recv");
     let me = prepared.endpoint();
     let qp = prepared
-        .connect(&me, &ConnectOptions::default())
+        .connect(&me, &ConnectOptions::new())
         .expect("connect the QP to itself");
     let mut sends: Vec<SendRequest<'_>> = (0..n)
-        .map(|i| SendRequest::send(i.into(), &[] as &[Sge]))
+        .map(|i| SendRequest::send(i.into(), Sge::NONE))
         .collect();
     qp.post_send(&mut sends).expect("ibv_post_send");
 

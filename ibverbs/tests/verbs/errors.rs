@@ -53,8 +53,8 @@ fn objects_of_another_context_are_rejected() {
     let qp = pd.create_qp(QpType::Rc, &own, &own).build().unwrap();
     let peer = pd.create_qp(QpType::Rc, &own, &own).build().unwrap();
     let (e1, e2) = (qp.endpoint(), peer.endpoint());
-    let qp = qp.connect(&e2, &ConnectOptions::default()).unwrap();
-    let _peer = peer.connect(&e1, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&e2, &ConnectOptions::new()).unwrap();
+    let _peer = peer.connect(&e1, &ConnectOptions::new()).unwrap();
     let mut mw = pd.alloc_mw(MwType::Type1).unwrap();
     let err = qp
         .bind_mw(&mut mw, &mr, .., AccessFlags::REMOTE_READ, 1)
@@ -247,7 +247,7 @@ fn wrong_connect_calls_and_mtu() {
     let cq = ctx.create_cq(4, None).unwrap();
     let ud = pd.create_qp(QpType::Ud, &cq, &cq).build().unwrap();
     let e = ud.endpoint();
-    let err = ud.connect(&e, &ConnectOptions::default()).unwrap_err();
+    let err = ud.connect(&e, &ConnectOptions::new()).unwrap_err();
     assert!(
         matches!(
             err,
@@ -262,10 +262,7 @@ fn wrong_connect_calls_and_mtu() {
     let e = rc.endpoint();
     // A path MTU the port does not have: the provider refuses the move to RTR, and the
     // error says which transition failed.
-    let opts = ConnectOptions {
-        path_mtu: Some(Mtu::Unknown(9)),
-        ..Default::default()
-    };
+    let opts = ConnectOptions::new().path_mtu(Mtu::Unknown(9));
     let err = rc.connect(&e, &opts).unwrap_err();
     assert!(
         matches!(
@@ -686,11 +683,7 @@ fn connecting_to_a_missing_qpn_exceeds_retries() {
     let mut ghost = qp.endpoint();
     ghost.qpn = 0xfff_fff;
     // 4.096 µs × 2^10 ≈ 4 ms per try, 1 retry.
-    let opts = ConnectOptions {
-        timeout: 10,
-        retry_cnt: 1,
-        ..Default::default()
-    };
+    let opts = ConnectOptions::new().timeout(10).retry_cnt(1);
     let qp = qp.connect(&ghost, &opts).unwrap();
     let buf = pd.alloc_mr(8, ALL).unwrap();
     let sge = [buf.sge(..).unwrap()];
@@ -723,8 +716,8 @@ fn cq_overrun_raises_a_cq_error_event() {
             .build()
             .unwrap();
     let (e1, e2) = (qp.endpoint(), peer.endpoint());
-    let qp = qp.connect(&e2, &ConnectOptions::default()).unwrap();
-    let _peer = peer.connect(&e1, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&e2, &ConnectOptions::new()).unwrap();
+    let _peer = peer.connect(&e1, &ConnectOptions::new()).unwrap();
     let buf = p.mr(8);
     let sge = [buf.sge(..).unwrap()];
     let mut wrs: Vec<_> = (0..cap as u64 + 4)

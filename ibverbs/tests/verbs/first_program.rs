@@ -10,7 +10,7 @@ use rdma_verbs_test_kit::{assert_clean_drops, gid, open};
 
 use rdma_verbs::{
     ffi, page_size, AsRaw, ConnectOptions, Endpoint, Error, Gid, Mtu, QpType, QueuePair,
-    RecvRequest, Route, SendRequest, WcStatus, WorkCompletion,
+    RecvRequest, SendRequest, WcStatus, WorkCompletion,
 };
 
 use crate::common::{contents, poll_one, Pair, ALL};
@@ -68,8 +68,8 @@ fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
         "{err}"
     );
     assert!(err.to_string().contains("entry 200"), "{err}");
-    let a = a.connect(&eb, &ConnectOptions::default()).unwrap();
-    let b = b.connect(&ea, &ConnectOptions::default()).unwrap();
+    let a = a.connect(&eb, &ConnectOptions::new()).unwrap();
+    let b = b.connect(&ea, &ConnectOptions::new()).unwrap();
     assert_eq!((a.gid_index(), b.gid_index()), (1, 1));
     drop((a, b, cq, pd));
     assert_clean_drops();
@@ -83,9 +83,7 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
     let p = Pair::new(QpType::Ud);
     let remote = p.b.endpoint();
     // Port 9 and an empty GID entry: typed errors before ibv_create_ah, naming the limit.
-    let err =
-        p.pd.create_ah(9, None, &remote, &Route::default())
-            .unwrap_err();
+    let err = p.pd.create_ah(&remote).port(9).build().unwrap_err();
     assert!(
         matches!(
             err,
@@ -99,9 +97,7 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
         "{err}"
     );
     assert_eq!(err.to_string(), "port 9 is out of range (valid: 1..=1)");
-    let err =
-        p.pd.create_ah(1, Some(200), &remote, &Route::default())
-            .unwrap_err();
+    let err = p.pd.create_ah(&remote).gid_index(200).build().unwrap_err();
     assert!(
         matches!(
             err,
@@ -113,8 +109,8 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
         "{err}"
     );
 
-    // Route::default() sends from the port's default GID, which reaches the peer.
-    let ah = p.pd.create_ah(1, None, &remote, &Route::default()).unwrap();
+    // Route::new() sends from the port's default GID, which reaches the peer.
+    let ah = p.pd.create_ah(&remote).build().unwrap();
     let mut src = p.mr(32);
     src.fill(0x77);
     let dst = p.mr(40 + 32);
@@ -146,18 +142,15 @@ fn an_endpoint_is_what_the_c_exchange_carries() {
     let b = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
     // Built from the four fields ibv_rc_pingpong sends, as a peer's message is read.
     let ea = a.endpoint();
-    let eb = Endpoint {
-        lid: b.endpoint().lid,
-        qpn: b.endpoint().qpn,
-        psn: b.endpoint().psn,
-        gid: b.endpoint().gid,
-    };
+    let eb = Endpoint::new(
+        b.endpoint().qpn,
+        b.endpoint().psn,
+        b.endpoint().lid,
+        b.endpoint().gid,
+    );
     // The path MTU is a local choice: the port's active MTU unless given.
-    let a = a.connect(&eb, &ConnectOptions::default()).unwrap();
-    let opts = ConnectOptions {
-        path_mtu: Some(Mtu::Mtu512),
-        ..ConnectOptions::default()
-    };
+    let a = a.connect(&eb, &ConnectOptions::new()).unwrap();
+    let opts = ConnectOptions::new().path_mtu(Mtu::Mtu512);
     let b = b.connect(&ea, &opts).unwrap();
     assert_eq!((path_mtu(&a), path_mtu(&b)), (active, Mtu::Mtu512));
     drop((a, b, cq, pd));

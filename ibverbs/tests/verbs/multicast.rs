@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
 use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, gid, open};
 
 use rdma_verbs::{
-    AhFromWcError, CompletionQueue, Endpoint, Error, Gid, QpType, QueuePair, RecvRequest, Route,
+    AhFromWcError, CompletionQueue, Endpoint, Error, Gid, QpType, QueuePair, RecvRequest,
     SendRequest, WcOpcode, WcStatus, DEFAULT_QKEY, MULTICAST_QPN,
 };
 
@@ -62,13 +62,8 @@ fn one_send_reaches_every_attached_qp_until_detached() {
 
     let mut mr = pd.alloc_mr(4096, ALL).unwrap();
     mr.write(3000, b"to the whole group").unwrap();
-    let to_group = Endpoint {
-        qpn: MULTICAST_QPN,
-        psn: 0,
-        lid: 0,
-        gid: group,
-    };
-    let ah = pd.create_ah(1, None, &to_group, &Route::default()).unwrap();
+    let to_group = Endpoint::new(MULTICAST_QPN, 0, 0, group);
+    let ah = pd.create_ah(&to_group).build().unwrap();
     let payload = [mr.sge(3000..3018).unwrap()];
     let send = |wr_id| {
         qps[0]

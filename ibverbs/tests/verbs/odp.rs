@@ -14,7 +14,7 @@ use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{
     huge_page_size, page_size, AccessFlags, Advice, AlignedBuffer, Error, MemoryRegion, MemoryRule,
-    QpType, RecvRequest, RegistrableMemory, Route, SendRequest, WcOpcode, WcStatus,
+    QpType, RecvRequest, RegistrableMemory, SendRequest, WcOpcode, WcStatus,
 };
 use rdma_verbs_test_kit::pattern;
 
@@ -250,9 +250,7 @@ fn odp_ud_send() {
     let rsge = [grh.sge(..).unwrap(), dst.sge(..).unwrap()];
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
     let remote = p.b.endpoint();
-    let ah =
-        p.pd.create_ah(1, Some(1), &remote, &Route::default())
-            .unwrap();
+    let ah = p.pd.create_ah(&remote).gid_index(1).build().unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(2, &sge)
         .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)

@@ -29,7 +29,7 @@ fn sender_to(
         .srq(srq)
         .build()
         .unwrap();
-    let opts = ConnectOptions::default();
+    let opts = ConnectOptions::new();
     let (es, er) = (s.endpoint(), r.endpoint());
     (
         s.connect(&er, &opts).unwrap(),

@@ -5,8 +5,8 @@ use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, Route,
-    SendRequest, WcOpcode, WcStatus, WrError, WrOpcode,
+    AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, SendRequest,
+    WcOpcode, WcStatus, WrError, WrOpcode,
 };
 
 use crate::common::{contents, poll_one, Pair, ALL};
@@ -227,9 +227,7 @@ fn ud_send_recv_through_an_address_handle() {
     p.b.post_recv(&mut [RecvRequest::new(1, &rsge)]).unwrap();
 
     let remote = p.b.endpoint();
-    let ah =
-        p.pd.create_ah(1, Some(1), &remote, &Route::default())
-            .unwrap();
+    let ah = p.pd.create_ah(&remote).gid_index(1).build().unwrap();
     let sge = [src.sge(..).unwrap()];
     p.a.post_send(&mut [SendRequest::send(1, &sge)
         .ud(&ah, remote.qpn, rdma_verbs::DEFAULT_QKEY)
@@ -263,7 +261,7 @@ fn srq_feeds_two_queue_pairs() {
         if with_srq { b.srq(&srq) } else { b }.build().unwrap()
     };
     let (r1, r2, s1, s2) = (mk(true), mk(true), mk(false), mk(false));
-    let opts = ConnectOptions::default();
+    let opts = ConnectOptions::new();
     let (er1, er2, es1, es2) = (r1.endpoint(), r2.endpoint(), s1.endpoint(), s2.endpoint());
     let r1 = r1.connect(&es1, &opts).unwrap();
     let r2 = r2.connect(&es2, &opts).unwrap();
@@ -325,11 +323,7 @@ fn memory_windows_type_1_and_2() {
         .signaled();
     p.b.post_send(&mut [bind]).unwrap();
     assert_eq!(poll_one(&p.b_cq).ok().unwrap().opcode(), WcOpcode::BindMw);
-    let window2 = rdma_verbs::RemoteMemory {
-        addr: target.addr(),
-        len: 64,
-        rkey,
-    };
+    let window2 = rdma_verbs::RemoteMemory::new(target.addr(), 64, rkey);
     p.a.post_send(&mut [SendRequest::write(3, &sge, window2).signaled()])
         .unwrap();
     poll_one(&p.a_cq).ok().unwrap();
@@ -338,11 +332,7 @@ fn memory_windows_type_1_and_2() {
 
     // The key the window had before the bind grants nothing. (rxe checks a window's
     // accesses against the whole underlying region, so a range test would not tell.)
-    let stale = rdma_verbs::RemoteMemory {
-        addr: target.addr(),
-        len: 16,
-        rkey: mw2.rkey(),
-    };
+    let stale = rdma_verbs::RemoteMemory::new(target.addr(), 16, mw2.rkey());
     assert_ne!(stale.rkey, rkey);
     p.a.post_send(&mut [SendRequest::write(4, &sge, stale).signaled()])
         .unwrap();
@@ -366,8 +356,8 @@ fn event_driven_completion() {
     let a = pd.create_qp(QpType::Rc, &scq, &scq).build().unwrap();
     let b = pd.create_qp(QpType::Rc, &scq, &cq).build().unwrap();
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let a = a.connect(&eb, &ConnectOptions::default()).unwrap();
-    let b = b.connect(&ea, &ConnectOptions::default()).unwrap();
+    let a = a.connect(&eb, &ConnectOptions::new()).unwrap();
+    let b = b.connect(&ea, &ConnectOptions::new()).unwrap();
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let rs = [buf.sge(..).unwrap()];
 

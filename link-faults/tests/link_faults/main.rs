@@ -82,11 +82,7 @@ fn outage(kind: FaultKind, name: &str, expected: &[WcStatus]) {
     let link = Link::from_env();
     let mut peer = PeerTurn::take(&link);
     let mut host = Host::open(&link.device, link.local);
-    let opts = ConnectOptions {
-        timeout: TIMEOUT,
-        retry_cnt: RETRY_CNT,
-        ..Default::default()
-    };
+    let opts = ConnectOptions::new().timeout(TIMEOUT).retry_cnt(RETRY_CNT);
     let nominal = retry_time(TIMEOUT, RETRY_CNT);
     // Generous for an emulated machine: timers fire late when the host is busy.
     let bound = nominal * 4 + Duration::from_secs(2);
@@ -217,7 +213,7 @@ fn five_percent_loss_each_way_delivers_every_message_intact() {
 /// the requests as invalid (the peer process is then in a state no test can vouch for).
 fn exchange_under_loss(link: &Link, peer: &mut Peer) -> Result<(), String> {
     let host = Host::open(&link.device, link.local);
-    let (mut side, peer_mem) = peer.connect(&host, &ConnectOptions::default());
+    let (mut side, peer_mem) = peer.connect(&host, &ConnectOptions::new());
     assert_eq!(peer.ask(&format!("netem {LOSS}")), "ok");
     let fault = Fault::netem(&link.netdev, LOSS);
     assert_eq!(peer.ask(&format!("receive {MESSAGES}")), "ready");

@@ -98,11 +98,7 @@ impl Peer {
     /// Tells the peer to set up a new QP (dropping its old one) and connects `side` to it.
     pub fn connect(&mut self, host: &Host, opts: &ConnectOptions) -> (Side, RemoteMemory) {
         let (qp, cq, mem) = host.prepare(DEPTH as usize * SLOT, AccessFlags::LOCAL_WRITE, 0);
-        let none = RemoteMemory {
-            addr: 0,
-            len: 0,
-            rkey: 0,
-        };
+        let none = RemoteMemory::new(0, 0, 0);
         let answer = self.ask(&format!("qp {}", hello(&qp.endpoint(), &none)));
         let (ep, peer_mem) = parse_hello(&answer);
         let qp = qp.connect(&ep, opts).unwrap();
@@ -259,7 +255,7 @@ fn peer_qp(state: &mut PeerState, args: &str) -> String {
     let (remote, _) = parse_hello(args);
     let remote_write = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
     let (qp, cq, mem) = state.host.prepare(INBOX, remote_write, AHEAD as u32);
-    let qp = qp.connect(&remote, &ConnectOptions::default()).unwrap();
+    let qp = qp.connect(&remote, &ConnectOptions::new()).unwrap();
     let answer = hello(&qp.endpoint(), &mem.remote());
     state.side = Some(Side { qp, cq, mem });
     answer

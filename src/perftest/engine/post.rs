@@ -28,11 +28,7 @@ impl Target {
     /// sent, it is the peer's device that rejects a bad one.
     #[inline]
     pub fn remote(&self, offset: u64, len: u64) -> RemoteMemory {
-        RemoteMemory {
-            addr: self.vaddr.wrapping_add(offset),
-            len,
-            rkey: self.rkey,
-        }
+        RemoteMemory::new(self.vaddr.wrapping_add(offset), len, self.rkey)
     }
 }
 

@@ -686,15 +686,14 @@ impl Prepared {
                     ahs.push(ud_ah(&self.base.pd, p, gid_index, r)?);
                 }
             } else {
-                let opts = ConnectOptions {
-                    path_mtu: Mtu::from_bytes(mtu),
-                    timeout: p.qp_timeout,
-                    retry_cnt: 7,
-                    rnr_retry: 7,
-                    min_rnr_timer: 12,
-                    max_rd_atomic: u8::try_from(r.out_reads).unwrap_or(u8::MAX),
-                    max_dest_rd_atomic: u8::try_from(setup.out_reads).unwrap_or(u8::MAX),
-                    route: route(p, gid_index),
+                let opts = ConnectOptions::new()
+                    .timeout(p.qp_timeout)
+                    .max_rd_atomic(u8::try_from(r.out_reads).unwrap_or(u8::MAX))
+                    .max_dest_rd_atomic(u8::try_from(setup.out_reads).unwrap_or(u8::MAX))
+                    .route(route(p, gid_index));
+                let opts = match Mtu::from_bytes(mtu) {
+                    Some(mtu) => opts.path_mtu(mtu),
+                    None => opts,
                 };
                 qps.push(Qp::Own(
                     qp.connect(&endpoint(r), &opts)
@@ -708,23 +707,17 @@ impl Prepared {
 
 /// perftest's route to a peer QP: hop limit 255, and a GRH where this side uses a GID.
 fn route(p: &Params, gid_index: Option<u8>) -> Route {
-    Route {
-        hop_limit: 0xff,
-        traffic_class: 0,
-        flow_label: 0,
-        sl: p.sl,
-        force_grh: gid_index.is_some(),
-    }
+    Route::new()
+        .hop_limit(0xff)
+        .traffic_class(0)
+        .flow_label(0)
+        .sl(p.sl)
+        .force_grh(gid_index.is_some())
 }
 
 /// The endpoint a peer's record describes.
 fn endpoint(r: &Record) -> Endpoint {
-    Endpoint {
-        qpn: r.qpn,
-        psn: r.psn,
-        lid: r.lid,
-        gid: r.gid.map_or(Gid::ZERO, Gid::from),
-    }
+    Endpoint::new(r.qpn, r.psn, r.lid, r.gid.map_or(Gid::ZERO, Gid::from))
 }
 
 /// A UD address handle in `pd` to the peer QP of record `r`.
@@ -734,8 +727,16 @@ pub fn ud_ah(
     gid_index: Option<u8>,
     r: &Record,
 ) -> Result<AddressHandle> {
-    pd.create_ah(p.ib_port, gid_index, &endpoint(r), &route(p, gid_index))
-        .ctx("Failed to create AH")
+    let ah = pd
+        .create_ah(&endpoint(r))
+        .port(p.ib_port)
+        .route(route(p, gid_index));
+    match gid_index {
+        Some(index) => ah.gid_index(index),
+        None => ah,
+    }
+    .build()
+    .ctx("Failed to create AH")
 }
 
 #[cfg(test)]

@@ -12,11 +12,13 @@ use crate::types::Gid;
 
 /// An AF_IB socket address (`struct sockaddr_ib`), for [`CmId::bind_ib`] and
 /// [`CmId::resolve_ib_addr`]. Build one with [`IbAddr::new`] (a port of one of rdma_cm's
-/// port spaces, as the kernel maps IP ports to service IDs), then change the fields wanted.
+/// port spaces, as the kernel maps IP ports to service IDs), then set the fields wanted with
+/// the `with_*` setters: `IbAddr::new(gid, PortSpace::Tcp, 7471).with_pkey(0x8001)`.
 ///
 /// [`CmId::bind_ib`]: crate::cm::CmId::bind_ib
 /// [`CmId::resolve_ib_addr`]: crate::cm::CmId::resolve_ib_addr
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct IbAddr {
     /// `sib_addr`: the port's GID; [`Gid::ZERO`] binds to any port.
     pub gid: Gid,
@@ -49,6 +51,36 @@ impl IbAddr {
             flow_label: 0,
             scope_id: 0,
         }
+    }
+
+    /// With partition key `pkey`.
+    pub fn with_pkey(mut self, pkey: u16) -> Self {
+        self.pkey = pkey;
+        self
+    }
+
+    /// With service ID `id` (all of it significant unless a mask follows).
+    pub fn with_service_id(mut self, id: u64) -> Self {
+        self.service_id = id;
+        self
+    }
+
+    /// With service ID mask `mask`.
+    pub fn with_service_id_mask(mut self, mask: u64) -> Self {
+        self.service_id_mask = mask;
+        self
+    }
+
+    /// With flow label `label`.
+    pub fn with_flow_label(mut self, label: u32) -> Self {
+        self.flow_label = label;
+        self
+    }
+
+    /// With scope ID `scope`.
+    pub fn with_scope_id(mut self, scope: u64) -> Self {
+        self.scope_id = scope;
+        self
     }
 
     /// The port space named by bits 16 to 63 of the service ID, when it is one of

@@ -13,6 +13,7 @@ use crate::error::{check, Error, Result};
 
 /// One event of an [`EventChannel`], already acknowledged: what it said, copied.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct CmEvent {
     /// The id it is for ([`CmId::handle`]); for a connect request, the listening id.
     pub id: IdHandle,
@@ -229,7 +230,7 @@ impl CmEvent {
     /// ```no_run
     /// # use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel};
     /// # fn f(channel: &EventChannel, id: &rdma_verbs::cm::CmId) -> rdma_verbs::Result<()> {
-    /// id.connect(&ConnParam::default())?;
+    /// id.connect(&ConnParam::new())?;
     /// let ev = channel.get_event()?.expect_kind("rdma_connect", |k| {
     ///     matches!(k, CmEventKind::Established { .. })
     /// })?;
