@@ -1,9 +1,10 @@
-//! The full `ibv_query_qp`: what a QP reports matches how it was built and connected.
+//! The full `ibv_query_qp`: what a QP reports matches how it was built and connected; the
+//! connect settings and routes out of their ranges, refused by name.
 
 use rdma_verbs_test_kit::{assert_clean_drops, open};
 use rdma_verbs_test_kit::{provider_has, Need};
 
-use rdma_verbs::{QpState, QpType, DEFAULT_QKEY};
+use rdma_verbs::{ConnectOptions, Error, Mtu, QpState, QpType, Route, DEFAULT_QKEY};
 
 use crate::common::{Pair, ALL};
 
@@ -80,6 +81,150 @@ fn query_qp_reports_a_ud_qp_in_init_and_rts() {
     let default_qkey = pd.create_qp(QpType::Ud, &cq, &cq).build().unwrap();
     assert_eq!(default_qkey.query().unwrap().qkey, DEFAULT_QKEY);
     drop(default_qkey);
+    drop(pd);
+    assert_clean_drops();
+}
+
+/// Every setting of `ConnectOptions` and its `Route` reaches the QP: `ibv_query_qp` reads
+/// each back as given (the read/atomic depths within the device's, where they are clamped).
+#[test]
+fn query_qp_reads_back_every_connect_setting() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, None).unwrap();
+    let build = || pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let (a, b) = (build(), build());
+    let route = Route::new()
+        .sl(2)
+        .traffic_class(0x68)
+        .hop_limit(32)
+        .flow_label(0x1234);
+    let opts = ConnectOptions::new()
+        .path_mtu(Mtu::Mtu1024)
+        .timeout(10)
+        .retry_cnt(5)
+        .rnr_retry(4)
+        .min_rnr_timer(8)
+        .max_rd_atomic(1)
+        .max_dest_rd_atomic(1)
+        .route(route);
+    let peer = b.endpoint();
+    let a = a.connect(&peer, &opts).unwrap();
+    let q = a.query().unwrap();
+    assert_eq!(q.path_mtu, Mtu::Mtu1024);
+    assert_eq!(
+        (q.timeout, q.retry_cnt, q.rnr_retry, q.min_rnr_timer),
+        (10, 5, 4, 8)
+    );
+    assert_eq!((q.max_rd_atomic, q.max_dest_rd_atomic), (1, 1));
+    assert_eq!(
+        (q.sl, q.traffic_class, q.hop_limit, q.flow_label),
+        (2, 0x68, 32, 0x1234)
+    );
+    assert_eq!((q.dest_qp_num, q.dest_gid), (peer.qpn, peer.gid));
+    drop((a, b));
+    drop(pd);
+    assert_clean_drops();
+}
+
+/// A setting out of its range is refused by name, with its limit, before any transition.
+#[test]
+fn connect_refuses_each_setting_out_of_range() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, None).unwrap();
+    let build = || pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let peer = build();
+    let cases = [
+        (ConnectOptions::new().timeout(32), "ACK timeout", 32, 31),
+        (ConnectOptions::new().retry_cnt(8), "retry count", 8, 7),
+        (ConnectOptions::new().rnr_retry(8), "RNR retry count", 8, 7),
+        (
+            ConnectOptions::new().min_rnr_timer(32),
+            "minimum RNR timer",
+            32,
+            31,
+        ),
+        (
+            ConnectOptions::new().route(Route::new().sl(16)),
+            "service level",
+            16,
+            15,
+        ),
+        (
+            ConnectOptions::new().route(Route::new().flow_label(1 << 20)),
+            "flow label",
+            1 << 20,
+            0xf_ffff,
+        ),
+    ];
+    for (opts, what, value, max) in cases {
+        let qp = build();
+        match qp.connect(&peer.endpoint(), &opts) {
+            Err(Error::OutOfRange {
+                what: w,
+                value: v,
+                max: m,
+                ..
+            }) => assert_eq!((w, v, m), (what, value, max)),
+            other => panic!("{what} {value}: {other:?}"),
+        }
+    }
+    drop(peer);
+    drop(pd);
+    assert_clean_drops();
+}
+
+/// The address handle builder checks its route as `connect` does, and its GID index against
+/// the port's table.
+#[test]
+fn address_handle_builder_refuses_a_bad_route() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, None).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let remote = qp.endpoint();
+    let err = pd
+        .create_ah(&remote)
+        .route(Route::new().sl(16))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "service level",
+                value: 16,
+                max: 15,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = pd.create_ah(&remote).gid_index(255).build().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfRange {
+                what: "GID index",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let ah = pd
+        .create_ah(&remote)
+        .route(Route::new().sl(15).traffic_class(0x68))
+        .build()
+        .unwrap();
+    drop(ah);
+    drop(qp);
     drop(pd);
     assert_clean_drops();
 }
