@@ -1,6 +1,7 @@
-//! The echo service: its messages (prost, written by hand), its generated code (build.rs),
-//! its handlers, and the pattern every byte is checked against. Shared by the example and
-//! the tests (`#[path]`).
+//! The echo service: its messages (prost, written by hand), its generated code (checked in,
+//! `echo.Echo.rs`, kept equal to tonic-build's output by `tests/generated.rs`), its handlers,
+//! and the pattern every byte is checked against. Shared by the example and the tests
+//! (`#[path]`).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +16,7 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status, Streaming};
 
 // The generated client and server: `echo_client::EchoClient`, `echo_server::EchoServer`.
-include!(concat!(env!("OUT_DIR"), "/echo.Echo.rs"));
+include!("echo.Echo.rs");
 
 use echo_client::EchoClient;
 use echo_server::{Echo, EchoServer};
