@@ -15,6 +15,7 @@ fn main() {
         needs: "rdma-core's libibumad development header and library",
         debian_package: "libibumad-dev",
         more_headers_from: None,
+        allow: &[],
     };
     ibumad.build(|builder: bindgen::Builder| {
         builder

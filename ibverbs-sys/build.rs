@@ -18,6 +18,7 @@ fn main() {
         needs: "rdma-core's development headers and library",
         debian_package: "libibverbs-dev",
         more_headers_from: None,
+        allow: &[],
     };
     ibverbs.build(|builder: bindgen::Builder| {
         builder

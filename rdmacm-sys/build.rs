@@ -25,6 +25,9 @@ fn main() {
         // The verbs headers may live elsewhere than librdmacm's (rdma-verbs-sys exports its
         // path).
         more_headers_from: Some("DEP_RDMA_VERBS_IBVERBS_INCLUDE"),
+        // bindgen's `__BindgenUnionField`, for the unions of libc's socket types, has bare
+        // unsafe calls.
+        allow: &["unsafe_op_in_unsafe_fn"],
     };
     rdmacm.build(|builder: bindgen::Builder| {
         builder

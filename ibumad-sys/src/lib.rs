@@ -25,19 +25,6 @@
 //! `DEP_RDMA_VERBS_IBUMAD_INCLUDE`.
 #![no_std]
 
-/// What bindgen generated from `<infiniband/umad.h>`: C's names, layouts and doc comments,
-/// which the workspace lints do not apply to.
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    missing_docs,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    rustdoc::broken_intra_doc_links,
-    rustdoc::invalid_html_tags
-)]
-mod bindings {
-    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
-}
-pub use bindings::*;
+// The generated bindings, in a module exempt from the lints C's names and layouts break,
+// re-exported here: the build script (rdma-sys-build's `SysCrate::build`) writes it.
+include!(concat!(env!("OUT_DIR"), "/bindings_module.rs"));

@@ -7,6 +7,15 @@
 //! bindgen into `$OUT_DIR/bindings.rs`; without the headers, or without libclang, it stops
 //! with a message naming the packages to install (Debian and RPM).
 //!
+//! Every build also writes [`MODULE`], the crate's glue to the bindings: a private `bindings`
+//! module that includes them, exempt from the lints C's names and layouts break
+//! ([`ALLOWED_LINTS`] and the crate's [`SysCrate::allow`]), re-exported at the root. The
+//! crate's `lib.rs` includes it at its root:
+//!
+//! ```ignore
+//! include!(concat!(env!("OUT_DIR"), "/bindings_module.rs"));
+//! ```
+//!
 //! Two other modes, both set by environment variables:
 //! - `DOCS_RS` (set by docs.rs, whose build image may lack rdma-core's headers): the bindings
 //!   checked in at [`CHECKED_IN`] are used as they are. Neither pkg-config nor bindgen runs and
@@ -34,6 +43,25 @@ pub const CHECKED_IN: &str = "src/generated/x86_64-unknown-linux-gnu.rs";
 pub const CHECKED_IN_TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The environment variable naming the directory to regenerate the checked-in bindings into.
 pub const REGENERATE: &str = "RDMA_VERBS_REGENERATE_BINDINGS";
+/// The file in `$OUT_DIR` that the -sys crate's `lib.rs` includes: the `bindings` module over
+/// `$OUT_DIR/bindings.rs`, with its lint exemptions, and its re-export.
+pub const MODULE: &str = "bindings_module.rs";
+/// The lints the bindings of every -sys crate are exempt from: C's names, undocumented
+/// items, bindgen's unsafe blocks without comments and C's doc comments, which are not
+/// rustdoc's Markdown.
+pub const ALLOWED_LINTS: &[&str] = &[
+    "non_camel_case_types",
+    "non_snake_case",
+    "non_upper_case_globals",
+    "missing_docs",
+    "clippy::all",
+    "clippy::undocumented_unsafe_blocks",
+    "rustdoc::broken_intra_doc_links",
+    "rustdoc::invalid_html_tags",
+];
+
+/// The file in `$OUT_DIR` that holds bindgen's output (or the checked-in copy of it).
+const BINDINGS: &str = "bindings.rs";
 
 /// One -sys crate's library: what to probe and what to say when it is missing.
 #[derive(Debug, Clone, Copy)]
@@ -54,22 +82,26 @@ pub struct SysCrate<'a> {
     /// An environment variable naming one more directory of headers, searched after the
     /// library's (a dependency's `cargo:include`, as `DEP_<LINKS>_INCLUDE`).
     pub more_headers_from: Option<&'a str>,
+    /// Lints the crate's bindings are exempt from besides [`ALLOWED_LINTS`], for what its
+    /// bindgen configuration makes them contain.
+    pub allow: &'a [&'a str],
 }
 
 impl SysCrate<'_> {
-    /// The build script: writes `$OUT_DIR/bindings.rs`, or exits with a message saying what
-    /// is missing. `configure` adds the crate's part of bindgen's configuration (its allow
-    /// and block lists, enums, raw lines) to a builder that has the header and the include
-    /// paths; the settings common to the crates follow it.
+    /// The build script: writes `$OUT_DIR/bindings.rs` and [`MODULE`], or exits with a
+    /// message saying what is missing. `configure` adds the crate's part of bindgen's
+    /// configuration (its allow and block lists, enums, raw lines) to a builder that has the
+    /// header and the include paths; the settings common to the crates follow it.
     pub fn build(&self, configure: impl FnOnce(bindgen::Builder) -> bindgen::Builder) {
         println!("cargo:rerun-if-changed=build.rs");
         println!("cargo:rerun-if-changed={WRAPPER}");
         println!("cargo:rerun-if-env-changed=DOCS_RS");
         println!("cargo:rerun-if-env-changed={REGENERATE}");
         let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+        write(&out.join(MODULE), &self.module());
 
         if env::var_os("DOCS_RS").is_some() {
-            use_checked_in(&out.join("bindings.rs"));
+            use_checked_in(&out.join(BINDINGS));
             return;
         }
 
@@ -83,10 +115,30 @@ impl SysCrate<'_> {
         }
 
         let bindings = self.generate(&include_paths, configure);
-        write(&out.join("bindings.rs"), &bindings.to_string());
+        write(&out.join(BINDINGS), &bindings.to_string());
         if let Some(dir) = env::var_os(REGENERATE) {
             self.regenerate(Path::new(&dir), &bindings, &lib.version);
         }
+    }
+
+    /// The text of [`MODULE`]: the `bindings` module with its lint exemptions, re-exported.
+    fn module(&self) -> String {
+        let lints: String = ALLOWED_LINTS
+            .iter()
+            .chain(self.allow)
+            .map(|lint| format!("    {lint},\n"))
+            .collect();
+        format!(
+            "// Written by rdma-sys-build's SysCrate::build and included by the crate's lib.rs.\n\n\
+             // What bindgen generated from {headers}:\n\
+             // C's names, layouts and doc comments, which the workspace lints do not apply to.\n\
+             #[allow(\n{lints})]\n\
+             mod bindings {{\n\
+             \x20   include!(concat!(env!(\"OUT_DIR\"), \"/{BINDINGS}\"));\n\
+             }}\n\
+             pub use bindings::*;\n",
+            headers = self.headers,
+        )
     }
 
     /// pkg-config's answer, or exits with a message naming the packages to install.

@@ -35,24 +35,9 @@
 //! `DEP_RDMA_VERBS_RDMACM_INCLUDE`.
 #![no_std]
 
-/// What bindgen generated from `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>`: C's names,
-/// layouts and doc comments, which the workspace lints do not apply to (bindgen's
-/// `__BindgenUnionField` for the unions of libc's socket types has bare unsafe calls).
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    missing_docs,
-    unsafe_op_in_unsafe_fn,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    rustdoc::broken_intra_doc_links,
-    rustdoc::invalid_html_tags
-)]
-mod bindings {
-    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
-}
-pub use bindings::*;
+// The generated bindings, in a module exempt from the lints C's names and layouts break,
+// re-exported here: the build script (rdma-sys-build's `SysCrate::build`) writes it.
+include!(concat!(env!("OUT_DIR"), "/bindings_module.rs"));
 
 mod inline;
 pub use inline::*;
