@@ -2,9 +2,7 @@
 //! builds its requests and posts them, as a user of the safe API would. The `wr_*`
 //! operations post through [`QueuePair::batch`] (`ibv_wr_*`), the `ex_*` ones poll through
 //! [`ExtendedCq::poll_session`]; the others through `post_send` / `post_recv` / `poll`.
-
-use std::hint::black_box;
-use std::time::Duration;
+//! The arguments, the rows' loop and the output are the shared frame's (`frame.rs`).
 
 use rdma_verbs::{
     AccessFlags, CompletionQueue, ConnectOptions, Context, ExtendedCq, MemoryRegion,
@@ -12,11 +10,8 @@ use rdma_verbs::{
     WcFields, WorkCompletion,
 };
 
-type R<T> = Result<T, String>;
-
-fn e(err: impl std::fmt::Display) -> String {
-    err.to_string()
-}
+// The arguments, the rows' loop and the output: R, Row, Pair, repeat, frame_main, ...
+include!("frame.rs");
 
 #[inline(never)]
 fn measured_poll(cq: &CompletionQueue, wc: &mut [WorkCompletion]) -> usize {
@@ -130,14 +125,76 @@ fn drain(cq: &CompletionQueue, mut n: usize) -> R<()> {
     Ok(())
 }
 
-fn run(op: &str, n: u64) -> R<()> {
-    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
-    let ctx = Context::open(&name).map_err(e)?;
+/// The pair: extended CQs and QPs (as the C program makes them) for every operation, so that
+/// the rows of both APIs run on the same objects.
+struct Ours<'a> {
+    pd: &'a ProtectionDomain,
+    a: QueuePair,
+    b: QueuePair,
+    a_cq: ExtendedCq,
+    b_cq: ExtendedCq,
+    sge: [Sge<'a>; 1],
+    rsge: [Sge<'a>; 1],
+    dst: &'a MemoryRegion,
+}
+
+impl Pair for Ours<'_> {
+    fn poll(&mut self, max: usize) -> R<usize> {
+        let mut wc = [WorkCompletion::default(); 16];
+        Ok(measured_poll(&self.a_cq, &mut wc[..max]))
+    }
+
+    fn poll_ex(&mut self) -> R<usize> {
+        Ok(measured_poll_ex(&mut self.a_cq))
+    }
+
+    fn post_16(&mut self) -> R<usize> {
+        let mut wrs: Vec<_> = (0..16)
+            .map(|i| SendRequest::write(i, &self.sge, self.dst.remote()).signaled())
+            .collect();
+        self.a.post_send(&mut wrs).map_err(e)?;
+        Ok(0)
+    }
+
+    fn write(&mut self, count: u64, inline: bool) -> R<()> {
+        let done = measured_write(&self.a, &self.sge, self.dst.remote(), count, inline);
+        check(done, "post")
+    }
+
+    fn batch_write(&mut self, count: u64, inline: bool) -> R<()> {
+        let remote = self.dst.remote();
+        let done = measured_batch_write(&mut self.a, &self.sge, remote, count, inline);
+        check(done, "post")
+    }
+
+    fn send_recv(&mut self) -> R<()> {
+        let done = measured_send_recv(&self.a, &self.b, &self.sge, &self.rsge);
+        check(done, "post")
+    }
+
+    fn batch_send_recv(&mut self) -> R<()> {
+        let done = measured_batch_send_recv(&mut self.a, &self.b, &self.sge, &self.rsge);
+        check(done, "post")
+    }
+
+    fn reg(&mut self, buf: &mut Vec<u8>) -> R<()> {
+        *buf = measured_reg(self.pd, std::mem::take(buf)).ok_or("register failed")?;
+        Ok(())
+    }
+
+    fn wait(&mut self, first: usize, second: usize) -> R<()> {
+        drain(&self.a_cq, first)?;
+        drain(&self.b_cq, second)
+    }
+}
+
+/// Opens the device, connects the pair with the crate's default options (the GID it picks
+/// is the one the script finds for the others) and runs `row` `n` times on it.
+fn run(row: Row, n: u64) -> R<()> {
+    let ctx = Context::open(&device()).map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    // Extended CQs and QPs (as the C program makes them) for every operation, so that the
-    // rows of both APIs run on the same objects.
-    let (mut a_cq, b_cq) = (
+    let (a_cq, b_cq) = (
         ctx.create_cq_ex(64, WcFields::empty(), None).map_err(e)?,
         ctx.create_cq_ex(64, WcFields::empty(), None).map_err(e)?,
     );
@@ -150,99 +207,23 @@ fn run(op: &str, n: u64) -> R<()> {
     };
     let (a, b) = (qp(&a_cq).map_err(e)?, qp(&b_cq).map_err(e)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let mut a = a.connect(&eb, &ConnectOptions::new()).map_err(e)?;
+    let a = a.connect(&eb, &ConnectOptions::new()).map_err(e)?;
     let b = b.connect(&ea, &ConnectOptions::new()).map_err(e)?;
     let src: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
     let dst: MemoryRegion = pd.alloc_mr(64, access).map_err(e)?;
-    let sge = [src.sge(..).map_err(e)?];
-    let rsge = [dst.sge(..).map_err(e)?];
-    let mut buf = Some(vec![0u8; if op == "reg_1m" { 1 << 20 } else { 4096 }]);
-    let mut short_polls = 0;
-    for _ in 0..n {
-        match op {
-            "poll_empty" => {
-                let mut wc = [WorkCompletion::default(); 1];
-                black_box(measured_poll(&a_cq, &mut wc));
-            }
-            "ex_poll_empty" => {
-                black_box(measured_poll_ex(&mut a_cq));
-            }
-            "poll_16" | "ex_poll_16" => {
-                let mut wrs: Vec<_> = (0..16)
-                    .map(|i| SendRequest::write(i, &sge, dst.remote()).signaled())
-                    .collect();
-                a.post_send(&mut wrs).map_err(e)?;
-                std::thread::sleep(Duration::from_millis(2));
-                let mut got = 0;
-                while got < 16 {
-                    let r = if op == "poll_16" {
-                        let mut wc = [WorkCompletion::default(); 16];
-                        black_box(measured_poll(&a_cq, &mut wc))
-                    } else {
-                        black_box(measured_poll_ex(&mut a_cq))
-                    };
-                    if r < 16 {
-                        short_polls += 1;
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    got += r;
-                }
-            }
-            "write" | "write_inline" | "list_16" => {
-                let count = if op == "list_16" { 16 } else { 1 };
-                if !measured_write(&a, &sge, dst.remote(), count, op == "write_inline") {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-            }
-            "wr_write" | "wr_write_inline" | "wr_list_16" => {
-                let count = if op == "wr_list_16" { 16 } else { 1 };
-                let inline = op == "wr_write_inline";
-                if !measured_batch_write(&mut a, &sge, dst.remote(), count, inline) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-            }
-            "wr_send_recv" => {
-                if !measured_batch_send_recv(&mut a, &b, &sge, &rsge) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-                drain(&b_cq, 1)?;
-            }
-            "send_recv" => {
-                if !measured_send_recv(&a, &b, &sge, &rsge) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-                drain(&b_cq, 1)?;
-            }
-            "reg_4k" | "reg_1m" => {
-                buf = Some(measured_reg(&pd, buf.take().unwrap()).ok_or("register failed")?);
-            }
-            other => return Err(format!("unknown operation {other:?}")),
-        }
-    }
-    if short_polls > 0 {
-        eprintln!("short polls: {short_polls}");
-    }
-    Ok(())
+    let mut pair = Ours {
+        pd: &pd,
+        a,
+        b,
+        a_cq,
+        b_cq,
+        sge: [src.sge(..).map_err(e)?],
+        rsge: [dst.sge(..).map_err(e)?],
+        dst: &dst,
+    };
+    repeat(&mut pair, row, n)
 }
 
-fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let result = match args.as_slice() {
-        [_, op, n] => n
-            .parse()
-            .map_err(|e| format!("N: {e}"))
-            .and_then(|n| run(op, n)),
-        _ => Err("usage: ours OP N".into()),
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("ours: {msg}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+fn main() -> ExitCode {
+    frame_main("ours", run)
 }

@@ -1,20 +1,15 @@
 //! scripts/compare-peers, rust-ibverbs (crates.io `ibverbs`, renamed `rib`): `rib OP N`.
 //! It has no RDMA write, inline or post-list API and no registration of the caller's memory
 //! (`allocate` makes and zeroes a new buffer); sends and receives are `unsafe`. The script
-//! marks those rows; this program runs the rest.
-
-use std::hint::black_box;
-use std::time::Duration;
+//! marks those rows; this program runs the rest. The arguments, the rows' loop and the
+//! output are the shared frame's (`frame.rs`).
 
 use rib::{
     ibv_qp_type::IBV_QPT_RC, ibv_wc, CompletionQueue, MemoryRegion, ProtectionDomain, QueuePair,
 };
 
-type R<T> = Result<T, String>;
-
-fn e(err: std::io::Error) -> String {
-    err.to_string()
-}
+// The arguments, the rows' loop and the output: R, Row, Pair, repeat, frame_main, ...
+include!("frame.rs");
 
 #[inline(never)]
 fn measured_poll(cq: &CompletionQueue<'_>, wc: &mut [ibv_wc]) -> usize {
@@ -50,16 +45,56 @@ fn drain(cq: &CompletionQueue<'_>, mut n: usize) -> R<()> {
     Ok(())
 }
 
-/// The GID index the script found (an IPv4-mapped RoCE v2 entry), else 0.
-fn gid_index() -> u32 {
-    std::env::var("PEERS_GID_INDEX")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+/// The pair: rust-ibverbs' objects borrow the context, the PD and the CQs, which `run` holds.
+struct Rib<'a, 'ctx> {
+    pd: &'a ProtectionDomain<'ctx>,
+    a_cq: &'a CompletionQueue<'ctx>,
+    b_cq: &'a CompletionQueue<'ctx>,
+    a: QueuePair<'a>,
+    b: QueuePair<'a>,
+    src: MemoryRegion<u8>,
+    dst: MemoryRegion<u8>,
 }
 
-fn run(op: &str, n: u64) -> R<()> {
-    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
+impl Pair for Rib<'_, '_> {
+    fn poll(&mut self, max: usize) -> R<usize> {
+        let mut wc = [ibv_wc::default(); 16];
+        Ok(measured_poll(self.a_cq, &mut wc[..max]))
+    }
+
+    /// 16 sends with their receives (rust-ibverbs has no RDMA write).
+    fn post_16(&mut self) -> R<usize> {
+        for i in 0..16 {
+            // SAFETY: the regions, the pair's, outlive the requests: poll_16 reaps the sends,
+            // then waits for the receives (the 16 returned) before it posts again.
+            unsafe {
+                self.b.post_receive(&mut self.dst, .., i).map_err(e)?;
+                self.a.post_send(&mut self.src, .., i).map_err(e)?;
+            }
+        }
+        Ok(16)
+    }
+
+    fn send_recv(&mut self) -> R<()> {
+        let (a, b) = (&mut self.a, &mut self.b);
+        let done = measured_send_recv(a, b, &mut self.src, &mut self.dst);
+        check(done, "post")
+    }
+
+    /// `allocate` of a new buffer of `buf`'s length (rust-ibverbs registers no other).
+    fn reg(&mut self, buf: &mut Vec<u8>) -> R<()> {
+        check(measured_reg(self.pd, buf.len()), "allocate")
+    }
+
+    fn wait(&mut self, first: usize, second: usize) -> R<()> {
+        drain(self.a_cq, first)?;
+        drain(self.b_cq, second)
+    }
+}
+
+/// Opens the device, connects the pair from the script's GID and runs `row` `n` times on it.
+fn run(row: Row, n: u64) -> R<()> {
+    let name = device();
     let list = rib::devices().map_err(e)?;
     let dev = list
         .iter()
@@ -67,7 +102,7 @@ fn run(op: &str, n: u64) -> R<()> {
         .ok_or("no such device")?;
     let ctx = dev.open().map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
-    let gid_index = gid_index();
+    let gid_index: u32 = gid_index();
     let (a_cq, b_cq) = (
         ctx.create_cq(64, 0).map_err(e)?,
         ctx.create_cq(64, 0).map_err(e)?,
@@ -82,74 +117,18 @@ fn run(op: &str, n: u64) -> R<()> {
     };
     let (a, b) = (prep(&a_cq).map_err(e)?, prep(&b_cq).map_err(e)?);
     let (ea, eb) = (a.endpoint(), b.endpoint());
-    let mut a = a.handshake(eb).map_err(e)?;
-    let mut b = b.handshake(ea).map_err(e)?;
-    let mut src = pd.allocate::<u8>(64).map_err(e)?;
-    let mut dst = pd.allocate::<u8>(64).map_err(e)?;
-    let mut short_polls = 0;
-    for _ in 0..n {
-        match op {
-            "poll_empty" => {
-                let mut wc = [ibv_wc::default(); 1];
-                black_box(measured_poll(&a_cq, &mut wc));
-            }
-            "poll_16" => {
-                for i in 0..16 {
-                    // SAFETY: the regions outlive the requests: both CQs are drained below.
-                    unsafe {
-                        b.post_receive(&mut dst, .., i).map_err(e)?;
-                        a.post_send(&mut src, .., i).map_err(e)?;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(2));
-                let mut got = 0;
-                while got < 16 {
-                    let mut wc = [ibv_wc::default(); 16];
-                    let r = black_box(measured_poll(&a_cq, &mut wc));
-                    if r < 16 {
-                        short_polls += 1;
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    got += r;
-                }
-                drain(&b_cq, 16)?;
-            }
-            "send_recv" => {
-                if !measured_send_recv(&mut a, &mut b, &mut src, &mut dst) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-                drain(&b_cq, 1)?;
-            }
-            "reg_4k" | "reg_1m" => {
-                let len = if op == "reg_1m" { 1 << 20 } else { 4096 };
-                if !measured_reg(&pd, len) {
-                    return Err("allocate failed".into());
-                }
-            }
-            other => return Err(format!("no API for {other:?}")),
-        }
-    }
-    if short_polls > 0 {
-        eprintln!("short polls: {short_polls}");
-    }
-    Ok(())
+    let mut pair = Rib {
+        pd: &pd,
+        a_cq: &a_cq,
+        b_cq: &b_cq,
+        a: a.handshake(eb).map_err(e)?,
+        b: b.handshake(ea).map_err(e)?,
+        src: pd.allocate::<u8>(64).map_err(e)?,
+        dst: pd.allocate::<u8>(64).map_err(e)?,
+    };
+    repeat(&mut pair, row, n)
 }
 
-fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let result = match args.as_slice() {
-        [_, op, n] => n
-            .parse()
-            .map_err(|e| format!("N: {e}"))
-            .and_then(|n| run(op, n)),
-        _ => Err("usage: rib OP N".into()),
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("rib: {msg}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+fn main() -> ExitCode {
+    frame_main("rib", run)
 }

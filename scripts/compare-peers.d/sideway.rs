@@ -1,17 +1,17 @@
 //! scripts/compare-peers, sideway: `sideway OP N`. Its recommended send path (the one its
 //! rc_pingpong example takes): an extended QP (`build_ex`, `ibv_wr_*` underneath) and a basic
 //! CQ. Naming local memory (`setup_sge`, `reg_mr`) is `unsafe` in its API; inline data is safe
-//! (with `WorkRequestFlags::Inline` on rxe, see `measured_write`).
+//! (with `WorkRequestFlags::Inline` on rxe, see `measured_write`). The arguments, the rows'
+//! loop and the output are the shared frame's (`frame.rs`).
 
-use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sideway::ibverbs::address::AddressHandleAttribute;
 use sideway::ibverbs::completion::{BasicCompletionQueue, PollCompletionQueueError};
 use sideway::ibverbs::device::{DeviceInfo, DeviceList};
 use sideway::ibverbs::device_context::Mtu;
+use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
     ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
@@ -19,11 +19,8 @@ use sideway::ibverbs::queue_pair::{
 };
 use sideway::ibverbs::AccessFlags;
 
-type R<T> = Result<T, String>;
-
-fn e(err: impl std::fmt::Display) -> String {
-    err.to_string()
-}
+// The arguments, the rows' loop and the output: R, Row, Pair, repeat, frame_main, ...
+include!("frame.rs");
 
 /// A registered 64-byte buffer: (lkey, rkey, address).
 struct Buf {
@@ -128,8 +125,65 @@ fn drain(cq: &BasicCompletionQueue, mut n: usize) -> R<()> {
     Ok(())
 }
 
-fn run(op: &str, n: u64) -> R<()> {
-    let name = std::env::var("IBVERBS_TEST_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
+/// The pair: its CQs poll in batches of 16 for `poll_16`, else of 1. `src` and `dst` name
+/// regions that `run` holds.
+struct Sideway {
+    pd: Arc<ProtectionDomain>,
+    a: ExtendedQueuePair,
+    b: ExtendedQueuePair,
+    a_cq: Arc<BasicCompletionQueue>,
+    b_cq: Arc<BasicCompletionQueue>,
+    src: Buf,
+    dst: Buf,
+    payload: [u8; 64],
+}
+
+impl Pair for Sideway {
+    fn poll(&mut self, _max: usize) -> R<usize> {
+        match measured_poll(&self.a_cq) {
+            usize::MAX => Err("poll failed".into()),
+            r => Ok(r),
+        }
+    }
+
+    /// 16 signaled writes, through `ibv_wr_*` (its one way to post).
+    fn post_16(&mut self) -> R<usize> {
+        let mut guard = self.a.start_post_send();
+        for i in 0..16 {
+            let wr = guard
+                .construct_wr(i, WorkRequestFlags::Signaled)
+                .setup_write(self.dst.rkey, self.dst.addr);
+            // SAFETY: src is registered and outlives the request.
+            unsafe { wr.setup_sge(self.src.lkey, self.src.addr, 64) };
+        }
+        guard.post().map_err(e)?;
+        Ok(0)
+    }
+
+    fn write(&mut self, count: u64, inline: bool) -> R<()> {
+        let inline = inline.then_some(&self.payload[..]);
+        let done = measured_write(&mut self.a, &self.src, &self.dst, count, inline);
+        check(done, "post")
+    }
+
+    fn send_recv(&mut self) -> R<()> {
+        let done = measured_send_recv(&mut self.a, &mut self.b, &self.src, &self.dst);
+        check(done, "post")
+    }
+
+    fn reg(&mut self, buf: &mut Vec<u8>) -> R<()> {
+        check(measured_reg(&self.pd, buf), "reg_mr")
+    }
+
+    fn wait(&mut self, first: usize, second: usize) -> R<()> {
+        drain(&self.a_cq, first)?;
+        drain(&self.b_cq, second)
+    }
+}
+
+/// Opens the device, connects the pair from the script's GID and runs `row` `n` times on it.
+fn run(row: Row, n: u64) -> R<()> {
+    let name = device();
     let list = DeviceList::new().map_err(e)?;
     let dev = list
         .iter()
@@ -137,7 +191,7 @@ fn run(op: &str, n: u64) -> R<()> {
         .ok_or("no such device")?;
     let ctx = dev.open().map_err(e)?;
     let pd = ctx.alloc_pd().map_err(e)?;
-    let batch = NonZeroU32::new(if op == "poll_16" { 16 } else { 1 }).unwrap();
+    let batch = NonZeroU32::new(if row.op == Op::Poll16 { 16 } else { 1 }).unwrap();
     let cq = || {
         let mut cq = ctx.create_cq_builder().setup_cqe(64).build().map_err(e)?;
         Arc::get_mut(&mut cq)
@@ -157,10 +211,7 @@ fn run(op: &str, n: u64) -> R<()> {
             .map_err(e)
     };
     let (mut a, mut b) = (qp(&a_cq)?, qp(&b_cq)?);
-    let gid_index: u8 = std::env::var("PEERS_GID_INDEX")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let gid_index: u8 = gid_index();
     let gid = ctx.query_gid(1, gid_index.into()).map_err(e)?;
     let (an, bn) = (a.qp_number(), b.qp_number());
     for (qp, peer) in [(&mut a, bn), (&mut b, an)] {
@@ -204,88 +255,24 @@ fn run(op: &str, n: u64) -> R<()> {
             pd.reg_mr(base + 64, 64, access).map_err(e)?,
         )
     };
-    let buf = |mr: &sideway::ibverbs::memory_region::MemoryRegion| Buf {
+    let buf = |mr: &MemoryRegion| Buf {
         lkey: mr.lkey(),
         rkey: mr.rkey(),
         addr: mr.get_ptr() as u64,
     };
-    let (src, dst) = (buf(&src_mr), buf(&dst_mr));
-    let payload = [0u8; 64];
-    let mut reg_buf = vec![0u8; if op == "reg_1m" { 1 << 20 } else { 4096 }];
-    let mut short_polls = 0;
-    for _ in 0..n {
-        match op {
-            "poll_empty" => {
-                black_box(measured_poll(&a_cq));
-            }
-            "poll_16" => {
-                let mut guard = a.start_post_send();
-                for i in 0..16 {
-                    let wr = guard
-                        .construct_wr(i, WorkRequestFlags::Signaled)
-                        .setup_write(dst.rkey, dst.addr);
-                    // SAFETY: src is registered and outlives the request.
-                    unsafe { wr.setup_sge(src.lkey, src.addr, 64) };
-                }
-                guard.post().map_err(e)?;
-                std::thread::sleep(Duration::from_millis(2));
-                let mut got = 0;
-                while got < 16 {
-                    let r = black_box(measured_poll(&a_cq));
-                    if r == usize::MAX {
-                        return Err("poll failed".into());
-                    }
-                    if r < 16 {
-                        short_polls += 1;
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    got += r;
-                }
-            }
-            "write" | "write_inline" | "list_16" => {
-                let count = if op == "list_16" { 16 } else { 1 };
-                let inline = (op == "write_inline").then_some(&payload[..]);
-                if !measured_write(&mut a, &src, &dst, count, inline) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-            }
-            "send_recv" => {
-                if !measured_send_recv(&mut a, &mut b, &src, &dst) {
-                    return Err("post failed".into());
-                }
-                drain(&a_cq, 1)?;
-                drain(&b_cq, 1)?;
-            }
-            "reg_4k" | "reg_1m" => {
-                if !measured_reg(&pd, &mut reg_buf) {
-                    return Err("reg_mr failed".into());
-                }
-            }
-            other => return Err(format!("unknown operation {other:?}")),
-        }
-    }
-    if short_polls > 0 {
-        eprintln!("short polls: {short_polls}");
-    }
-    drop((a, b, src_mr, dst_mr));
-    Ok(())
+    let mut pair = Sideway {
+        src: buf(&src_mr),
+        dst: buf(&dst_mr),
+        pd,
+        a,
+        b,
+        a_cq,
+        b_cq,
+        payload: [0u8; 64],
+    };
+    repeat(&mut pair, row, n)
 }
 
-fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let result = match args.as_slice() {
-        [_, op, n] => n
-            .parse()
-            .map_err(|e| format!("N: {e}"))
-            .and_then(|n| run(op, n)),
-        _ => Err("usage: sideway OP N".into()),
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("sideway: {msg}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+fn main() -> ExitCode {
+    frame_main("sideway", run)
 }
