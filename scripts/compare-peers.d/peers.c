@@ -3,7 +3,9 @@
  * script's rows). Only the measured_* functions are counted (callgrind --toggle-collect).
  * The CQs and QPs are extended ones (ibv_create_cq_ex, ibv_create_qp_ex), so that the
  * operations through ibv_post_send / ibv_poll_cq and through ibv_wr_* (wr_*) /
- * ibv_start_poll (ex_*) run on the same objects. */
+ * ibv_start_poll (ex_*) run on the same objects. Laid out as the Rust programs are: the pair
+ * (setup), the measured functions, then the frame that frame.rs is for them (the rows, the
+ * loop, the output). */
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -165,34 +167,68 @@ static inline void writes(struct ibv_send_wr *wr, struct ibv_sge *sge, int count
 	}
 }
 
-int main(int argc, char **argv) {
-	if (argc != 3) { fprintf(stderr, "usage: peers OP N\n"); return 2; }
-	const char *op = argv[1];
-	long n = atol(argv[2]), short_polls = 0;
-	setup();
+/* The frame of the Rust programs (frame.rs), in C: the rows, the loop that runs one N times,
+ * the count of short polls. */
+
+/* A row of the script: an operation, and whether it goes through the extended API (ex_:
+ * ibv_start_poll, wr_: ibv_wr_*). */
+struct row {
+	enum { POLL_EMPTY, POLL_16, WRITE, SEND_RECV, REG } op;
+	int extended;
+	int list, inline_data; /* WRITE: 16 writes in one post (list_16); the data inline */
+	size_t len;            /* REG: the buffer's length */
+};
+
+/* The row the script names name, into row: 0, or -1 if there is none. */
+static int parse_row(const char *name, struct row *row) {
+	int ex = !strncmp(name, "ex_", 3), wr_api = !strncmp(name, "wr_", 3);
+	const char *base = ex || wr_api ? name + 3 : name;
+	memset(row, 0, sizeof *row);
+	row->extended = ex || wr_api;
+	if (!strcmp(base, "poll_empty")) row->op = POLL_EMPTY;
+	else if (!strcmp(base, "poll_16")) row->op = POLL_16;
+	else if (!strcmp(base, "write")) row->op = WRITE;
+	else if (!strcmp(base, "write_inline")) row->op = WRITE, row->inline_data = 1;
+	else if (!strcmp(base, "list_16")) row->op = WRITE, row->list = 1;
+	else if (!strcmp(base, "send_recv")) row->op = SEND_RECV;
+	else if (!strcmp(base, "reg_4k")) row->op = REG, row->len = 4096;
+	else if (!strcmp(base, "reg_1m")) row->op = REG, row->len = 1 << 20;
+	else return -1;
+	int poll = row->op == POLL_EMPTY || row->op == POLL_16;
+	int post = row->op == WRITE || row->op == SEND_RECV;
+	return (ex && !poll) || (wr_api && !post) ? -1 : 0;
+}
+
+/* Waits for first completions on a's CQ and second on b's. */
+static void wait_for(int first, int second) {
+	drain(a_cq, first);
+	drain(b_cq, second);
+}
+
+/* Runs row n times, then says how many polls of poll_16 found fewer than 16 completions
+ * ready (each then sleeps 2 ms before the next). */
+static void repeat(const struct row *row, long n) {
 	struct ibv_sge sge = { (uintptr_t)src_buf, 64, src->lkey };
 	struct ibv_sge rsge = { (uintptr_t)dst_buf, 64, dst->lkey };
 	struct ibv_send_wr wr[16];
 	struct ibv_wc wc[16];
-	size_t reg_len = !strcmp(op, "reg_1m") ? 1 << 20 : 4096;
+	struct timespec ms = { 0, 2000000 };
 	void *reg_buf = NULL;
-	if (posix_memalign(&reg_buf, 4096, reg_len)) die("posix_memalign");
-	memset(reg_buf, 0, reg_len);
-	int ex = !strncmp(op, "ex_", 3), wr_api = !strncmp(op, "wr_", 3);
-	const char *base = ex || wr_api ? op + 3 : op;
-	if ((ex && strncmp(base, "poll_", 5)) || (wr_api && (!strncmp(base, "poll_", 5) ||
-							    !strncmp(base, "reg_", 4)))) {
-		fprintf(stderr, "unknown operation %s\n", op);
-		return 2;
+	long short_polls = 0;
+	int ex = row->extended;
+	if (row->op == REG) {
+		if (posix_memalign(&reg_buf, 4096, row->len)) die("posix_memalign");
+		memset(reg_buf, 0, row->len);
 	}
 	for (long it = 0; it < n; it++) {
-		if (!strcmp(base, "poll_empty")) {
+		switch (row->op) {
+		case POLL_EMPTY:
 			if ((ex ? measured_poll_ex(a_cqx) : measured_poll(a_cq, wc, 1)) != 0)
 				die("poll_empty");
-		} else if (!strcmp(base, "poll_16")) {
+			break;
+		case POLL_16: {
 			writes(wr, &sge, 16, 1, 0);
 			if (ibv_post_send(a, wr, &(struct ibv_send_wr *){0})) die("post");
-			struct timespec ms = { 0, 2000000 };
 			nanosleep(&ms, NULL);
 			int got = 0;
 			while (got < 16) {
@@ -201,25 +237,38 @@ int main(int argc, char **argv) {
 				if (r < 16) { short_polls++; nanosleep(&ms, NULL); }
 				got += r;
 			}
-		} else if (!strcmp(base, "write") || !strcmp(base, "write_inline") ||
-			   !strcmp(base, "list_16")) {
-			int count = !strcmp(base, "list_16") ? 16 : 1;
-			int flags = !strcmp(base, "write_inline") ? IBV_SEND_INLINE : 0;
-			if ((wr_api ? measured_wr_write : measured_write)(&sge, count, flags))
+			break;
+		}
+		case WRITE: {
+			int count = row->list ? 16 : 1;
+			int flags = row->inline_data ? IBV_SEND_INLINE : 0;
+			if ((ex ? measured_wr_write : measured_write)(&sge, count, flags))
 				die("post");
-			drain(a_cq, 1);
-		} else if (!strcmp(base, "send_recv")) {
-			if ((wr_api ? measured_wr_send_recv : measured_send_recv)(&sge, &rsge))
+			wait_for(1, 0);
+			break;
+		}
+		case SEND_RECV:
+			if ((ex ? measured_wr_send_recv : measured_send_recv)(&sge, &rsge))
 				die("send_recv");
-			drain(a_cq, 1);
-			drain(b_cq, 1);
-		} else if (!strcmp(op, "reg_4k") || !strcmp(op, "reg_1m")) {
-			if (measured_reg(reg_buf, reg_len)) die("reg");
-		} else {
-			fprintf(stderr, "unknown operation %s\n", op);
-			return 2;
+			wait_for(1, 1);
+			break;
+		case REG:
+			if (measured_reg(reg_buf, row->len)) die("reg");
+			break;
 		}
 	}
 	if (short_polls) fprintf(stderr, "short polls: %ld\n", short_polls);
+	free(reg_buf);
+}
+
+int main(int argc, char **argv) {
+	struct row row;
+	if (argc != 3) { fprintf(stderr, "usage: c OP N\n"); return 2; }
+	if (parse_row(argv[1], &row)) {
+		fprintf(stderr, "c: unknown operation %s\n", argv[1]);
+		return 2;
+	}
+	setup();
+	repeat(&row, atol(argv[2]));
 	return 0;
 }
