@@ -1,135 +1,33 @@
-//! The verbs side: the device and port, perftest's device-dependent choices, and the
-//! resources of a test (one memory region, CQs, QPs, and on iWARP the receive credits of
+//! The verbs side: the device and port (`device`), perftest's device-dependent choices, and
+//! the resources of a test (one memory region, CQs, QPs, and on iWARP the receive credits of
 //! `ib_send_bw`: `credit`), on the safe `rdma-verbs` API.
 
 mod credit;
+mod device;
 
 use std::fmt::Write as _;
-use std::net::Ipv6Addr;
 use std::ops::Deref;
 
 use rdma_verbs::cm::CmId;
 use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, ConnectOptions, Context,
-    DeviceList, Endpoint, Gid, GidType, LinkLayer, MemoryRegion, Mtu, PortAttr, PortState,
-    PreparedQueuePair, ProtectionDomain, QpType, QueuePair, Route, Transport,
+    Endpoint, Gid, MemoryRegion, Mtu, PreparedQueuePair, ProtectionDomain, QpType, QueuePair,
+    Route, Transport,
 };
 
 use super::options::Params;
-use super::report::{PortInfo, RESULT_LINE};
+use super::report::RESULT_LINE;
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
 
 pub use credit::{Credits, COUNT_LEN};
+pub use device::{gid_index, v4_mapped, Device};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const GRH: usize = 40;
 /// rxe's and siw's vendor IDs: software devices, which perftest's device table does not
 /// know (it then turns inline data off).
 const SOFTWARE_VENDORS: [u32; 2] = [0x00ff_ffff, 0x0062_6d74];
-
-/// An open device and the port the test runs on.
-pub struct Device {
-    /// The open context.
-    pub ctx: Context,
-    /// Its name.
-    pub name: String,
-    /// `IB`, `IW` or `Unknown`, as perftest names the transport.
-    pub transport: &'static str,
-    /// The port's attributes.
-    pub port: PortAttr,
-    /// Whether the link layer is Ethernet (RoCE).
-    pub ethernet: bool,
-    /// Outstanding RDMA reads a QP can take (`max_qp_rd_atom`).
-    pub max_qp_rd_atom: u32,
-    /// IEEE vendor ID.
-    pub vendor_id: u32,
-}
-
-impl Device {
-    /// Opens the device of `-d` (or the first one) and checks its port as perftest does.
-    pub fn open(p: &Params) -> Result<Device> {
-        let list = DeviceList::new().ctx("ibv_get_device_list")?;
-        if list.is_empty() {
-            return Err(Error::new(
-                " Did not detect devices \n If device exists, check if driver is up",
-            ));
-        }
-        let dev = match &p.ib_dev {
-            Some(name) => list
-                .find(name)
-                .map_err(|_| Error::new(format!("IB device {name} not found")))?,
-            None => list.first().ctx("ibv_get_device_list")?,
-        };
-        let transport = match dev.transport() {
-            Transport::InfiniBand => "IB",
-            Transport::Iwarp => "IW",
-            _ => "Unknown",
-        };
-        let name = dev.name().to_owned();
-        let ctx = dev
-            .open()
-            .ctx(format_args!(" Couldn't get context for the device {name}"))?;
-        let port = ctx.query_port(p.ib_port).ctx(format_args!(
-            " Unable to query port {} attributes",
-            p.ib_port
-        ))?;
-        if port.state != PortState::Active {
-            return Err(Error::new(format!(
-                " Port number {} state is {}",
-                p.ib_port, port.state
-            )));
-        }
-        let ethernet = match port.link_layer {
-            LinkLayer::Ethernet => true,
-            LinkLayer::InfiniBand | LinkLayer::Unspecified => false,
-            _ => {
-                return Err(Error::new(format!(
-                    "Link layer on port {} is Unknown",
-                    p.ib_port
-                )))
-            }
-        };
-        let attr = ctx.query_device().ctx("ibv_query_device")?;
-        Ok(Device {
-            name,
-            transport,
-            port,
-            ethernet,
-            max_qp_rd_atom: attr.max_qp_rd_atom,
-            vendor_id: attr.vendor_id,
-            ctx,
-        })
-    }
-
-    /// `IB` or `Ethernet`.
-    pub fn link(&self) -> &'static str {
-        if self.ethernet {
-            "Ethernet"
-        } else {
-            "IB"
-        }
-    }
-
-    /// What the banner shows of the device and port, with the `mtu` and `gid_index` in
-    /// use and the `setup` decided.
-    pub fn port_info(&self, setup: &Setup, mtu: u32, gid_index: Option<u8>) -> PortInfo {
-        PortInfo {
-            device: self.name.clone(),
-            transport: self.transport,
-            mtu,
-            link: self.link(),
-            gid_index,
-            inline_size: setup.inline_size,
-            out_reads: setup.out_reads,
-        }
-    }
-
-    /// The port's active MTU in bytes.
-    pub fn active_mtu(&self) -> u32 {
-        self.port.active_mtu.bytes().unwrap_or(1024)
-    }
-}
 
 /// What perftest decides from the device before connecting.
 #[derive(Clone, Debug, PartialEq)]
@@ -230,70 +128,6 @@ impl Setup {
 /// `enum ibv_mtu` of a size in bytes, as perftest prints it in some messages.
 fn mtu_code(bytes: u32) -> u32 {
     bytes.trailing_zeros().saturating_sub(7)
-}
-
-/// Whether a GID is an IPv4-mapped address (or IPv4-encoded multicast), as perftest tests.
-pub fn v4_mapped(gid: &Ipv6Addr) -> bool {
-    let s = gid.segments();
-    let w = [
-        u32::from(s[0]) << 16 | u32::from(s[1]),
-        u32::from(s[2]) << 16 | u32::from(s[3]),
-        u32::from(s[4]) << 16 | u32::from(s[5]),
-    ];
-    (w[0] | w[1] | (w[2] ^ 0x0000_ffff)) == 0
-        || (w[0] == 0xff0e_0000 && (w[1] | (w[2] ^ 0x0000_ffff)) == 0)
-}
-
-/// perftest's preference among RoCE versions: v2 over v1, the rest unranked.
-fn roce_rank(t: Option<GidType>) -> i32 {
-    match t {
-        Some(GidType::RoceV1) => 1,
-        Some(GidType::RoceV2) => 2,
-        _ => -1,
-    }
-}
-
-/// The GID index perftest (6.06) picks without `-x`: walking the table, an entry replaces the
-/// best so far if it is IPv4-mapped and the best is not (IPv6 with `--ipv6`), or else if both
-/// entries have a type and its RoCE version is higher. `table` holds each index's GID and
-/// type (none for an empty entry).
-pub fn best_gid_index(table: &[(Ipv6Addr, Option<GidType>)], ipv6: bool) -> usize {
-    let mut best = 0;
-    for i in 1..table.len() {
-        let (gid, kind) = table[best];
-        let (rival, rival_kind) = table[i];
-        let (v4, rival_v4) = (v4_mapped(&gid), v4_mapped(&rival));
-        // The preferred family beats the other; in every other case (perftest's walk,
-        // including the other family beating the preferred one) the higher RoCE version.
-        let family_wins = rival_v4 != v4 && rival_v4 != ipv6;
-        let version_wins =
-            kind.is_some() && rival_kind.is_some() && roce_rank(rival_kind) > roce_rank(kind);
-        if family_wins || version_wins {
-            best = i;
-        }
-    }
-    best
-}
-
-/// The GID index of the test: `-x`, else on RoCE perftest's pick, else none (InfiniBand).
-pub fn gid_index(dev: &Device, p: &Params) -> Result<Option<u8>> {
-    if let Some(i) = p.gid_index {
-        return Ok(Some(i));
-    }
-    if !dev.ethernet {
-        return Ok(None);
-    }
-    let len = dev.port.gid_tbl_len as usize;
-    let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
-    for e in dev.ctx.gid_table(p.ib_port).ctx("reading the GID table")? {
-        if let Some(slot) = table.get_mut(usize::from(e.index)) {
-            *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
-        }
-    }
-    let best = best_gid_index(&table, p.ipv6);
-    u8::try_from(best)
-        .map(Some)
-        .map_err(|_| Error::new(format!("GID index {best} is out of range")))
 }
 
 /// Where things are in the test's one memory region: per QP, a send area and then a receive
@@ -742,35 +576,6 @@ pub fn ud_ah(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gid_choice_like_perftest() {
-        let v2 = Some(GidType::RoceV2);
-        let v1 = Some(GidType::RoceV1);
-        let g = |s: &str| s.parse::<Ipv6Addr>().unwrap();
-        // rxe on lo: fe80 (v2), ::ffff:127.0.0.1 (v2), ::1 (v2), an empty entry.
-        let rxe = [
-            (g("fe80::200:ff:fe00:0"), v2),
-            (g("::ffff:127.0.0.1"), v2),
-            (g("::1"), v2),
-            (Ipv6Addr::UNSPECIFIED, None),
-        ];
-        assert_eq!(best_gid_index(&rxe, false), 1);
-        assert_eq!(best_gid_index(&rxe, true), 0);
-        // A NIC with v1 and v2 entries per address: the v2 IPv4 one.
-        let nic = [
-            (g("fe80::1"), v1),
-            (g("fe80::1"), v2),
-            (g("::ffff:10.0.0.1"), v1),
-            (g("::ffff:10.0.0.1"), v2),
-        ];
-        assert_eq!(best_gid_index(&nic, false), 3);
-        // perftest's walk lets a v2 IPv6 entry replace a v1 IPv4 one.
-        let odd = [(g("::ffff:10.0.0.1"), v1), (g("fe80::1"), v2)];
-        assert_eq!(best_gid_index(&odd, false), 1);
-        assert!(v4_mapped(&g("ff0e::ffff:239.1.1.1")));
-        assert!(!v4_mapped(&g("::1")));
-    }
 
     #[test]
     fn layout_like_perftest() {
