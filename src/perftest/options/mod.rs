@@ -2,6 +2,7 @@
 //! them (`force_dependecies`), up to what needs the device.
 
 mod args;
+mod number;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -12,6 +13,7 @@ use super::report::{RunInfo, RESULT_LINE};
 use super::stats::BwShape;
 use super::types::{AtomicOp, Conn, Error, Result, Test, Verb};
 use super::wire::{self, Summary};
+use number::{number, parse_size};
 
 /// perftest's default TCP port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -120,57 +122,8 @@ pub enum Command {
     Print(String),
 }
 
-/// Parses C integer text as `strtol(s, &end, 0)` with `*end == '\0'` required.
-fn c_int(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if t.len() > 2 && (t.starts_with("0x") || t.starts_with("0X")) {
-        (16, &t[2..])
-    } else if t.len() > 1 && t.starts_with('0') {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
-    // Digits only: strtol reads no number in "--5", "+-5" or "0x-5".
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    let v = i128::from(u64::from_str_radix(digits, radix).ok()?);
-    i64::try_from(if neg { -v } else { v }).ok()
-}
-
 fn bad(msg: impl Into<String>) -> Error {
     Error::new(msg)
-}
-
-/// A number option in `min..=max`, with perftest's messages.
-fn number(value: &Option<String>, name: &str, min: i64, max: i64) -> Result<Option<i64>> {
-    let Some(text) = value else { return Ok(None) };
-    let v =
-        c_int(text).ok_or_else(|| bad(format!(" {name} argument {text} should be an integer")))?;
-    if v < min || v > max {
-        return Err(bad(format!(" {name} should be between {min} and {max}")));
-    }
-    Ok(Some(v))
-}
-
-/// `-s`: perftest's K/M suffixes, then a C integer.
-fn parse_size(text: &str) -> Result<u64> {
-    let (digits, factor) = match text.as_bytes().last() {
-        Some(b'K') => (&text[..text.len() - 1], 1024),
-        Some(b'M') => (&text[..text.len() - 1], 1024 * 1024),
-        _ => (text, 1),
-    };
-    let max = u64::from(u32::MAX / 2);
-    let v = c_int(digits)
-        .and_then(|v| u64::try_from(v).ok())
-        .and_then(|v| v.checked_mul(factor))
-        .filter(|v| (1..=max).contains(v));
-    v.ok_or_else(|| bad(format!(" Message Size should be between 1 and {max}")))
 }
 
 impl Params {
@@ -531,223 +484,4 @@ impl From<&Params> for RunInfo {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn params(test: Test, args: &[&str]) -> Result<Params> {
-        let argv: Vec<OsString> = std::iter::once(test.name())
-            .chain(args.iter().copied())
-            .map(OsString::from)
-            .collect();
-        match Params::parse(test, &argv)? {
-            Command::Run(p) => Ok(*p),
-            Command::Print(text) => Err(Error::new(text)),
-        }
-    }
-
-    #[test]
-    fn defaults_like_perftest() {
-        let p = params(Test::WriteBw, &[]).unwrap();
-        assert_eq!(
-            (p.size, p.iters, p.tx_depth, p.cq_mod),
-            (65536, 5000, 128, 1)
-        );
-        assert_eq!((p.port, p.ib_port, p.qp_timeout), (18515, 1, 14));
-        assert!(!p.no_peak && !p.is_client() && p.relaxed_ordering);
-        let p = params(Test::SendBw, &["-s", "4096", "host"]).unwrap();
-        assert_eq!((p.iters, p.cq_mod, p.rx_depth), (1000, 100, 512));
-        assert!(!p.no_peak && p.is_client());
-        // The server of a send BW test reports no peak.
-        assert!(params(Test::SendBw, &[]).unwrap().no_peak);
-        let p = params(Test::SendLat, &[]).unwrap();
-        assert_eq!((p.size, p.iters, p.tx_depth, p.cq_mod), (2, 1000, 1, 1));
-        let p = params(Test::AtomicLat, &[]).unwrap();
-        assert_eq!(p.size, 8);
-        assert_eq!(p.atomic, AtomicOp::FetchAndAdd);
-        assert!(!params(Test::WriteLat, &[]).unwrap().relaxed_ordering);
-        assert!(params(Test::SendBw, &["-R"]).unwrap().rdma_cm);
-        assert!(
-            params(Test::SendBw, &["--rdma_cm", "-c", "UD"])
-                .unwrap()
-                .rdma_cm
-        );
-        let uc = params(Test::WriteBw, &["-R", "-c", "UC"]).unwrap_err();
-        assert!(uc.to_string().contains("UC is not supported in librdmacm"));
-    }
-
-    #[test]
-    fn dependencies() {
-        // Depths are capped by the iterations; odd receive depths are made even.
-        let p = params(Test::SendBw, &["-n", "101", "-s", "64"]).unwrap();
-        assert_eq!((p.tx_depth, p.rx_depth), (101, 102));
-        // Large messages disable moderation unless asked for.
-        let p = params(Test::WriteBw, &["-s", "8193", "-Q", "4"]).unwrap();
-        assert_eq!(p.cq_mod, 4);
-        assert!(p.notes.contains("Warning: Large message"));
-        // Post lists set the moderation.
-        let p = params(Test::WriteBw, &["-l", "10", "-n", "100", "-s", "64"]).unwrap();
-        assert_eq!(p.cq_mod, 10);
-        assert!(p.notes.ends_with("size of the post list\n"));
-        assert!(params(Test::WriteBw, &["-l", "3", "-n", "100"]).is_err());
-        // Duration mode: no iterations, no peak, margin D/4.
-        let p = params(Test::ReadBw, &["-D", "8"]).unwrap();
-        assert_eq!((p.iters, p.margin, p.duration), (0, 2, Some(8)));
-        assert!(p.no_peak);
-        assert!(params(Test::ReadBw, &["-D", "4", "-f", "2"]).is_err());
-        // More than 20000 iterations: no peak.
-        assert!(
-            params(Test::WriteBw, &["-n", "20001", "x"])
-                .unwrap()
-                .no_peak
-        );
-        // UD/UC receive depth follows the iterations.
-        let p = params(Test::SendBw, &["-c", "UD", "-n", "3000", "x"]).unwrap();
-        assert_eq!(p.rx_depth, 3000);
-        let p = params(Test::SendLat, &["-a"]).unwrap();
-        assert_eq!(p.size, MAX_SIZE);
-        assert_eq!(p.sizes(4096).len(), 12);
-        assert_eq!(p.sizes(MAX_SIZE).last(), Some(&MAX_SIZE));
-    }
-
-    #[test]
-    fn c_number_syntax_and_suffixes() {
-        assert_eq!(c_int("0x10"), Some(16));
-        assert_eq!(c_int("010"), Some(8));
-        assert_eq!(c_int("12a"), None);
-        assert_eq!(c_int(""), None);
-        assert_eq!(c_int(" -0x10"), Some(-16));
-        assert_eq!(c_int("-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(c_int("9223372036854775808"), None);
-        // A second sign is no number (this one overflowed when negated).
-        for text in [
-            "--9223372036854775808",
-            "--5",
-            "+-5",
-            "-+5",
-            "0x-5",
-            "0x+5",
-            "0-5",
-        ] {
-            assert_eq!(c_int(text), None, "{text}");
-        }
-        assert_eq!(params(Test::WriteBw, &["-s", "4K"]).unwrap().size, 4096);
-        assert_eq!(params(Test::WriteBw, &["-s2M"]).unwrap().size, 2 << 20);
-        assert_eq!(params(Test::WriteBw, &["--size=0x100"]).unwrap().size, 256);
-        assert_eq!(params(Test::WriteBw, &["--siz", "64"]).unwrap().size, 64);
-    }
-
-    #[test]
-    fn rejected_like_perftest() {
-        for (test, args) in [
-            (Test::WriteBw, &["-n", "4"][..]),
-            (Test::WriteBw, &["-n", "lots"]),
-            (Test::WriteBw, &["-e"]),
-            (Test::WriteBw, &["-s", "0"]),
-            (Test::WriteBw, &["-s", "4G"]),
-            (Test::WriteBw, &["-H"]),
-            (Test::WriteBw, &["a", "b"]),
-            (Test::WriteBw, &["-c", "UD"]),
-            (Test::WriteBw, &["-c", "XRC"]),
-            (Test::WriteBw, &["-A", "CMP_AND_SWAP"]),
-            (Test::WriteBw, &["--bogus"]),
-            (Test::ReadBw, &["-c", "UC"]),
-            (Test::ReadBw, &["-I", "64"]),
-            (Test::AtomicBw, &["-s", "16"]),
-            (Test::AtomicLat, &["-A", "SWAP"]),
-            (Test::SendLat, &["-b"]),
-            (Test::SendLat, &["-q", "2"]),
-            (Test::SendLat, &["-l", "2"]),
-            (Test::SendBw, &["-D", "5", "-e"]),
-            (Test::SendBw, &["-I", "1000"]),
-            (Test::WriteBw, &["--iters=--5"]),
-            (Test::WriteBw, &["--iters=--9223372036854775808"]),
-            // Lists longer than the send queue (the default 128, or -t) could never be posted.
-            (Test::SendBw, &["-l", "1000"]),
-            (Test::WriteBw, &["-l", "256", "-D", "1"]),
-            (Test::WriteBw, &["-l", "10", "-t", "5", "-n", "100"]),
-        ] {
-            assert!(params(test, args).is_err(), "{} {args:?}", test.name());
-        }
-    }
-
-    #[test]
-    fn help_as_before() {
-        // As clap rendered it before the tools moved onto one getopt parser.
-        let golden = HELP.replace("{prog}", "ib_write_bw");
-        assert_eq!(Args::help("ib_write_bw"), golden);
-    }
-
-    #[test]
-    fn help_and_version_print() {
-        let argv: Vec<OsString> = ["ib_write_bw", "-V"].iter().map(OsString::from).collect();
-        assert!(
-            matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(v)) if v == "Version: 6.06\n")
-        );
-        let argv: Vec<OsString> = ["ib_write_bw", "-h"].iter().map(OsString::from).collect();
-        assert!(
-            matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
-        );
-        // Where the option loop meets them, as perftest: a bad option after them is never
-        // read, one before them is the error.
-        let parse = |args: &[&str]| {
-            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-            Params::parse(Test::WriteBw, &argv)
-        };
-        assert!(matches!(
-            parse(&["ib_write_bw", "-h", "--bogus"]),
-            Ok(Command::Print(_))
-        ));
-        assert!(matches!(
-            parse(&["ib_write_bw", "-V", "-Z"]),
-            Ok(Command::Print(_))
-        ));
-        assert!(parse(&["ib_write_bw", "--bogus", "-h"]).is_err());
-    }
-
-    const HELP: &str = r#"perftest-compatible RDMA benchmark: no address = server, an address = client
-
-Usage: {prog} [OPTIONS] [host]...
-
-Arguments:
-  [host]...  The server to connect to; none to be the server
-
-Options:
-  -a, --all                    Run sizes from 2 to 2^23 bytes
-  -A, --atomic_type <type>     Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)
-  -b, --bidirectional          Measure bidirectional bandwidth (BW tests)
-  -c, --connection <RC/UC/UD>  Connection type: RC, UC (send, write) or UD (send) (default RC)
-  -d, --ib-dev <dev>           Use RDMA device <dev> (default: the first one)
-  -D, --duration <seconds>     Run for <seconds> instead of a number of iterations
-  -e, --events                 Sleep on completion events instead of polling (not for write tests)
-  -f, --margin <margin>        Measure only within <margin> seconds from both ends of a -D run (default D/4)
-  -F, --CPU-freq               Accepted for compatibility (perftest's CPU frequency warning switch)
-  -h, --help                   Show this help
-  -H, --report-histogrm        Print every latency sample, sorted (latency tests)
-  -i, --ib-port <port>         Use port <port> of the device (default 1)
-  -I, --inline_size <size>     Send messages up to <size> bytes inline
-  -l, --post_list <n>          Post lists of <n> send requests (BW tests)
-  -m, --mtu <mtu>              Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)
-  -n, --iters <n>              Number of iterations (default 5000 for write BW, else 1000)
-  -N, --noPeak                 Do not compute the peak bandwidth (BW tests)
-  -o, --outs <n>               Outstanding reads/atomics (default: the device's maximum)
-  -p, --port <port>            TCP port of the out-of-band exchange (default 18515)
-  -q, --qp <n>                 Number of QPs (BW tests, default 1)
-  -Q, --cq-mod <n>             Completion moderation: one completion per <n> requests (default 100)
-  -r, --rx-depth <n>           Receive queue depth (send tests, default 512)
-  -s, --size <size>            Message size in bytes; K and M suffixes multiply by 2^10 and 2^20
-  -S, --sl <sl>                Service level (default 0)
-  -t, --tx-depth <n>           Send queue depth (default 128 for BW, 1 for latency tests)
-  -u, --qp-timeout <n>         QP ACK timeout exponent: 4.096 µs × 2^n (default 14)
-  -U, --report-unsorted        Print every latency sample in the order taken (latency tests)
-  -V, --version                Print the version and exit
-  -x, --gid-index <index>      GID index (default: the best one, scored as perftest does)
-      --report_gbits           Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s)
-      --report-both            With -b, also print each side's results
-      --out_json               Also write the results to a file (perftest's JSON-like format)
-      --out_json_file <file>   The file of --out_json (default perftest_out.json)
-      --perform_warm_up        Post a TX-depth burst before measuring (BW tests)
-      --ipv6                   Prefer IPv6 GIDs when choosing the GID index
-      --disable_pcie_relaxed   Register memory without PCIe relaxed ordering
-  -R, --rdma_cm                Connect the QPs with rdma_cm, which also carries the exchange
-"#;
-}
+mod tests;
