@@ -17,7 +17,7 @@ use rdma_verbs::QpType;
 use rdma_verbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
 
 use super::comm::{self, next_event, unexpected};
-use super::options::Params;
+use super::options::Options;
 use super::rdma::{self, Base, Device, Layout, Prepared, Qp, Resources, Setup, GRH};
 use super::types::{Conn, Ctx as _, Error, Result, Verb};
 use super::wire::Record;
@@ -37,12 +37,12 @@ pub struct CmQps {
 }
 
 /// Whether the UD server learns the client's QP number through a datagram.
-fn ud_handshake(p: &Params) -> bool {
-    p.conn == Conn::Ud && (!p.test.is_bw() || p.duplex)
+fn ud_handshake(p: &Options) -> bool {
+    p.conn == Conn::Ud && (!p.test.is_bw() || p.traffic.duplex)
 }
 
 /// perftest's connection parameters of the test's QPs.
-fn conn_param(setup: &Setup, p: &Params) -> ConnParam<'static> {
+fn conn_param(setup: &Setup, p: &Options) -> ConnParam<'static> {
     let rd = if matches!(p.test.verb(), Verb::Read | Verb::Atomic) {
         u8::try_from(setup.out_reads).unwrap_or(u8::MAX)
     } else {
@@ -54,7 +54,7 @@ fn conn_param(setup: &Setup, p: &Params) -> ConnParam<'static> {
         .flow_control(false)
 }
 
-fn port_space(p: &Params) -> PortSpace {
+fn port_space(p: &Options) -> PortSpace {
     if p.conn == Conn::Ud {
         PortSpace::Udp
     } else {
@@ -66,7 +66,7 @@ fn port_space(p: &Params) -> PortSpace {
 fn create_qp(
     id: &mut CmId,
     base: &mut Option<Base>,
-    p: &Params,
+    p: &Options,
     setup: &Setup,
     layout: Layout,
 ) -> Result<()> {
@@ -84,8 +84,8 @@ fn create_qp(
     };
     let qp =
         b.pd.create_qp(qp_type, &b.send_cq.cq, &b.recv().cq)
-            .max_send_wr(p.tx_depth)
-            .max_recv_wr(p.rx_depth)
+            .max_send_wr(p.queues.tx_depth)
+            .max_recv_wr(p.queues.rx_depth)
             .max_inline_data(setup.inline_size);
     id.create_qp(qp).ctx("Failed to create QP.")?;
     Ok(())
@@ -102,20 +102,21 @@ pub enum Pending {
 }
 
 impl Pending {
-    /// The server listens on `p.port`; the client resolves its server's address.
-    pub fn new(p: &Params) -> Result<Pending> {
-        match &p.server {
+    /// The server listens on `p.connection.port`; the client resolves its server's address.
+    pub fn new(p: &Options) -> Result<Pending> {
+        match &p.connection.server {
             None => {
                 let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
-                let listener = comm::listen(&channel, port_space(p), p.port, p.num_qps)?;
+                let listener =
+                    comm::listen(&channel, port_space(p), p.connection.port, p.queues.num_qps)?;
                 Ok(Pending::Server(channel, Box::new(listener)))
             }
-            Some(host) => Ok(Pending::Client(comm::ipv4(host, p.port)?)),
+            Some(host) => Ok(Pending::Client(comm::ipv4(host, p.connection.port)?)),
         }
     }
 
     /// Connects the test's QPs.
-    pub fn connect(self, p: &Params, setup: &Setup, layout: Layout) -> Result<CmQps> {
+    pub fn connect(self, p: &Options, setup: &Setup, layout: Layout) -> Result<CmQps> {
         let dst = match self {
             Pending::Server(channel, listener) => {
                 return serve(&channel, listener, p, setup, layout)
@@ -144,7 +145,7 @@ impl Pending {
 
 /// One attempt of the client: resolve, create the QP and connect, QP after QP.
 fn try_connect(
-    p: &Params,
+    p: &Options,
     setup: &Setup,
     layout: Layout,
     dst: SocketAddr,
@@ -153,7 +154,7 @@ fn try_connect(
     let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
     let mut ids = Vec::new();
     let mut ahs = Vec::new();
-    for i in 0..p.num_qps as usize {
+    for i in 0..p.queues.num_qps as usize {
         let mut id = channel
             .create_id(port_space(p))
             .ctx("Failed to create RDMA CM ID.")?;
@@ -209,13 +210,13 @@ fn wait_one(cq: &rdma_verbs::CompletionQueue, what: &str) -> Result<()> {
 fn serve(
     channel: &EventChannel,
     listener: Box<CmId>,
-    p: &Params,
+    p: &Options,
     setup: &Setup,
     layout: Layout,
 ) -> Result<CmQps> {
     let mut base = None;
     let mut ids = Vec::new();
-    for i in 0..p.num_qps as usize {
+    for i in 0..p.queues.num_qps as usize {
         // The connections accepted before announce themselves meanwhile.
         let mut id = loop {
             match next_event(channel, WAIT)? {
@@ -257,14 +258,14 @@ impl CmQps {
     pub fn records(
         &self,
         dev: &Device,
-        p: &Params,
+        p: &Options,
         setup: &Setup,
         gid_index: Option<u8>,
     ) -> Result<Vec<Record>> {
         let gid: Option<Gid> = match gid_index {
             Some(i) => Some(
                 dev.ctx
-                    .query_gid(p.ib_port, i)
+                    .query_gid(p.device.ib_port, i)
                     .ctx("Couldn't query the GID")?,
             ),
             None => None,
@@ -279,7 +280,12 @@ impl CmQps {
 
     /// The connected resources; the UD server's address handles (where it sends) come
     /// from the peer's records.
-    pub fn finish(self, p: &Params, gid_index: Option<u8>, theirs: &[Record]) -> Result<Resources> {
+    pub fn finish(
+        self,
+        p: &Options,
+        gid_index: Option<u8>,
+        theirs: &[Record],
+    ) -> Result<Resources> {
         let mut ahs = self.ahs;
         if p.conn == Conn::Ud && ahs.is_empty() && Prepared::sends(p) {
             for r in theirs {

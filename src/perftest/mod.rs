@@ -12,7 +12,8 @@
 //! - `clock`: tick timestamps; `wire`: the out-of-band messages, encoded and decoded;
 //!   `peer`: the connection that carries them, over TCP or (`-R`) `comm`'s rdma_cm QP;
 //! - `stats`: perftest's statistics; `report`: everything printed;
-//! - `options`: the command line, turned into `Params`, and what the other rooms need of it;
+//! - `options`: the command line, as typed (`Args`), then as perftest's options with their
+//!   defaults and dependencies (`Options`, by concern), and what the other rooms need of it;
 //! - `rdma`: the device, perftest's device-dependent choices and the verbs resources (with
 //!   `credit`, the memory of the receive credits);
 //!   `cm_qps`: the test's QPs connected through rdma_cm (`-R`);

@@ -12,7 +12,7 @@ use crate::cli::Output;
 use super::clock::Clock;
 use super::cm_qps;
 use super::engine::{self, LatSamples, Plan, Target, Watchdog, STALL};
-use super::options::{Params, ATOMIC_SIZE, MAX_SIZE};
+use super::options::{Options, ATOMIC_SIZE, MAX_SIZE};
 use super::peer::Peer;
 use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
 use super::report::{self, Info, RESULT_LINE};
@@ -47,11 +47,11 @@ fn cache_line() -> u32 {
 
 /// How long a side may wait for its peer to finish the measured part: the duration, or a
 /// generous 1 ms plus 0.1 µs per byte per message, plus [`STALL`].
-fn run_timeout(p: &Params, sizes: &[u64]) -> Duration {
-    if let Some(d) = p.duration {
-        return Duration::from_secs(d.into()) + STALL;
+fn run_timeout(p: &Options, sizes: &[u64]) -> Duration {
+    if let Some(d) = p.traffic.duration {
+        return Duration::from_secs(d.seconds.into()) + STALL;
     }
-    let msgs = p.iters.saturating_mul(p.num_qps.into());
+    let msgs = p.traffic.iters.saturating_mul(p.queues.num_qps.into());
     let micros = sizes.iter().fold(0u64, |acc, &s| {
         acc.saturating_add(msgs.saturating_mul(1000 + s / 10))
     });
@@ -84,7 +84,7 @@ struct Agreed {
 impl Agreed {
     /// The version (failing fast on a peer of ours with other parameters), page size,
     /// cache line and MTU exchanges.
-    fn exchange(peer: &mut Peer, p: &Params, setup: &Setup) -> Result<Agreed> {
+    fn exchange(peer: &mut Peer, p: &Options, setup: &Setup) -> Result<Agreed> {
         let mine = Summary::from(p);
         let mut version = [0u8; 16];
         peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
@@ -113,13 +113,13 @@ impl Agreed {
 
 /// perftest's UD size check: a message larger than the MTU is cut to it where the size was
 /// not asked for (or with `-a`), else an error.
-fn fit_ud_size(p: &mut Params, mtu: u32, out: &mut Output) -> Result<()> {
-    if p.conn == Conn::Ud && p.size > u64::from(mtu) {
-        if p.all_sizes || !p.size_given {
+fn fit_ud_size(p: &mut Options, mtu: u32, out: &mut Output) -> Result<()> {
+    if p.conn == Conn::Ud && p.size.size > u64::from(mtu) {
+        if p.size.all || !p.size.given {
             out.error(&format!(
                 " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
             ));
-            p.size = mtu.into();
+            p.size.size = mtu.into();
         } else {
             return Err(Error::new(
                 " Max message size in UD cannot be greater than MTU ",
@@ -135,7 +135,7 @@ fn fit_ud_size(p: &mut Params, mtu: u32, out: &mut Output) -> Result<()> {
 fn swap_records(
     peer: &mut Peer,
     mine: &[Record],
-    p: &Params,
+    p: &Options,
     with_gid: bool,
     connect: impl FnOnce(&[Record]) -> Result<Resources>,
     out: &mut Output,
@@ -150,7 +150,7 @@ fn swap_records(
     for r in mine {
         theirs.push(peer.hand_shake(r, with_gid)?);
     }
-    if let (Some(a), Some(b), false) = (mine[0].gid, theirs[0].gid, p.rdma_cm) {
+    if let (Some(a), Some(b), false) = (mine[0].gid, theirs[0].gid, p.connection.rdma_cm) {
         if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
             return Err(Error::new(
                 "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
@@ -163,7 +163,11 @@ fn swap_records(
     }
     // With rdma_cm, perftest prints the records through its exchange's parameters, whose
     // verb is always a send: no OUT, RKey or VAddr.
-    let verb = if p.rdma_cm { Verb::Send } else { test.verb() };
+    let verb = if p.connection.rdma_cm {
+        Verb::Send
+    } else {
+        test.verb()
+    };
     for r in mine {
         out.write_str(&report::address("local", r, verb)).ok();
     }
@@ -180,7 +184,7 @@ fn swap_records(
 
 /// The state of a test after the connection.
 struct Session<'o> {
-    p: Params,
+    p: Options,
     out: &'o mut Output,
     clock: Clock,
     peer: Peer,
@@ -194,7 +198,7 @@ struct Session<'o> {
 }
 
 /// Runs the test `p` describes.
-pub fn run(p: &Params, out: &mut Output) -> Result<()> {
+pub fn run(p: &Options, out: &mut Output) -> Result<()> {
     out.write_str(&p.notes).ok();
     let clock = Clock::new();
     let dev = Device::open(p)?;
@@ -203,15 +207,15 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
     if !setup.stderr.is_empty() {
         out.error(setup.stderr.trim_end());
     }
-    if !p.is_client() {
+    if !p.connection.is_client() {
         out.write_str(report::WAITING).ok();
     }
     out.flush();
-    let mut peer = match (&p.server, p.rdma_cm) {
-        (Some(host), false) => Peer::connect(host, p.port, CONNECT_TIMEOUT)?,
-        (None, false) => Peer::accept(p.port)?,
-        (Some(host), true) => Peer::connect_cm(host, p.port, CONNECT_TIMEOUT)?,
-        (None, true) => Peer::accept_cm(p.port)?,
+    let mut peer = match (&p.connection.server, p.connection.rdma_cm) {
+        (Some(host), false) => Peer::connect(host, p.connection.port, CONNECT_TIMEOUT)?,
+        (None, false) => Peer::accept(p.connection.port)?,
+        (Some(host), true) => Peer::connect_cm(host, p.connection.port, CONNECT_TIMEOUT)?,
+        (None, true) => Peer::accept_cm(p.connection.port)?,
     };
     peer.set_timeout(EXCHANGE_TIMEOUT)?;
     let agreed = Agreed::exchange(&mut peer, p, &setup)?;
@@ -222,8 +226,8 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
     let gid_index = rdma::gid_index(&dev, &p)?;
     let ud = p.conn == Conn::Ud;
     let layout = Layout::new(
-        p.size,
-        p.num_qps,
+        p.size.size,
+        p.queues.num_qps,
         agreed.cache_line,
         agreed.cycle_buffer,
         ud,
@@ -235,7 +239,7 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
     let with_gid = setup.use_gid;
     let params = &p;
     type Connect<'a> = Box<dyn FnOnce(&[Record]) -> Result<Resources> + 'a>;
-    let (mine, connect): (Vec<Record>, Connect<'_>) = if p.rdma_cm {
+    let (mine, connect): (Vec<Record>, Connect<'_>) = if p.connection.rdma_cm {
         // perftest swaps an empty record before and after connecting through rdma_cm.
         let empty = Record::default();
         let pending = cm_qps::Pending::new(&p)?;
@@ -259,7 +263,11 @@ pub fn run(p: &Params, out: &mut Output) -> Result<()> {
     out.flush();
     let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
     out.flush();
-    let qkey = if p.rdma_cm { UDP_QKEY } else { DEFAULT_QKEY };
+    let qkey = if p.connection.rdma_cm {
+        UDP_QKEY
+    } else {
+        DEFAULT_QKEY
+    };
     let targets = theirs
         .iter()
         .map(|r| Target {
@@ -307,9 +315,9 @@ impl Session<'_> {
     /// The result table's header, bandwidth or latency.
     fn print_header(&mut self) {
         let header = if self.p.test.is_bw() {
-            report::bw_header(self.p.gbits)
+            report::bw_header(self.p.report.gbits)
         } else {
-            report::lat_header(self.p.duration.is_some())
+            report::lat_header(self.p.traffic.duration.is_some())
         };
         self.print(&header);
     }
@@ -340,7 +348,9 @@ impl Session<'_> {
     }
 
     fn write_json(&mut self, text: &str) {
-        let Some(path) = &self.p.out_json else { return };
+        let Some(path) = &self.p.report.out_json else {
+            return;
+        };
         use std::os::unix::fs::OpenOptionsExt;
         let written = std::fs::OpenOptions::new()
             .create(true)
@@ -356,9 +366,9 @@ impl Session<'_> {
     }
 
     fn print_bw(&mut self, r: &BwReport) {
-        let line = report::bw_line(r, self.p.gbits);
+        let line = report::bw_line(r, self.p.report.gbits);
         self.print(&line);
-        let json = report::json_bw(&self.info, r, self.p.gbits);
+        let json = report::json_bw(&self.info, r, self.p.report.gbits);
         self.write_json(&json);
     }
 
@@ -374,7 +384,7 @@ impl Session<'_> {
     fn print_duplex(&mut self, mine: &BwReport, sizes: &[u64]) -> Result<()> {
         let theirs = self.exchange_reports(mine, sizes)?;
         self.print_bw(&mine.plus(&theirs));
-        if self.p.report_both && !self.p.all_sizes {
+        if self.p.report.report_both && !self.p.size.all {
             self.report_both(mine, &theirs);
         }
         Ok(())
@@ -382,7 +392,7 @@ impl Session<'_> {
 
     /// `--report-both`: each side's own numbers after the sum.
     fn report_both(&mut self, mine: &BwReport, theirs: &BwReport) {
-        let header = report::bw_header(self.p.gbits);
+        let header = report::bw_header(self.p.report.gbits);
         let title = |which: &str| {
             let pad = if self.p.test == Test::AtomicBw {
                 ""
@@ -393,10 +403,10 @@ impl Session<'_> {
         };
         let mut text = title("Local");
         text.push_str(&header);
-        text.push_str(&report::bw_line(mine, self.p.gbits));
+        text.push_str(&report::bw_line(mine, self.p.report.gbits));
         text.push_str(&title("Remote"));
         text.push_str(&header);
-        text.push_str(&report::bw_line(theirs, self.p.gbits));
+        text.push_str(&report::bw_line(theirs, self.p.report.gbits));
         self.print(&text);
     }
 
@@ -408,7 +418,7 @@ impl Session<'_> {
     fn rdma_bw(mut self) -> Result<()> {
         self.print_header();
         let sizes = self.sizes();
-        if !self.p.is_client() && !self.p.duplex {
+        if !self.p.connection.is_client() && !self.p.traffic.duplex {
             self.hs0_after_run(&sizes)?;
             let theirs = self.exchange_reports(&BwReport::default(), &sizes)?;
             self.print_bw(&theirs);
@@ -419,20 +429,20 @@ impl Session<'_> {
         for &size in &sizes {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
-            if self.p.warm_up {
+            if self.p.traffic.warm_up {
                 engine::warm_up(&mut self.res, &plan, &self.targets, &mut wd)?;
             }
-            if self.p.duplex {
+            if self.p.traffic.duplex {
                 self.hs0()?;
             }
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
                 engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
-            if self.p.duplex && self.p.all_sizes {
+            if self.p.traffic.duplex && self.p.size.all {
                 self.hs0_after_run(&sizes)?;
             }
             let mine = self.report(&samples, size);
-            if self.p.duplex {
+            if self.p.traffic.duplex {
                 self.print_duplex(&mine, &sizes)?;
             } else {
                 self.print_bw(&mine);
@@ -440,7 +450,7 @@ impl Session<'_> {
             last = mine;
         }
         self.print(RESULT_LINE);
-        if self.p.is_client() && !self.p.duplex {
+        if self.p.connection.is_client() && !self.p.traffic.duplex {
             self.hs0_after_run(&sizes)?;
             self.exchange_reports(&last, &sizes)?;
         }
@@ -451,15 +461,15 @@ impl Session<'_> {
     fn send_bw(mut self) -> Result<()> {
         self.print_header();
         let sizes = self.sizes();
-        let client = self.p.is_client();
+        let client = self.p.connection.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
-            if !client || self.p.duplex {
+            if !client || self.p.traffic.duplex {
                 engine::post_receives(&self.res.queues, size, plan.rx_depth, true)?;
             }
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
-            let samples = if self.p.duplex {
+            let samples = if self.p.traffic.duplex {
                 engine::bw_bidir(
                     &mut self.res,
                     &plan,
@@ -474,14 +484,14 @@ impl Session<'_> {
                 engine::bw_recv(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             };
             let mine = self.report(&samples, size);
-            let duration = self.p.duration.is_some();
-            if !self.p.duplex || duration {
+            let duration = self.p.traffic.duration.is_some();
+            if !self.p.traffic.duplex || duration {
                 self.print_bw(&mine);
             }
-            if self.p.duplex && !duration {
+            if self.p.traffic.duplex && !duration {
                 self.print_duplex(&mine, &sizes)?;
             }
-            if self.p.all_sizes {
+            if self.p.size.all {
                 self.hs0_after_run(&sizes)?;
             }
         }
@@ -498,7 +508,7 @@ impl Session<'_> {
             2.0
         };
         let per_usec = self.clock.ticks_per_sec() / 1e6;
-        if self.p.duration.is_some() {
+        if self.p.traffic.duration.is_some() {
             let (latency, tps) = stats::lat_duration(s.interval, s.iters, per_usec, rtt);
             let line = report::lat_duration_line(size, s.iters, latency, tps);
             self.print(&line);
@@ -508,18 +518,18 @@ impl Session<'_> {
         }
         let r = stats::lat_report(&s.tposted, per_usec, rtt);
         let mut text = String::new();
-        if self.p.unsorted {
+        if self.p.report.unsorted {
             text.push_str(&report::samples(&r.unsorted));
         }
-        if self.p.histogram {
+        if self.p.report.histogram {
             text.push_str(&report::samples(&r.sorted_kept));
         }
-        if self.p.unsorted || self.p.histogram {
+        if self.p.report.unsorted || self.p.report.histogram {
             text.push_str(&report::lat_header(false));
         }
-        let _ = write!(text, "{}", report::lat_line(size, self.p.iters, &r));
+        let _ = write!(text, "{}", report::lat_line(size, self.p.traffic.iters, &r));
         self.print(&text);
-        let json = report::json_lat(&self.info, size, self.p.iters, &r);
+        let json = report::json_lat(&self.info, size, self.p.traffic.iters, &r);
         self.write_json(&json);
     }
 
@@ -541,7 +551,7 @@ impl Session<'_> {
     /// `ib_send_lat`.
     fn send_lat(mut self) -> Result<()> {
         let sizes = self.sizes();
-        let client = self.p.is_client();
+        let client = self.p.connection.is_client();
         self.lat_table(&sizes, |s, plan| {
             engine::post_receives(&s.res.queues, plan.size, plan.rx_depth, false)?;
             s.hs0()?;
@@ -555,7 +565,7 @@ impl Session<'_> {
     /// `ib_write_lat`: no closing exchange, as perftest.
     fn write_lat(mut self) -> Result<()> {
         let sizes = self.sizes();
-        let client = self.p.is_client();
+        let client = self.p.connection.is_client();
         self.lat_table(&sizes, |s, plan| {
             let mut wd = Watchdog::new(&s.peer, &s.clock);
             engine::lat_write(&mut s.res, plan, &s.targets, client, &s.clock, &mut wd)
@@ -567,7 +577,7 @@ impl Session<'_> {
     /// `ib_read_lat`, `ib_atomic_lat`: only the client measures.
     fn read_lat(mut self) -> Result<()> {
         let sizes = self.sizes();
-        if self.p.is_client() {
+        if self.p.connection.is_client() {
             self.lat_table(&sizes, |s, plan| {
                 let mut wd = Watchdog::new(&s.peer, &s.clock);
                 engine::lat_read(&mut s.res, plan, &s.targets, &s.clock, &mut wd)

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::cli::Output;
 
-use super::options::{Command, Params};
+use super::options::{Command, Options};
 use super::session;
 use super::types::Test;
 
@@ -16,7 +16,7 @@ use super::types::Test;
 /// perftest, after `-h` and `-V`).
 fn run(test: Test, argv: Vec<OsString>) -> ExitCode {
     let mut out = Output::new();
-    let ok = match Params::parse(test, &argv) {
+    let ok = match Options::parse(test, &argv) {
         Ok(Command::Print(text)) => {
             out.write_str(&text).ok();
             false

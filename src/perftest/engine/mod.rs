@@ -16,7 +16,7 @@ pub use lat::{lat_read, lat_send, lat_write, LatSamples};
 pub use post::{post_receives, Target};
 pub use watchdog::{Watchdog, STALL};
 
-use super::options::Params;
+use super::options::{Options, Timed};
 use super::types::{AtomicOp, Verb};
 
 /// Completions taken per poll (perftest's `CTX_POLL_BATCH`).
@@ -43,8 +43,8 @@ pub struct Plan {
     pub inline: bool,
     /// Atomic operation.
     pub atomic: AtomicOp,
-    /// Duration mode: seconds and margin.
-    pub duration: Option<(u32, u32)>,
+    /// Duration mode.
+    pub duration: Option<Timed>,
     /// Receive queue depth (send tests).
     pub rx_depth: u64,
 }
@@ -52,20 +52,20 @@ pub struct Plan {
 impl Plan {
     /// The plan of `p` for messages of `size` bytes, inline up to `inline_size` (the
     /// device's choice).
-    pub fn new(p: &Params, size: u64, inline_size: u32) -> Plan {
+    pub fn new(p: &Options, size: u64, inline_size: u32) -> Plan {
         let verb = p.test.verb();
         Plan {
             verb,
             size,
-            iters: p.iters,
-            tx_depth: p.tx_depth.into(),
-            cq_mod: p.cq_mod.into(),
-            post_list: p.post_list.into(),
-            no_peak: p.no_peak,
+            iters: p.traffic.iters,
+            tx_depth: p.queues.tx_depth.into(),
+            cq_mod: p.queues.cq_mod.into(),
+            post_list: p.queues.post_list.into(),
+            no_peak: p.report.no_peak,
             inline: matches!(verb, Verb::Send | Verb::Write) && size <= u64::from(inline_size),
-            atomic: p.atomic,
-            duration: p.duration.map(|d| (d, p.margin)),
-            rx_depth: p.rx_depth.into(),
+            atomic: p.traffic.atomic,
+            duration: p.traffic.duration,
+            rx_depth: p.queues.rx_depth.into(),
         }
     }
 
@@ -108,7 +108,10 @@ mod tests {
         let signaled: Vec<u64> = (0..250).filter(|&k| plan.signaled(k)).collect();
         assert_eq!(signaled, [99, 199, 249]);
         let d = Plan {
-            duration: Some((5, 1)),
+            duration: Some(Timed {
+                seconds: 5,
+                margin: 1,
+            }),
             ..plan
         };
         assert!(!d.signaled(249));

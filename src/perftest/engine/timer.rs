@@ -48,7 +48,8 @@ impl Timer {
 
     /// The timer of `plan`: one with a duration, none with iterations.
     pub fn of(plan: &Plan, clock: &Clock) -> Option<Timer> {
-        plan.duration.map(|(d, m)| Timer::new(clock, d, m))
+        plan.duration
+            .map(|d| Timer::new(clock, d.seconds, d.margin))
     }
 
     /// The timer of `plan`, its warm-up margin started now (the tests that time from their

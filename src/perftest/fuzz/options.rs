@@ -6,7 +6,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::fuzz::{argv, config, number_text};
-use crate::perftest::options::{Command, Params, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use crate::perftest::options::{Command, Options, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
 use crate::perftest::types::{Conn, Test, Verb};
 
 use super::test;
@@ -89,75 +89,78 @@ fn plausible_args() -> impl Strategy<Value = Vec<OsString>> {
     vec(option, 0..6).prop_map(|args| args.into_iter().flatten().map(OsString::from).collect())
 }
 
-/// What the test loops and the device set-up rely on in parameters that parsed.
-fn check_params(t: Test, p: &Params) -> Result<(), TestCaseError> {
+/// What the test loops and the device set-up rely on in options that parsed.
+fn check_options(t: Test, o: &Options) -> Result<(), TestCaseError> {
     let verb = t.verb();
-    prop_assert!((1..=u64::from(u32::MAX / 2)).contains(&p.size));
+    let (size, q, tr) = (&o.size, &o.queues, &o.traffic);
+    prop_assert!((1..=u64::from(u32::MAX / 2)).contains(&size.size));
     if verb == Verb::Atomic {
-        prop_assert_eq!(p.size, ATOMIC_SIZE);
-    } else if p.all_sizes {
-        prop_assert_eq!(p.size, MAX_SIZE);
+        prop_assert_eq!(size.size, ATOMIC_SIZE);
+    } else if size.all {
+        prop_assert_eq!(size.size, MAX_SIZE);
     }
-    prop_assert!(p.tx_depth >= 1 && p.rx_depth >= 1);
+    prop_assert!(q.tx_depth >= 1 && q.rx_depth >= 1);
     // A completion is asked for every cq_mod posts of post_list requests: both must fit
     // in the send queue, or the window never moves.
     prop_assert!(
-        (1..=p.tx_depth).contains(&p.cq_mod),
+        (1..=q.tx_depth).contains(&q.cq_mod),
         "cq_mod {} tx_depth {}",
-        p.cq_mod,
-        p.tx_depth
+        q.cq_mod,
+        q.tx_depth
     );
     prop_assert!(
-        (1..=p.tx_depth).contains(&p.post_list),
+        (1..=q.tx_depth).contains(&q.post_list),
         "post_list {} tx_depth {}",
-        p.post_list,
-        p.tx_depth
+        q.post_list,
+        q.tx_depth
     );
-    if p.post_list > 1 {
+    if q.post_list > 1 {
         prop_assert!(t.is_bw());
-        prop_assert_eq!(p.post_list % p.cq_mod, 0);
+        prop_assert_eq!(q.post_list % q.cq_mod, 0);
     }
-    match p.duration {
+    match tr.duration {
         Some(d) => {
-            prop_assert_eq!(p.iters, 0);
-            prop_assert!(u64::from(d) > 2 * u64::from(p.margin));
-            prop_assert!(p.no_peak && !p.events && !p.all_sizes);
+            prop_assert_eq!(tr.iters, 0);
+            prop_assert!(u64::from(d.seconds) > 2 * u64::from(d.margin));
+            prop_assert!(o.report.no_peak && !q.events && !size.all);
         }
         None => {
-            prop_assert!((5..=100_000_000).contains(&p.iters));
-            prop_assert!(u64::from(p.tx_depth) <= p.iters);
-            prop_assert_eq!(p.iters % u64::from(p.post_list), 0);
+            prop_assert!((5..=100_000_000).contains(&tr.iters));
+            prop_assert!(u64::from(q.tx_depth) <= tr.iters);
+            prop_assert_eq!(tr.iters % u64::from(q.post_list), 0);
         }
     }
-    prop_assert!((1..=16384).contains(&p.num_qps));
+    prop_assert!((1..=16384).contains(&q.num_qps));
     if !t.is_bw() {
-        prop_assert!(p.num_qps == 1 && !p.duplex);
+        prop_assert!(q.num_qps == 1 && !tr.duplex);
     }
     if verb == Verb::Send {
-        prop_assert!(p.all_sizes || p.rx_depth % 2 == 0);
+        prop_assert!(size.all || q.rx_depth % 2 == 0);
     } else {
-        prop_assert_eq!(p.rx_depth, 1);
+        prop_assert_eq!(q.rx_depth, 1);
     }
-    match p.conn {
+    match o.conn {
         Conn::Ud => prop_assert_eq!(verb, Verb::Send),
         Conn::Uc => prop_assert!(matches!(verb, Verb::Send | Verb::Write)),
         Conn::Rc => {}
     }
-    if let Some(i) = p.inline_size {
+    let d = &o.device;
+    if let Some(i) = d.inline_size {
         prop_assert!(i <= 912 && !matches!(verb, Verb::Read | Verb::Atomic));
-        prop_assert!(p.conn != Conn::Ud || i <= MAX_INLINE_UD);
+        prop_assert!(o.conn != Conn::Ud || i <= MAX_INLINE_UD);
     }
-    prop_assert!(!(p.events && verb == Verb::Write));
-    prop_assert!(p.port >= 1 && p.ib_port >= 1 && p.sl <= 15);
-    prop_assert!(p.gid_index.map_or(true, |g| g <= 64));
+    prop_assert!(!(q.events && verb == Verb::Write));
+    let c = &o.connection;
+    prop_assert!(c.port >= 1 && d.ib_port >= 1 && c.sl <= 15);
+    prop_assert!(d.gid_index.map_or(true, |g| g <= 64));
     Ok(())
 }
 
 /// Parses `args` for `t` (program name first); `None` for `-h` and `-V`.
-fn parse(t: Test, argv: &[OsString]) -> Result<Option<Params>, TestCaseError> {
-    match Params::parse(t, argv) {
+fn parse(t: Test, argv: &[OsString]) -> Result<Option<Options>, TestCaseError> {
+    match Options::parse(t, argv) {
         Ok(Command::Run(p)) => {
-            check_params(t, &p)?;
+            check_options(t, &p)?;
             Ok(Some(*p))
         }
         Ok(Command::Print(text)) => {
@@ -234,7 +237,7 @@ proptest! {
         let argv = with_prog(Test::WriteBw, vec![format!("--iters={text}").into()]);
         let p = parse(Test::WriteBw, &argv)?;
         let expected = integer.filter(|n| (5..=100_000_000).contains(n));
-        prop_assert_eq!(p.map(|p| p.iters as i64), expected, "{}", text);
+        prop_assert_eq!(p.map(|p| p.traffic.iters as i64), expected, "{}", text);
     }
 
     /// `-s` takes a C integer with an optional K or M suffix, from 1 to 2^31 - 1 bytes.
@@ -245,7 +248,7 @@ proptest! {
         let p = parse(Test::WriteBw, &argv)?;
         let bytes = i128::from(v) * factor;
         let expected = (1..=i128::from(u32::MAX / 2)).contains(&bytes).then_some(bytes as u64);
-        prop_assert_eq!(p.map(|p| p.size), expected);
+        prop_assert_eq!(p.map(|p| p.size.size), expected);
     }
 
     /// Any text as the value of any option taking one is a value or a clear error.

@@ -1,14 +1,16 @@
 //! The command line's tests: perftest's defaults, dependencies, refusals and help.
 
+use std::ffi::OsString;
+
 use super::number::c_int;
 use super::*;
 
-fn params(test: Test, args: &[&str]) -> Result<Params> {
+fn options(test: Test, args: &[&str]) -> Result<Options> {
     let argv: Vec<OsString> = std::iter::once(test.name())
         .chain(args.iter().copied())
         .map(OsString::from)
         .collect();
-    match Params::parse(test, &argv)? {
+    match Options::parse(test, &argv)? {
         Command::Run(p) => Ok(*p),
         Command::Print(text) => Err(Error::new(text)),
     }
@@ -16,64 +18,95 @@ fn params(test: Test, args: &[&str]) -> Result<Params> {
 
 #[test]
 fn defaults_like_perftest() {
-    let p = params(Test::WriteBw, &[]).unwrap();
+    let p = options(Test::WriteBw, &[]).unwrap();
     assert_eq!(
-        (p.size, p.iters, p.tx_depth, p.cq_mod),
+        (
+            p.size.size,
+            p.traffic.iters,
+            p.queues.tx_depth,
+            p.queues.cq_mod
+        ),
         (65536, 5000, 128, 1)
     );
-    assert_eq!((p.port, p.ib_port, p.qp_timeout), (18515, 1, 14));
-    assert!(!p.no_peak && !p.is_client() && p.relaxed_ordering);
-    let p = params(Test::SendBw, &["-s", "4096", "host"]).unwrap();
-    assert_eq!((p.iters, p.cq_mod, p.rx_depth), (1000, 100, 512));
-    assert!(!p.no_peak && p.is_client());
+    assert_eq!(
+        (p.connection.port, p.device.ib_port, p.connection.qp_timeout),
+        (18515, 1, 14)
+    );
+    assert!(!p.report.no_peak && !p.connection.is_client() && p.device.relaxed_ordering);
+    let p = options(Test::SendBw, &["-s", "4096", "host"]).unwrap();
+    assert_eq!(
+        (p.traffic.iters, p.queues.cq_mod, p.queues.rx_depth),
+        (1000, 100, 512)
+    );
+    assert!(!p.report.no_peak && p.connection.is_client());
     // The server of a send BW test reports no peak.
-    assert!(params(Test::SendBw, &[]).unwrap().no_peak);
-    let p = params(Test::SendLat, &[]).unwrap();
-    assert_eq!((p.size, p.iters, p.tx_depth, p.cq_mod), (2, 1000, 1, 1));
-    let p = params(Test::AtomicLat, &[]).unwrap();
-    assert_eq!(p.size, 8);
-    assert_eq!(p.atomic, AtomicOp::FetchAndAdd);
-    assert!(!params(Test::WriteLat, &[]).unwrap().relaxed_ordering);
-    assert!(params(Test::SendBw, &["-R"]).unwrap().rdma_cm);
+    assert!(options(Test::SendBw, &[]).unwrap().report.no_peak);
+    let p = options(Test::SendLat, &[]).unwrap();
+    assert_eq!(
+        (
+            p.size.size,
+            p.traffic.iters,
+            p.queues.tx_depth,
+            p.queues.cq_mod
+        ),
+        (2, 1000, 1, 1)
+    );
+    let p = options(Test::AtomicLat, &[]).unwrap();
+    assert_eq!(p.size.size, 8);
+    assert_eq!(p.traffic.atomic, AtomicOp::FetchAndAdd);
     assert!(
-        params(Test::SendBw, &["--rdma_cm", "-c", "UD"])
+        !options(Test::WriteLat, &[])
             .unwrap()
+            .device
+            .relaxed_ordering
+    );
+    assert!(options(Test::SendBw, &["-R"]).unwrap().connection.rdma_cm);
+    assert!(
+        options(Test::SendBw, &["--rdma_cm", "-c", "UD"])
+            .unwrap()
+            .connection
             .rdma_cm
     );
-    let uc = params(Test::WriteBw, &["-R", "-c", "UC"]).unwrap_err();
+    let uc = options(Test::WriteBw, &["-R", "-c", "UC"]).unwrap_err();
     assert!(uc.to_string().contains("UC is not supported in librdmacm"));
 }
 
 #[test]
 fn dependencies() {
     // Depths are capped by the iterations; odd receive depths are made even.
-    let p = params(Test::SendBw, &["-n", "101", "-s", "64"]).unwrap();
-    assert_eq!((p.tx_depth, p.rx_depth), (101, 102));
+    let p = options(Test::SendBw, &["-n", "101", "-s", "64"]).unwrap();
+    assert_eq!((p.queues.tx_depth, p.queues.rx_depth), (101, 102));
     // Large messages disable moderation unless asked for.
-    let p = params(Test::WriteBw, &["-s", "8193", "-Q", "4"]).unwrap();
-    assert_eq!(p.cq_mod, 4);
+    let p = options(Test::WriteBw, &["-s", "8193", "-Q", "4"]).unwrap();
+    assert_eq!(p.queues.cq_mod, 4);
     assert!(p.notes.contains("Warning: Large message"));
     // Post lists set the moderation.
-    let p = params(Test::WriteBw, &["-l", "10", "-n", "100", "-s", "64"]).unwrap();
-    assert_eq!(p.cq_mod, 10);
+    let p = options(Test::WriteBw, &["-l", "10", "-n", "100", "-s", "64"]).unwrap();
+    assert_eq!(p.queues.cq_mod, 10);
     assert!(p.notes.ends_with("size of the post list\n"));
-    assert!(params(Test::WriteBw, &["-l", "3", "-n", "100"]).is_err());
+    assert!(options(Test::WriteBw, &["-l", "3", "-n", "100"]).is_err());
     // Duration mode: no iterations, no peak, margin D/4.
-    let p = params(Test::ReadBw, &["-D", "8"]).unwrap();
-    assert_eq!((p.iters, p.margin, p.duration), (0, 2, Some(8)));
-    assert!(p.no_peak);
-    assert!(params(Test::ReadBw, &["-D", "4", "-f", "2"]).is_err());
+    let p = options(Test::ReadBw, &["-D", "8"]).unwrap();
+    let timed = Timed {
+        seconds: 8,
+        margin: 2,
+    };
+    assert_eq!((p.traffic.iters, p.traffic.duration), (0, Some(timed)));
+    assert!(p.report.no_peak);
+    assert!(options(Test::ReadBw, &["-D", "4", "-f", "2"]).is_err());
     // More than 20000 iterations: no peak.
     assert!(
-        params(Test::WriteBw, &["-n", "20001", "x"])
+        options(Test::WriteBw, &["-n", "20001", "x"])
             .unwrap()
+            .report
             .no_peak
     );
     // UD/UC receive depth follows the iterations.
-    let p = params(Test::SendBw, &["-c", "UD", "-n", "3000", "x"]).unwrap();
-    assert_eq!(p.rx_depth, 3000);
-    let p = params(Test::SendLat, &["-a"]).unwrap();
-    assert_eq!(p.size, MAX_SIZE);
+    let p = options(Test::SendBw, &["-c", "UD", "-n", "3000", "x"]).unwrap();
+    assert_eq!(p.queues.rx_depth, 3000);
+    let p = options(Test::SendLat, &["-a"]).unwrap();
+    assert_eq!(p.size.size, MAX_SIZE);
+    assert!(p.size.all);
     assert_eq!(p.sizes(4096).len(), 12);
     assert_eq!(p.sizes(MAX_SIZE).last(), Some(&MAX_SIZE));
 }
@@ -99,10 +132,12 @@ fn c_number_syntax_and_suffixes() {
     ] {
         assert_eq!(c_int(text), None, "{text}");
     }
-    assert_eq!(params(Test::WriteBw, &["-s", "4K"]).unwrap().size, 4096);
-    assert_eq!(params(Test::WriteBw, &["-s2M"]).unwrap().size, 2 << 20);
-    assert_eq!(params(Test::WriteBw, &["--size=0x100"]).unwrap().size, 256);
-    assert_eq!(params(Test::WriteBw, &["--siz", "64"]).unwrap().size, 64);
+    let size = |args: &[&str]| options(Test::WriteBw, args).unwrap().size;
+    assert_eq!(size(&["-s", "4K"]).size, 4096);
+    assert_eq!(size(&["-s2M"]).size, 2 << 20);
+    assert_eq!(size(&["--size=0x100"]).size, 256);
+    assert_eq!(size(&["--siz", "64"]).size, 64);
+    assert!(size(&["-s", "64"]).given && !size(&[]).given);
 }
 
 #[test]
@@ -135,7 +170,7 @@ fn rejected_like_perftest() {
         (Test::WriteBw, &["-l", "256", "-D", "1"]),
         (Test::WriteBw, &["-l", "10", "-t", "5", "-n", "100"]),
     ] {
-        assert!(params(test, args).is_err(), "{} {args:?}", test.name());
+        assert!(options(test, args).is_err(), "{} {args:?}", test.name());
     }
 }
 
@@ -150,17 +185,17 @@ fn help_as_before() {
 fn help_and_version_print() {
     let argv: Vec<OsString> = ["ib_write_bw", "-V"].iter().map(OsString::from).collect();
     assert!(
-        matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(v)) if v == "Version: 6.06\n")
+        matches!(Options::parse(Test::WriteBw, &argv), Ok(Command::Print(v)) if v == "Version: 6.06\n")
     );
     let argv: Vec<OsString> = ["ib_write_bw", "-h"].iter().map(OsString::from).collect();
     assert!(
-        matches!(Params::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
+        matches!(Options::parse(Test::WriteBw, &argv), Ok(Command::Print(h)) if h.contains("--size"))
     );
     // Where the option loop meets them, as perftest: a bad option after them is never
     // read, one before them is the error.
     let parse = |args: &[&str]| {
         let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        Params::parse(Test::WriteBw, &argv)
+        Options::parse(Test::WriteBw, &argv)
     };
     assert!(matches!(
         parse(&["ib_write_bw", "-h", "--bogus"]),

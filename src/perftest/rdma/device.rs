@@ -6,7 +6,7 @@ use std::net::Ipv6Addr;
 use rdma_verbs::{Context, DeviceList, GidType, LinkLayer, PortAttr, PortState, Transport};
 
 use super::Setup;
-use crate::perftest::options::Params;
+use crate::perftest::options::Options;
 use crate::perftest::report::PortInfo;
 use crate::perftest::types::{Ctx as _, Error, Result};
 
@@ -30,14 +30,14 @@ pub struct Device {
 
 impl Device {
     /// Opens the device of `-d` (or the first one) and checks its port as perftest does.
-    pub fn open(p: &Params) -> Result<Device> {
+    pub fn open(p: &Options) -> Result<Device> {
         let list = DeviceList::new().ctx("ibv_get_device_list")?;
         if list.is_empty() {
             return Err(Error::new(
                 " Did not detect devices \n If device exists, check if driver is up",
             ));
         }
-        let dev = match &p.ib_dev {
+        let dev = match &p.device.ib_dev {
             Some(name) => list
                 .find(name)
                 .map_err(|_| Error::new(format!("IB device {name} not found")))?,
@@ -52,14 +52,14 @@ impl Device {
         let ctx = dev
             .open()
             .ctx(format_args!(" Couldn't get context for the device {name}"))?;
-        let port = ctx.query_port(p.ib_port).ctx(format_args!(
+        let port = ctx.query_port(p.device.ib_port).ctx(format_args!(
             " Unable to query port {} attributes",
-            p.ib_port
+            p.device.ib_port
         ))?;
         if port.state != PortState::Active {
             return Err(Error::new(format!(
                 " Port number {} state is {}",
-                p.ib_port, port.state
+                p.device.ib_port, port.state
             )));
         }
         let ethernet = match port.link_layer {
@@ -68,7 +68,7 @@ impl Device {
             _ => {
                 return Err(Error::new(format!(
                     "Link layer on port {} is Unknown",
-                    p.ib_port
+                    p.device.ib_port
                 )))
             }
         };
@@ -157,8 +157,8 @@ fn best_gid_index(table: &[(Ipv6Addr, Option<GidType>)], ipv6: bool) -> usize {
 }
 
 /// The GID index of the test: `-x`, else on RoCE perftest's pick, else none (InfiniBand).
-pub fn gid_index(dev: &Device, p: &Params) -> Result<Option<u8>> {
-    if let Some(i) = p.gid_index {
+pub fn gid_index(dev: &Device, p: &Options) -> Result<Option<u8>> {
+    if let Some(i) = p.device.gid_index {
         return Ok(Some(i));
     }
     if !dev.ethernet {
@@ -166,12 +166,16 @@ pub fn gid_index(dev: &Device, p: &Params) -> Result<Option<u8>> {
     }
     let len = dev.port.gid_tbl_len as usize;
     let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
-    for e in dev.ctx.gid_table(p.ib_port).ctx("reading the GID table")? {
+    for e in dev
+        .ctx
+        .gid_table(p.device.ib_port)
+        .ctx("reading the GID table")?
+    {
         if let Some(slot) = table.get_mut(usize::from(e.index)) {
             *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
         }
     }
-    let best = best_gid_index(&table, p.ipv6);
+    let best = best_gid_index(&table, p.device.ipv6);
     u8::try_from(best)
         .map(Some)
         .map_err(|_| Error::new(format!("GID index {best} is out of range")))

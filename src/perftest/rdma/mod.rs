@@ -15,7 +15,7 @@ use rdma_verbs::{
     Route, Transport,
 };
 
-use super::options::Params;
+use super::options::Options;
 use super::report::RESULT_LINE;
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
@@ -48,14 +48,18 @@ pub struct Setup {
 
 impl Setup {
     /// perftest's `check_link` and `set_mtu`: inline size, outstanding reads and MTU.
-    pub fn new(dev: &Device, p: &Params) -> Result<Setup> {
+    pub fn new(dev: &Device, p: &Options) -> Result<Setup> {
         let mut stdout = String::new();
         let mut stderr = String::new();
         let verb = p.test.verb();
         let rdma_read = matches!(verb, Verb::Read | Verb::Atomic);
         // Read and atomic tests set the inline size to 0 before the device check, which
         // then counts as asked for.
-        let asked_inline = if rdma_read { Some(0) } else { p.inline_size };
+        let asked_inline = if rdma_read {
+            Some(0)
+        } else {
+            p.device.inline_size
+        };
         let inline_size = if SOFTWARE_VENDORS.contains(&dev.vendor_id) {
             if asked_inline.is_some() {
                 stdout.push_str(RESULT_LINE);
@@ -73,7 +77,7 @@ impl Setup {
         };
         let out_reads = if rdma_read {
             let max = dev.max_qp_rd_atom;
-            match p.out_reads {
+            match p.device.out_reads {
                 Some(n) if n > i64::from(max) => {
                     stdout.push_str(RESULT_LINE);
                     let _ = writeln!(stderr, " Number of outstanding reads is above max = {max}");
@@ -87,15 +91,15 @@ impl Setup {
             1
         };
         let active = dev.active_mtu();
-        let mtu = match p.mtu {
-            0 => active,
-            m @ (256 | 512 | 1024 | 2048 | 4096) if m > active => {
+        let mtu = match p.device.mtu {
+            None => active,
+            Some(m @ (256 | 512 | 1024 | 2048 | 4096)) if m > active => {
                 stdout.push_str("Requested mtu is higher than active mtu \n");
                 let _ = writeln!(stdout, "Changing to active mtu - {}", mtu_code(active));
                 active
             }
-            m @ (256 | 512 | 1024 | 2048 | 4096) => m,
-            m => {
+            Some(m @ (256 | 512 | 1024 | 2048 | 4096)) => m,
+            Some(m) => {
                 let _ = writeln!(stderr, " Invalid MTU - {m} ");
                 stderr.push_str(" Please choose mtu from {256,512,1024,2048,4096}\n");
                 let _ = writeln!(
@@ -107,18 +111,18 @@ impl Setup {
             }
         };
         let max_msg = u64::from(dev.port.max_msg_sz);
-        let largest = p.size;
+        let largest = p.size.size;
         if max_msg > 0 && largest > max_msg && p.conn != Conn::Ud {
             return Err(Error::new(format!(
                 " Message size {largest} is larger than the largest message of port {} of {} ({max_msg} bytes)",
-                p.ib_port, dev.name
+                p.device.ib_port, dev.name
             )));
         }
         Ok(Setup {
             inline_size,
             out_reads,
             mtu,
-            use_gid: dev.ethernet || p.gid_index.is_some(),
+            use_gid: dev.ethernet || p.device.gid_index.is_some(),
             stdout,
             stderr,
         })
@@ -251,7 +255,7 @@ pub struct Base {
 impl Base {
     /// Creates the PD, region and CQs of the test on `ctx` (and the credits of
     /// `ib_send_bw` on iWARP).
-    pub fn new(ctx: &Context, p: &Params, layout: Layout) -> Result<Base> {
+    pub fn new(ctx: &Context, p: &Options, layout: Layout) -> Result<Base> {
         let verb = p.test.verb();
         let iwarp = ctx.transport() == Transport::Iwarp;
         let pd = ctx.alloc_pd().ctx("Couldn't allocate PD")?;
@@ -265,21 +269,25 @@ impl Base {
             Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
             Verb::Send => AccessFlags::empty(),
         };
-        if p.relaxed_ordering {
+        if p.device.relaxed_ordering {
             access |= AccessFlags::RELAXED_ORDERING;
         }
         let mr = pd.alloc_mr(layout.total(), access).ctx(format_args!(
             "Couldn't allocate MR of {} bytes",
             layout.total()
         ))?;
-        let send_cq = Cq::new(ctx, p.tx_depth * p.num_qps, p.events)?;
+        let send_cq = Cq::new(ctx, p.queues.tx_depth * p.queues.num_qps, p.queues.events)?;
         let recv_cq = if verb == Verb::Send {
-            Some(Cq::new(ctx, p.rx_depth * p.num_qps, p.events)?)
+            Some(Cq::new(
+                ctx,
+                p.queues.rx_depth * p.queues.num_qps,
+                p.queues.events,
+            )?)
         } else {
             None
         };
         let credits = if p.test == Test::SendBw && iwarp {
-            Some(Credits::new(&pd, p.num_qps as usize)?)
+            Some(Credits::new(&pd, p.queues.num_qps as usize)?)
         } else {
             None
         };
@@ -439,7 +447,7 @@ impl Prepared {
     /// Creates the PD, region, CQs and QPs of the test.
     pub fn new(
         dev: &Device,
-        p: &Params,
+        p: &Options,
         setup: &Setup,
         gid_index: Option<u8>,
         layout: Layout,
@@ -457,15 +465,15 @@ impl Prepared {
             Conn::Uc => QpType::Uc,
             Conn::Ud => QpType::Ud,
         };
-        let mut qps = Vec::with_capacity(p.num_qps as usize);
-        for i in 0..p.num_qps {
+        let mut qps = Vec::with_capacity(p.queues.num_qps as usize);
+        for i in 0..p.queues.num_qps {
             let mut b = base
                 .pd
                 .create_qp(qp_type, &base.send_cq.cq, &base.recv().cq)
-                .max_send_wr(p.tx_depth)
-                .max_recv_wr(p.rx_depth)
+                .max_send_wr(p.queues.tx_depth)
+                .max_recv_wr(p.queues.rx_depth)
                 .max_inline_data(setup.inline_size)
-                .port(p.ib_port)
+                .port(p.device.ib_port)
                 .access(qp_access);
             if let Some(g) = gid_index {
                 b = b.gid_index(g);
@@ -476,7 +484,7 @@ impl Prepared {
                     let _ = write!(
                         msg,
                         "\nRequested QP size might be too big. Try reducing TX depth and/or inline size.\nCurrent TX depth is {} and inline size is {} .",
-                        p.tx_depth, setup.inline_size
+                        p.queues.tx_depth, setup.inline_size
                     );
                 }
                 Error::new(msg)
@@ -493,15 +501,15 @@ impl Prepared {
     }
 
     /// Whether this side sends and so needs address handles on UD.
-    pub fn sends(p: &Params) -> bool {
-        p.is_client() || p.duplex || !p.test.is_bw()
+    pub fn sends(p: &Options) -> bool {
+        p.connection.is_client() || p.traffic.duplex || !p.test.is_bw()
     }
 
     /// Connects every QP to the peer's (RTR and RTS with perftest's attributes; UD: ready,
     /// and address handles where this side sends).
     pub fn connect(
         self,
-        p: &Params,
+        p: &Options,
         setup: &Setup,
         mtu: u32,
         gid_index: Option<u8>,
@@ -521,7 +529,7 @@ impl Prepared {
                 }
             } else {
                 let opts = ConnectOptions::new()
-                    .timeout(p.qp_timeout)
+                    .timeout(p.connection.qp_timeout)
                     .max_rd_atomic(u8::try_from(r.out_reads).unwrap_or(u8::MAX))
                     .max_dest_rd_atomic(u8::try_from(setup.out_reads).unwrap_or(u8::MAX))
                     .route(route(p, gid_index));
@@ -540,12 +548,10 @@ impl Prepared {
 }
 
 /// perftest's route to a peer QP: hop limit 255, and a GRH where this side uses a GID.
-fn route(p: &Params, gid_index: Option<u8>) -> Route {
+fn route(p: &Options, gid_index: Option<u8>) -> Route {
     Route::new()
         .hop_limit(0xff)
-        .traffic_class(0)
-        .flow_label(0)
-        .sl(p.sl)
+        .sl(p.connection.sl)
         .force_grh(gid_index.is_some())
 }
 
@@ -557,13 +563,13 @@ fn endpoint(r: &Record) -> Endpoint {
 /// A UD address handle in `pd` to the peer QP of record `r`.
 pub fn ud_ah(
     pd: &ProtectionDomain,
-    p: &Params,
+    p: &Options,
     gid_index: Option<u8>,
     r: &Record,
 ) -> Result<AddressHandle> {
     let ah = pd
         .create_ah(&endpoint(r))
-        .port(p.ib_port)
+        .port(p.device.ib_port)
         .route(route(p, gid_index));
     match gid_index {
         Some(index) => ah.gid_index(index),
