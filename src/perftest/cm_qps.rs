@@ -17,8 +17,7 @@ use rdma_verbs::QpType;
 use rdma_verbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
 
 use super::comm::{self, next_event, unexpected};
-use super::options::Options;
-use super::rdma::{self, Base, Device, Layout, Prepared, Qp, Resources, Setup, GRH};
+use super::rdma::{self, Base, Qp, Resources, Run, GRH};
 use super::types::{Conn, Ctx as _, Error, Result, Verb};
 use super::wire::Record;
 
@@ -37,14 +36,14 @@ pub struct CmQps {
 }
 
 /// Whether the UD server learns the client's QP number through a datagram.
-fn ud_handshake(p: &Options) -> bool {
-    p.conn == Conn::Ud && (!p.test.is_bw() || p.traffic.duplex)
+fn ud_handshake(run: &Run) -> bool {
+    run.conn == Conn::Ud && (!run.test.is_bw() || run.traffic.duplex)
 }
 
 /// perftest's connection parameters of the test's QPs.
-fn conn_param(setup: &Setup, p: &Options) -> ConnParam<'static> {
-    let rd = if matches!(p.test.verb(), Verb::Read | Verb::Atomic) {
-        u8::try_from(setup.out_reads).unwrap_or(u8::MAX)
+fn conn_param(run: &Run) -> ConnParam<'static> {
+    let rd = if matches!(run.test.verb(), Verb::Read | Verb::Atomic) {
+        u8::try_from(run.port.out_reads).unwrap_or(u8::MAX)
     } else {
         0
     };
@@ -54,8 +53,8 @@ fn conn_param(setup: &Setup, p: &Options) -> ConnParam<'static> {
         .flow_control(false)
 }
 
-fn port_space(p: &Options) -> PortSpace {
-    if p.conn == Conn::Ud {
+fn port_space(run: &Run) -> PortSpace {
+    if run.conn == Conn::Ud {
         PortSpace::Udp
     } else {
         PortSpace::Tcp
@@ -63,30 +62,24 @@ fn port_space(p: &Options) -> PortSpace {
 }
 
 /// Creates the QP of `id` in `base` (which is made on the id's device first if need be).
-fn create_qp(
-    id: &mut CmId,
-    base: &mut Option<Base>,
-    p: &Options,
-    setup: &Setup,
-    layout: Layout,
-) -> Result<()> {
+fn create_qp(id: &mut CmId, base: &mut Option<Base>, run: &Run) -> Result<()> {
     if base.is_none() {
         let ctx = id.context().ctx("the rdma_cm device")?;
-        *base = Some(Base::new(&ctx, p, layout)?);
+        *base = Some(Base::new(&ctx, run)?);
     }
     let Some(b) = base.as_ref() else {
         unreachable!("made above")
     };
-    let qp_type = if p.conn == Conn::Ud {
+    let qp_type = if run.conn == Conn::Ud {
         QpType::Ud
     } else {
         QpType::Rc
     };
     let qp =
         b.pd.create_qp(qp_type, &b.send_cq.cq, &b.recv().cq)
-            .max_send_wr(p.queues.tx_depth)
-            .max_recv_wr(p.queues.rx_depth)
-            .max_inline_data(setup.inline_size);
+            .max_send_wr(run.queues.tx_depth)
+            .max_recv_wr(run.queues.rx_depth)
+            .max_inline_data(run.port.inline_size);
     id.create_qp(qp).ctx("Failed to create QP.")?;
     Ok(())
 }
@@ -102,31 +95,30 @@ pub enum Pending {
 }
 
 impl Pending {
-    /// The server listens on `p.connection.port`; the client resolves its server's address.
-    pub fn new(p: &Options) -> Result<Pending> {
-        match &p.connection.server {
+    /// The server listens on the test's port; the client resolves its server's address.
+    pub fn new(run: &Run) -> Result<Pending> {
+        let port = run.connection.port;
+        match &run.connection.server {
             None => {
                 let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
-                let listener =
-                    comm::listen(&channel, port_space(p), p.connection.port, p.queues.num_qps)?;
+                let num_qps = run.queues.num_qps;
+                let listener = comm::listen(&channel, port_space(run), port, num_qps)?;
                 Ok(Pending::Server(channel, Box::new(listener)))
             }
-            Some(host) => Ok(Pending::Client(comm::ipv4(host, p.connection.port)?)),
+            Some(host) => Ok(Pending::Client(comm::ipv4(host, port)?)),
         }
     }
 
     /// Connects the test's QPs.
-    pub fn connect(self, p: &Options, setup: &Setup, layout: Layout) -> Result<CmQps> {
+    pub fn connect(self, run: &Run) -> Result<CmQps> {
         let dst = match self {
-            Pending::Server(channel, listener) => {
-                return serve(&channel, listener, p, setup, layout)
-            }
+            Pending::Server(channel, listener) => return serve(&channel, listener, run),
             Pending::Client(dst) => dst,
         };
         let mut base = None;
         let mut last = Error::new("no attempt");
         for _ in 0..ATTEMPTS {
-            match try_connect(p, setup, layout, dst, &mut base) {
+            match try_connect(run, dst, &mut base) {
                 Ok((ids, ahs)) => {
                     let Some(base) = base else {
                         unreachable!("made with the first QP")
@@ -145,38 +137,36 @@ impl Pending {
 
 /// One attempt of the client: resolve, create the QP and connect, QP after QP.
 fn try_connect(
-    p: &Options,
-    setup: &Setup,
-    layout: Layout,
+    run: &Run,
     dst: SocketAddr,
     base: &mut Option<Base>,
 ) -> Result<(Vec<CmId>, Vec<AddressHandle>)> {
     let channel = EventChannel::new().ctx("Failed to create RDMA CM event channel.")?;
     let mut ids = Vec::new();
     let mut ahs = Vec::new();
-    for i in 0..p.queues.num_qps as usize {
+    for i in 0..run.queues.num_qps as usize {
         let mut id = channel
-            .create_id(port_space(p))
+            .create_id(port_space(run))
             .ctx("Failed to create RDMA CM ID.")?;
         comm::resolve(&channel, &id, dst)?;
-        create_qp(&mut id, base, p, setup, layout)?;
-        id.connect(&conn_param(setup, p))
+        create_qp(&mut id, base, run)?;
+        id.connect(&conn_param(run))
             .ctx("Failed to connect through RDMA CM.")?;
         let ud = match next_event(&channel, WAIT)? {
             CmEventKind::Established { ud, .. } => ud,
             other => return Err(unexpected(&other)),
         };
-        if p.conn == Conn::Ud {
+        if run.conn == Conn::Ud {
             let (Some(peer), Some(b)) = (ud, base.as_mut()) else {
                 return Err(Error::new("the UD connection gave no peer address"));
             };
             let ah = peer
                 .create_ah(&b.pd)
                 .ctx("Failed to create AH for RDMA CM connection.")?;
-            if ud_handshake(p) {
+            if ud_handshake(run) {
                 let qp = id.qp().ok_or_else(|| Error::new("no QP"))?;
                 let qpn = qp.qp_num();
-                let at = layout.send_offset(i);
+                let at = run.layout.send_offset(i);
                 b.mr.write(at, &qpn.to_ne_bytes()).ctx("the QP number")?;
                 let sge = [b.mr.sge(at..at + 4).ctx("the QP number")?];
                 let mut wr = [SendRequest::send_with_imm(0, &sge, qpn)
@@ -207,16 +197,10 @@ fn wait_one(cq: &rdma_verbs::CompletionQueue, what: &str) -> Result<()> {
 }
 
 /// The server: listens and accepts one connection per QP.
-fn serve(
-    channel: &EventChannel,
-    listener: Box<CmId>,
-    p: &Options,
-    setup: &Setup,
-    layout: Layout,
-) -> Result<CmQps> {
+fn serve(channel: &EventChannel, listener: Box<CmId>, run: &Run) -> Result<CmQps> {
     let mut base = None;
     let mut ids = Vec::new();
-    for i in 0..p.queues.num_qps as usize {
+    for i in 0..run.queues.num_qps as usize {
         // The connections accepted before announce themselves meanwhile.
         let mut id = loop {
             match next_event(channel, WAIT)? {
@@ -225,19 +209,19 @@ fn serve(
                 other => return Err(unexpected(&other)),
             }
         };
-        create_qp(&mut id, &mut base, p, setup, layout)?;
+        create_qp(&mut id, &mut base, run)?;
         let (Some(b), Some(qp)) = (base.as_ref(), id.qp()) else {
             unreachable!("made above")
         };
-        if ud_handshake(p) {
-            let at = layout.recv_offset(i);
+        if ud_handshake(run) {
+            let at = run.layout.recv_offset(i);
             let sge = [b.mr.sge(at..at + GRH + 4).ctx("the QP number")?];
             qp.post_recv(&mut [RecvRequest::new(0, &sge)])
                 .ctx("Failed to post receive for RDMA CM UD request connection parameters.")?;
         }
-        id.accept(&conn_param(setup, p))
+        id.accept(&conn_param(run))
             .ctx("Failed to accept RDMA CM connection.")?;
-        if ud_handshake(p) {
+        if ud_handshake(run) {
             wait_one(&b.recv().cq, "the peer's QP number")?;
         }
         ids.push(id);
@@ -254,18 +238,13 @@ fn serve(
 }
 
 impl CmQps {
-    /// This side's records: the GID is the test's (`gid_index`), as perftest queries it.
-    pub fn records(
-        &self,
-        dev: &Device,
-        p: &Options,
-        setup: &Setup,
-        gid_index: Option<u8>,
-    ) -> Result<Vec<Record>> {
-        let gid: Option<Gid> = match gid_index {
+    /// This side's records: the GID is the test's (its GID index), as perftest queries it.
+    pub fn records(&self, run: &Run) -> Result<Vec<Record>> {
+        let dev = &run.device;
+        let gid: Option<Gid> = match run.port.gid_index {
             Some(i) => Some(
                 dev.ctx
-                    .query_gid(p.device.ib_port, i)
+                    .query_gid(dev.port_num, i)
                     .ctx("Couldn't query the GID")?,
             ),
             None => None,
@@ -275,21 +254,16 @@ impl CmQps {
             .iter()
             .filter_map(CmId::qp)
             .map(rdma_verbs::QueuePair::endpoint);
-        Ok(self.base.records(dev, setup, gid, endpoints))
+        Ok(self.base.records(run, gid, endpoints))
     }
 
     /// The connected resources; the UD server's address handles (where it sends) come
     /// from the peer's records.
-    pub fn finish(
-        self,
-        p: &Options,
-        gid_index: Option<u8>,
-        theirs: &[Record],
-    ) -> Result<Resources> {
+    pub fn finish(self, run: &Run, theirs: &[Record]) -> Result<Resources> {
         let mut ahs = self.ahs;
-        if p.conn == Conn::Ud && ahs.is_empty() && Prepared::sends(p) {
+        if run.conn == Conn::Ud && ahs.is_empty() && run.sends() {
             for r in theirs {
-                ahs.push(rdma::ud_ah(&self.base.pd, p, gid_index, r)?);
+                ahs.push(rdma::ud_ah(&self.base.pd, run, r)?);
             }
         }
         let qps = self

@@ -13,9 +13,11 @@
 //!   `peer`: the connection that carries them, over TCP or (`-R`) `comm`'s rdma_cm QP;
 //! - `stats`: perftest's statistics; `report`: everything printed;
 //! - `options`: the command line, as typed (`Args`), then as perftest's options with their
-//!   defaults and dependencies (`Options`, by concern), and what the other rooms need of it;
-//! - `rdma`: the device, perftest's device-dependent choices and the verbs resources (with
-//!   `credit`, the memory of the receive credits);
+//!   defaults and dependencies (`Options`, by concern);
+//! - `rdma`: the device (`device`); the options resolved once, against the device and the
+//!   peer, into the `Run` that the rooms below read (`run`: GID index, MTU, inline size,
+//!   outstanding reads, the message sizes); the verbs resources (with `credit`, the memory
+//!   of the receive credits);
 //!   `cm_qps`: the test's QPs connected through rdma_cm (`-R`);
 //! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `credit`, `bw`, `lat`);
 //! - `session`: one run, the exchange sequence of the test's program around the loops;

@@ -12,12 +12,12 @@ use crate::cli::Output;
 use super::clock::Clock;
 use super::cm_qps;
 use super::engine::{self, LatSamples, Plan, Target, Watchdog, STALL};
-use super::options::{Options, ATOMIC_SIZE, MAX_SIZE};
+use super::options::{Connection, Options};
 use super::peer::Peer;
-use super::rdma::{self, Device, Layout, Prepared, Resources, Setup};
+use super::rdma::{self, Agreed, Device, Prepared, Resources, Run, Setup};
 use super::report::{self, Info, RESULT_LINE};
 use super::stats::{self, BwReport, BwSamples};
-use super::types::{Conn, Error, Result, Test, Verb};
+use super::types::{Error, Result, Test, Verb};
 use super::wire::{self, Record, Summary};
 
 /// How long each setup exchange may take.
@@ -46,13 +46,14 @@ fn cache_line() -> u32 {
 }
 
 /// How long a side may wait for its peer to finish the measured part: the duration, or a
-/// generous 1 ms plus 0.1 µs per byte per message, plus [`STALL`].
-fn run_timeout(p: &Options, sizes: &[u64]) -> Duration {
-    if let Some(d) = p.traffic.duration {
+/// generous 1 ms plus 0.1 µs per byte per message of every size, plus [`STALL`].
+fn run_timeout(run: &Run) -> Duration {
+    let t = &run.traffic;
+    if let Some(d) = t.duration {
         return Duration::from_secs(d.seconds.into()) + STALL;
     }
-    let msgs = p.traffic.iters.saturating_mul(p.queues.num_qps.into());
-    let micros = sizes.iter().fold(0u64, |acc, &s| {
+    let msgs = t.iters.saturating_mul(run.queues.num_qps.into());
+    let micros = run.sizes.list.iter().fold(0u64, |acc, &s| {
         acc.saturating_add(msgs.saturating_mul(1000 + s / 10))
     });
     STALL.saturating_add(Duration::from_micros(micros))
@@ -70,63 +71,42 @@ impl From<&Record> for Target {
     }
 }
 
-/// What both sides settle in the setup exchanges, each side keeping the larger page
-/// and cache line and the smaller MTU.
-struct Agreed {
-    /// Page size: small messages cycle through this much.
-    cycle_buffer: usize,
-    /// Cache line size.
-    cache_line: usize,
-    /// Path MTU in bytes.
-    mtu: u32,
-}
-
-impl Agreed {
-    /// The version (failing fast on a peer of ours with other parameters), page size,
-    /// cache line and MTU exchanges.
-    fn exchange(peer: &mut Peer, p: &Options, setup: &Setup) -> Result<Agreed> {
-        let mine = Summary::from(p);
-        let mut version = [0u8; 16];
-        peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
-        if let Some(theirs) = wire::check_version(&version)? {
-            if let Some(diff) = mine.mismatch(&theirs) {
-                return Err(Error::new(format!(
-                    "the peer runs with different parameters: {diff}"
-                )));
-            }
-        }
-        let (mut page_msg, mut line_msg) = ([0u8; 4], [0u8; 4]);
-        let page = page_size();
-        peer.exchange(&page.to_be_bytes(), &mut page_msg, "the page size")?;
-        let line = cache_line();
-        peer.exchange(&line.to_be_bytes(), &mut line_msg, "the cache line size")?;
-        let (peer_page, peer_line) = wire::parse_system_data(page_msg, line_msg)?;
-        let mut mtu_msg = [0u8; 2];
-        peer.exchange(&wire::mtu_message(setup.mtu), &mut mtu_msg, "the MTU")?;
-        Ok(Agreed {
-            cycle_buffer: page.max(peer_page) as usize,
-            cache_line: line.max(peer_line) as usize,
-            mtu: setup.mtu.min(wire::parse_mtu(mtu_msg)?),
-        })
-    }
-}
-
-/// perftest's UD size check: a message larger than the MTU is cut to it where the size was
-/// not asked for (or with `-a`), else an error.
-fn fit_ud_size(p: &mut Options, mtu: u32, out: &mut Output) -> Result<()> {
-    if p.conn == Conn::Ud && p.size.size > u64::from(mtu) {
-        if p.size.all || !p.size.given {
-            out.error(&format!(
-                " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
-            ));
-            p.size.size = mtu.into();
-        } else {
-            return Err(Error::new(
-                " Max message size in UD cannot be greater than MTU ",
-            ));
+/// The version (failing fast on a peer of ours with other options), page size, cache line
+/// and MTU exchanges: what both sides settle, offering this port's `mtu`.
+fn agree(peer: &mut Peer, o: &Options, mtu: u32) -> Result<Agreed> {
+    let mine = Summary::from(o);
+    let mut version = [0u8; 16];
+    peer.exchange(&wire::version_message(&mine), &mut version, "the version")?;
+    if let Some(theirs) = wire::check_version(&version)? {
+        if let Some(diff) = mine.mismatch(&theirs) {
+            return Err(Error::new(format!(
+                "the peer runs with different parameters: {diff}"
+            )));
         }
     }
-    Ok(())
+    let (mut page_msg, mut line_msg) = ([0u8; 4], [0u8; 4]);
+    let page = page_size();
+    peer.exchange(&page.to_be_bytes(), &mut page_msg, "the page size")?;
+    let line = cache_line();
+    peer.exchange(&line.to_be_bytes(), &mut line_msg, "the cache line size")?;
+    let (peer_page, peer_line) = wire::parse_system_data(page_msg, line_msg)?;
+    let mut mtu_msg = [0u8; 2];
+    peer.exchange(&wire::mtu_message(mtu), &mut mtu_msg, "the MTU")?;
+    Ok(Agreed {
+        cycle_buffer: page.max(peer_page) as usize,
+        cache_line: line.max(peer_line) as usize,
+        mtu: mtu.min(wire::parse_mtu(mtu_msg)?),
+    })
+}
+
+/// Connects to the peer (the client) or waits for it (the server), over TCP or rdma_cm.
+fn meet(c: &Connection) -> Result<Peer> {
+    match (&c.server, c.rdma_cm) {
+        (Some(host), false) => Peer::connect(host, c.port, CONNECT_TIMEOUT),
+        (None, false) => Peer::accept(c.port),
+        (Some(host), true) => Peer::connect_cm(host, c.port, CONNECT_TIMEOUT),
+        (None, true) => Peer::accept_cm(c.port),
+    }
 }
 
 /// Swaps the QP records at the points the test's perftest program does, connecting the
@@ -135,12 +115,13 @@ fn fit_ud_size(p: &mut Options, mtu: u32, out: &mut Output) -> Result<()> {
 fn swap_records(
     peer: &mut Peer,
     mine: &[Record],
-    p: &Options,
-    with_gid: bool,
+    run: &Run,
     connect: impl FnOnce(&[Record]) -> Result<Resources>,
     out: &mut Output,
 ) -> Result<(Resources, Vec<Record>)> {
-    let test = p.test;
+    let test = run.test;
+    let with_gid = run.uses_gid();
+    let rdma_cm = run.connection.rdma_cm;
     let group_c = matches!(test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
     let sends = matches!(test, Test::SendBw | Test::SendLat);
     if group_c {
@@ -150,7 +131,7 @@ fn swap_records(
     for r in mine {
         theirs.push(peer.hand_shake(r, with_gid)?);
     }
-    if let (Some(a), Some(b), false) = (mine[0].gid, theirs[0].gid, p.connection.rdma_cm) {
+    if let (Some(a), Some(b), false) = (mine[0].gid, theirs[0].gid, rdma_cm) {
         if rdma::v4_mapped(&a) != rdma::v4_mapped(&b) {
             return Err(Error::new(
                 "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n",
@@ -163,11 +144,7 @@ fn swap_records(
     }
     // With rdma_cm, perftest prints the records through its exchange's parameters, whose
     // verb is always a send: no OUT, RKey or VAddr.
-    let verb = if p.connection.rdma_cm {
-        Verb::Send
-    } else {
-        test.verb()
-    };
+    let verb = if rdma_cm { Verb::Send } else { test.verb() };
     for r in mine {
         out.write_str(&report::address("local", r, verb)).ok();
     }
@@ -184,86 +161,24 @@ fn swap_records(
 
 /// The state of a test after the connection.
 struct Session<'o> {
-    p: Options,
+    run: Run,
     out: &'o mut Output,
     clock: Clock,
     peer: Peer,
     res: Resources,
     mine: Vec<Record>,
     targets: Vec<Target>,
-    with_gid: bool,
     info: Info,
-    setup: Setup,
-    mtu: u32,
 }
 
-/// Runs the test `p` describes.
-pub fn run(p: &Options, out: &mut Output) -> Result<()> {
-    out.write_str(&p.notes).ok();
+/// Runs the test the options `o` ask for: opens the device, meets the peer, resolves the
+/// run and connects the QPs, then runs the test's program.
+pub fn run(o: Options, out: &mut Output) -> Result<()> {
     let clock = Clock::new();
-    let dev = Device::open(p)?;
-    let setup = Setup::new(&dev, p)?;
-    out.write_str(&setup.stdout).ok();
-    if !setup.stderr.is_empty() {
-        out.error(setup.stderr.trim_end());
-    }
-    if !p.connection.is_client() {
-        out.write_str(report::WAITING).ok();
-    }
-    out.flush();
-    let mut peer = match (&p.connection.server, p.connection.rdma_cm) {
-        (Some(host), false) => Peer::connect(host, p.connection.port, CONNECT_TIMEOUT)?,
-        (None, false) => Peer::accept(p.connection.port)?,
-        (Some(host), true) => Peer::connect_cm(host, p.connection.port, CONNECT_TIMEOUT)?,
-        (None, true) => Peer::accept_cm(p.connection.port)?,
-    };
-    peer.set_timeout(EXCHANGE_TIMEOUT)?;
-    let agreed = Agreed::exchange(&mut peer, p, &setup)?;
-    let mtu = agreed.mtu;
-    let mut p = p.clone();
-    fit_ud_size(&mut p, mtu, out)?;
-
-    let gid_index = rdma::gid_index(&dev, &p)?;
-    let ud = p.conn == Conn::Ud;
-    let layout = Layout::new(
-        p.size.size,
-        p.queues.num_qps,
-        agreed.cache_line,
-        agreed.cycle_buffer,
-        ud,
-    );
-    let info = Info {
-        run: (&p).into(),
-        port: dev.port_info(&setup, mtu, gid_index),
-    };
-    let with_gid = setup.use_gid;
-    let params = &p;
-    type Connect<'a> = Box<dyn FnOnce(&[Record]) -> Result<Resources> + 'a>;
-    let (mine, connect): (Vec<Record>, Connect<'_>) = if p.connection.rdma_cm {
-        // perftest swaps an empty record before and after connecting through rdma_cm.
-        let empty = Record::default();
-        let pending = cm_qps::Pending::new(&p)?;
-        peer.hand_shake(&empty, with_gid)?;
-        let qps = pending.connect(&p, &setup, layout)?;
-        peer.hand_shake(&empty, with_gid)?;
-        let mine = qps.records(&dev, &p, &setup, gid_index)?;
-        (
-            mine,
-            Box::new(move |theirs| qps.finish(params, gid_index, theirs)),
-        )
-    } else {
-        let prepared = Prepared::new(&dev, &p, &setup, gid_index, layout)?;
-        let mine = prepared.records(&dev, &setup);
-        let setup = &setup;
-        let connect =
-            move |theirs: &[Record]| prepared.connect(params, setup, mtu, gid_index, theirs);
-        (mine, Box::new(connect))
-    };
-    out.write_str(&report::banner(&info)).ok();
-    out.flush();
-    let (res, theirs) = swap_records(&mut peer, &mine, &p, with_gid, connect, out)?;
-    out.flush();
-    let qkey = if p.connection.rdma_cm {
+    let (run, mut peer) = start(o, out)?;
+    let info = Info::from(&run);
+    let (res, mine, theirs) = connect_qps(&run, &mut peer, &info, out)?;
+    let qkey = if run.connection.rdma_cm {
         UDP_QKEY
     } else {
         DEFAULT_QKEY
@@ -275,20 +190,16 @@ pub fn run(p: &Options, out: &mut Output) -> Result<()> {
             ..Target::from(r)
         })
         .collect();
-
-    let test = p.test;
+    let test = run.test;
     let s = Session {
-        p,
+        run,
         out,
         clock,
         peer,
         res,
         mine,
         targets,
-        with_gid,
         info,
-        setup,
-        mtu,
     };
     match test {
         Test::WriteBw | Test::ReadBw | Test::AtomicBw => s.rdma_bw(),
@@ -299,47 +210,93 @@ pub fn run(p: &Options, out: &mut Output) -> Result<()> {
     }
 }
 
+/// Opens the device of the options `o`, meets the peer and settles the setup with it: the
+/// run, resolved once, and the peer.
+fn start(o: Options, out: &mut Output) -> Result<(Run, Peer)> {
+    out.write_str(&o.notes).ok();
+    let dev = Device::open(&o.device)?;
+    let setup = Setup::new(&dev, &o)?;
+    out.write_str(&setup.said.stdout).ok();
+    if !setup.said.stderr.is_empty() {
+        out.error(setup.said.stderr.trim_end());
+    }
+    if !o.connection.is_client() {
+        out.write_str(report::WAITING).ok();
+    }
+    out.flush();
+    let mut peer = meet(&o.connection)?;
+    peer.set_timeout(EXCHANGE_TIMEOUT)?;
+    let agreed = agree(&mut peer, &o, setup.port_mtu)?;
+    let run = Run::resolve(o, dev, setup, agreed, out)?;
+    Ok((run, peer))
+}
+
+/// Makes the QPs (through rdma_cm with `-R`), prints the banner described by `info`, swaps
+/// the records with the peer and connects the QPs: the resources, this side's records and
+/// the peer's.
+fn connect_qps(
+    run: &Run,
+    peer: &mut Peer,
+    info: &Info,
+    out: &mut Output,
+) -> Result<(Resources, Vec<Record>, Vec<Record>)> {
+    let with_gid = run.uses_gid();
+    type Connect<'a> = Box<dyn FnOnce(&[Record]) -> Result<Resources> + 'a>;
+    let (mine, connect): (Vec<Record>, Connect<'_>) = if run.connection.rdma_cm {
+        // perftest swaps an empty record before and after connecting through rdma_cm.
+        let empty = Record::default();
+        let pending = cm_qps::Pending::new(run)?;
+        peer.hand_shake(&empty, with_gid)?;
+        let qps = pending.connect(run)?;
+        peer.hand_shake(&empty, with_gid)?;
+        let mine = qps.records(run)?;
+        (mine, Box::new(|theirs| qps.finish(run, theirs)))
+    } else {
+        let prepared = Prepared::new(run)?;
+        let mine = prepared.records(run);
+        (mine, Box::new(|theirs| prepared.connect(run, theirs)))
+    };
+    out.write_str(&report::banner(info)).ok();
+    out.flush();
+    let (res, theirs) = swap_records(peer, &mine, run, connect, out)?;
+    out.flush();
+    Ok((res, mine, theirs))
+}
+
 impl Session<'_> {
-    /// The message sizes of the run: the atomic tests' one, or up to the largest the
-    /// transport carries (UD's MTU).
+    /// The message sizes of the run.
     fn sizes(&self) -> Vec<u64> {
-        if matches!(self.p.test, Test::AtomicBw | Test::AtomicLat) {
-            vec![ATOMIC_SIZE]
-        } else if self.p.conn == Conn::Ud {
-            self.p.sizes(self.mtu.into())
-        } else {
-            self.p.sizes(MAX_SIZE)
-        }
+        self.run.sizes.list.clone()
     }
 
     /// The result table's header, bandwidth or latency.
     fn print_header(&mut self) {
-        let header = if self.p.test.is_bw() {
-            report::bw_header(self.p.report.gbits)
+        let header = if self.run.test.is_bw() {
+            report::bw_header(self.run.report.gbits)
         } else {
-            report::lat_header(self.p.traffic.duration.is_some())
+            report::lat_header(self.run.traffic.duration.is_some())
         };
         self.print(&header);
     }
 
     fn plan(&self, size: u64) -> Plan {
-        Plan::new(&self.p, size, self.setup.inline_size)
+        Plan::new(&self.run, size)
     }
 
     fn hs0(&mut self) -> Result<()> {
-        self.peer.sync(&self.mine[0], self.with_gid)
+        self.peer.sync(&self.mine[0], self.run.uses_gid())
     }
 
     /// Waits for the peer's end of a measured part, however long the run may take.
-    fn hs0_after_run(&mut self, sizes: &[u64]) -> Result<()> {
-        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
+    fn hs0_after_run(&mut self) -> Result<()> {
+        self.peer.set_timeout(run_timeout(&self.run))?;
         self.hs0()?;
         self.peer.set_timeout(EXCHANGE_TIMEOUT)
     }
 
-    fn close(&mut self, sizes: &[u64]) -> Result<()> {
-        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
-        self.peer.close(&self.mine[0], self.with_gid)
+    fn close(&mut self) -> Result<()> {
+        self.peer.set_timeout(run_timeout(&self.run))?;
+        self.peer.close(&self.mine[0], self.run.uses_gid())
     }
 
     fn print(&mut self, text: &str) {
@@ -348,7 +305,7 @@ impl Session<'_> {
     }
 
     fn write_json(&mut self, text: &str) {
-        let Some(path) = &self.p.report.out_json else {
+        let Some(path) = &self.run.report.out_json else {
             return;
         };
         use std::os::unix::fs::OpenOptionsExt;
@@ -366,14 +323,15 @@ impl Session<'_> {
     }
 
     fn print_bw(&mut self, r: &BwReport) {
-        let line = report::bw_line(r, self.p.report.gbits);
+        let gbits = self.run.report.gbits;
+        let line = report::bw_line(r, gbits);
         self.print(&line);
-        let json = report::json_bw(&self.info, r, self.p.report.gbits);
+        let json = report::json_bw(&self.info, r, gbits);
         self.write_json(&json);
     }
 
-    fn exchange_reports(&mut self, r: &BwReport, sizes: &[u64]) -> Result<BwReport> {
-        self.peer.set_timeout(run_timeout(&self.p, sizes))?;
+    fn exchange_reports(&mut self, r: &BwReport) -> Result<BwReport> {
+        self.peer.set_timeout(run_timeout(&self.run))?;
         let theirs = self.peer.exchange_reports(&r.into())?;
         self.peer.set_timeout(EXCHANGE_TIMEOUT)?;
         Ok(theirs.into())
@@ -381,10 +339,10 @@ impl Session<'_> {
 
     /// A bidirectional result: both sides' sum, then with `--report-both` (one size only)
     /// each side's own numbers.
-    fn print_duplex(&mut self, mine: &BwReport, sizes: &[u64]) -> Result<()> {
-        let theirs = self.exchange_reports(mine, sizes)?;
+    fn print_duplex(&mut self, mine: &BwReport) -> Result<()> {
+        let theirs = self.exchange_reports(mine)?;
         self.print_bw(&mine.plus(&theirs));
-        if self.p.report.report_both && !self.p.size.all {
+        if self.run.report.report_both && !self.run.sizes.all {
             self.report_both(mine, &theirs);
         }
         Ok(())
@@ -392,9 +350,10 @@ impl Session<'_> {
 
     /// `--report-both`: each side's own numbers after the sum.
     fn report_both(&mut self, mine: &BwReport, theirs: &BwReport) {
-        let header = report::bw_header(self.p.report.gbits);
+        let gbits = self.run.report.gbits;
+        let header = report::bw_header(gbits);
         let title = |which: &str| {
-            let pad = if self.p.test == Test::AtomicBw {
+            let pad = if self.run.test == Test::AtomicBw {
                 ""
             } else {
                 " "
@@ -403,73 +362,77 @@ impl Session<'_> {
         };
         let mut text = title("Local");
         text.push_str(&header);
-        text.push_str(&report::bw_line(mine, self.p.report.gbits));
+        text.push_str(&report::bw_line(mine, gbits));
         text.push_str(&title("Remote"));
         text.push_str(&header);
-        text.push_str(&report::bw_line(theirs, self.p.report.gbits));
+        text.push_str(&report::bw_line(theirs, gbits));
         self.print(&text);
     }
 
     fn report(&self, samples: &BwSamples, size: u64) -> BwReport {
-        stats::bw_report(samples, &self.p.bw_shape(size), self.clock.ticks_per_sec())
+        stats::bw_report(
+            samples,
+            &self.run.bw_shape(size),
+            self.clock.ticks_per_sec(),
+        )
     }
 
     /// `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`.
     fn rdma_bw(mut self) -> Result<()> {
         self.print_header();
         let sizes = self.sizes();
-        if !self.p.connection.is_client() && !self.p.traffic.duplex {
-            self.hs0_after_run(&sizes)?;
-            let theirs = self.exchange_reports(&BwReport::default(), &sizes)?;
+        if !self.run.connection.is_client() && !self.run.traffic.duplex {
+            self.hs0_after_run()?;
+            let theirs = self.exchange_reports(&BwReport::default())?;
             self.print_bw(&theirs);
             self.print(RESULT_LINE);
-            return self.close(&sizes);
+            return self.close();
         }
         let mut last = BwReport::default();
         for &size in &sizes {
             let plan = self.plan(size);
             let mut wd = Watchdog::new(&self.peer, &self.clock);
-            if self.p.traffic.warm_up {
+            if self.run.traffic.warm_up {
                 engine::warm_up(&mut self.res, &plan, &self.targets, &mut wd)?;
             }
-            if self.p.traffic.duplex {
+            if self.run.traffic.duplex {
                 self.hs0()?;
             }
             let mut wd = Watchdog::new(&self.peer, &self.clock);
             let samples =
                 engine::bw_send(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?;
-            if self.p.traffic.duplex && self.p.size.all {
-                self.hs0_after_run(&sizes)?;
+            if self.run.traffic.duplex && self.run.sizes.all {
+                self.hs0_after_run()?;
             }
             let mine = self.report(&samples, size);
-            if self.p.traffic.duplex {
-                self.print_duplex(&mine, &sizes)?;
+            if self.run.traffic.duplex {
+                self.print_duplex(&mine)?;
             } else {
                 self.print_bw(&mine);
             }
             last = mine;
         }
         self.print(RESULT_LINE);
-        if self.p.connection.is_client() && !self.p.traffic.duplex {
-            self.hs0_after_run(&sizes)?;
-            self.exchange_reports(&last, &sizes)?;
+        if self.run.connection.is_client() && !self.run.traffic.duplex {
+            self.hs0_after_run()?;
+            self.exchange_reports(&last)?;
         }
-        self.close(&sizes)
+        self.close()
     }
 
     /// `ib_send_bw`.
     fn send_bw(mut self) -> Result<()> {
         self.print_header();
         let sizes = self.sizes();
-        let client = self.p.connection.is_client();
+        let client = self.run.connection.is_client();
         for &size in &sizes {
             let plan = self.plan(size);
-            if !client || self.p.traffic.duplex {
+            if !client || self.run.traffic.duplex {
                 engine::post_receives(&self.res.queues, size, plan.rx_depth, true)?;
             }
             self.hs0()?;
             let mut wd = Watchdog::new(&self.peer, &self.clock);
-            let samples = if self.p.traffic.duplex {
+            let samples = if self.run.traffic.duplex {
                 engine::bw_bidir(
                     &mut self.res,
                     &plan,
@@ -484,31 +447,31 @@ impl Session<'_> {
                 engine::bw_recv(&mut self.res, &plan, &self.targets, &self.clock, &mut wd)?
             };
             let mine = self.report(&samples, size);
-            let duration = self.p.traffic.duration.is_some();
-            if !self.p.traffic.duplex || duration {
+            let duration = self.run.traffic.duration.is_some();
+            if !self.run.traffic.duplex || duration {
                 self.print_bw(&mine);
             }
-            if self.p.traffic.duplex && !duration {
-                self.print_duplex(&mine, &sizes)?;
+            if self.run.traffic.duplex && !duration {
+                self.print_duplex(&mine)?;
             }
-            if self.p.size.all {
-                self.hs0_after_run(&sizes)?;
+            if self.run.sizes.all {
+                self.hs0_after_run()?;
             }
         }
         self.print(RESULT_LINE);
-        self.close(&sizes)
+        self.close()
     }
 
     /// Prints a latency result: samples with `-U`/`-H`, the line, the JSON file.
     fn print_lat(&mut self, size: u64, s: &LatSamples) {
-        let verb = self.p.test.verb();
+        let verb = self.run.test.verb();
         let rtt = if matches!(verb, Verb::Read | Verb::Atomic) {
             1.0
         } else {
             2.0
         };
         let per_usec = self.clock.ticks_per_sec() / 1e6;
-        if self.p.traffic.duration.is_some() {
+        if self.run.traffic.duration.is_some() {
             let (latency, tps) = stats::lat_duration(s.interval, s.iters, per_usec, rtt);
             let line = report::lat_duration_line(size, s.iters, latency, tps);
             self.print(&line);
@@ -518,29 +481,32 @@ impl Session<'_> {
         }
         let r = stats::lat_report(&s.tposted, per_usec, rtt);
         let mut text = String::new();
-        if self.p.report.unsorted {
+        if self.run.report.unsorted {
             text.push_str(&report::samples(&r.unsorted));
         }
-        if self.p.report.histogram {
+        if self.run.report.histogram {
             text.push_str(&report::samples(&r.sorted_kept));
         }
-        if self.p.report.unsorted || self.p.report.histogram {
+        if self.run.report.unsorted || self.run.report.histogram {
             text.push_str(&report::lat_header(false));
         }
-        let _ = write!(text, "{}", report::lat_line(size, self.p.traffic.iters, &r));
+        let _ = write!(
+            text,
+            "{}",
+            report::lat_line(size, self.run.traffic.iters, &r)
+        );
         self.print(&text);
-        let json = report::json_lat(&self.info, size, self.p.traffic.iters, &r);
+        let json = report::json_lat(&self.info, size, self.run.traffic.iters, &r);
         self.write_json(&json);
     }
 
     /// The latency table: `measure` runs the test's loop once per size.
     fn lat_table(
         &mut self,
-        sizes: &[u64],
         mut measure: impl FnMut(&mut Self, &Plan) -> Result<LatSamples>,
     ) -> Result<()> {
         self.print_header();
-        for &size in sizes {
+        for size in self.sizes() {
             let plan = self.plan(size);
             let samples = measure(self, &plan)?;
             self.print_lat(size, &samples);
@@ -550,23 +516,21 @@ impl Session<'_> {
 
     /// `ib_send_lat`.
     fn send_lat(mut self) -> Result<()> {
-        let sizes = self.sizes();
-        let client = self.p.connection.is_client();
-        self.lat_table(&sizes, |s, plan| {
+        let client = self.run.connection.is_client();
+        self.lat_table(|s, plan| {
             engine::post_receives(&s.res.queues, plan.size, plan.rx_depth, false)?;
             s.hs0()?;
             let mut wd = Watchdog::new(&s.peer, &s.clock);
             engine::lat_send(&mut s.res, plan, &s.targets, client, &s.clock, &mut wd)
         })?;
         self.print(RESULT_LINE);
-        self.close(&sizes)
+        self.close()
     }
 
     /// `ib_write_lat`: no closing exchange, as perftest.
     fn write_lat(mut self) -> Result<()> {
-        let sizes = self.sizes();
-        let client = self.p.connection.is_client();
-        self.lat_table(&sizes, |s, plan| {
+        let client = self.run.connection.is_client();
+        self.lat_table(|s, plan| {
             let mut wd = Watchdog::new(&s.peer, &s.clock);
             engine::lat_write(&mut s.res, plan, &s.targets, client, &s.clock, &mut wd)
         })?;
@@ -576,15 +540,14 @@ impl Session<'_> {
 
     /// `ib_read_lat`, `ib_atomic_lat`: only the client measures.
     fn read_lat(mut self) -> Result<()> {
-        let sizes = self.sizes();
-        if self.p.connection.is_client() {
-            self.lat_table(&sizes, |s, plan| {
+        if self.run.connection.is_client() {
+            self.lat_table(|s, plan| {
                 let mut wd = Watchdog::new(&s.peer, &s.clock);
                 engine::lat_read(&mut s.res, plan, &s.targets, &s.clock, &mut wd)
             })?;
         }
         // The separator comes after the closing exchange, as in perftest.
-        self.close(&sizes)?;
+        self.close()?;
         self.print(RESULT_LINE);
         Ok(())
     }

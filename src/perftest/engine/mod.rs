@@ -16,7 +16,8 @@ pub use lat::{lat_read, lat_send, lat_write, LatSamples};
 pub use post::{post_receives, Target};
 pub use watchdog::{Watchdog, STALL};
 
-use super::options::{Options, Timed};
+use super::options::Timed;
+use super::rdma::Run;
 use super::types::{AtomicOp, Verb};
 
 /// Completions taken per poll (perftest's `CTX_POLL_BATCH`).
@@ -50,22 +51,23 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `p` for messages of `size` bytes, inline up to `inline_size` (the
-    /// device's choice).
-    pub fn new(p: &Options, size: u64, inline_size: u32) -> Plan {
-        let verb = p.test.verb();
+    /// The plan of `run` for messages of `size` bytes.
+    pub fn new(run: &Run, size: u64) -> Plan {
+        let verb = run.test.verb();
+        let (q, t) = (&run.queues, &run.traffic);
+        let inline_size = u64::from(run.port.inline_size);
         Plan {
             verb,
             size,
-            iters: p.traffic.iters,
-            tx_depth: p.queues.tx_depth.into(),
-            cq_mod: p.queues.cq_mod.into(),
-            post_list: p.queues.post_list.into(),
-            no_peak: p.report.no_peak,
-            inline: matches!(verb, Verb::Send | Verb::Write) && size <= u64::from(inline_size),
-            atomic: p.traffic.atomic,
-            duration: p.traffic.duration,
-            rx_depth: p.queues.rx_depth.into(),
+            iters: t.iters,
+            tx_depth: q.tx_depth.into(),
+            cq_mod: q.cq_mod.into(),
+            post_list: q.post_list.into(),
+            no_peak: run.report.no_peak,
+            inline: matches!(verb, Verb::Send | Verb::Write) && size <= inline_size,
+            atomic: t.atomic,
+            duration: t.duration,
+            rx_depth: q.rx_depth.into(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Command line: perftest's options as typed ([`Args`], text as given), then with their
 //! meanings, defaults and the dependencies between them (`force_dependecies`): [`Options`],
-//! what the run asks for, up to what needs the device.
+//! what the run asks for. What needs the device (GID index, MTU, inline size, outstanding
+//! reads, the sizes UD carries) is resolved from them once, into the run (`rdma::Run`).
 
 mod args;
 mod defaults;
@@ -13,8 +14,6 @@ use std::ffi::OsString;
 
 pub use args::Args;
 
-use super::report::RunInfo;
-use super::stats::BwShape;
 use super::types::{AtomicOp, Conn, Error, Result, Test};
 use super::wire::{self, Summary};
 
@@ -28,7 +27,8 @@ pub const ATOMIC_SIZE: u64 = 8;
 pub const MAX_INLINE_UD: u32 = 884;
 
 /// What the command line asks for: perftest's options with its defaults and the dependencies
-/// between them applied, by concern.
+/// between them applied, by concern. The run resolves `device` and `size` against the device
+/// and the peer; the other groups pass into it as they are.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Options {
     /// Which test.
@@ -236,60 +236,6 @@ impl From<&Options> for Summary {
             } else {
                 0
             },
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// What the other rooms need of the options
-
-impl Options {
-    /// The message sizes of the run: all powers of two from 2 with `-a` (up to `max`), else
-    /// the one size.
-    pub(crate) fn sizes(&self, max: u64) -> Vec<u64> {
-        if self.size.all {
-            (1..24)
-                .map(|i| 1u64 << i)
-                .take_while(|&s| s <= max)
-                .collect()
-        } else {
-            vec![self.size.size]
-        }
-    }
-
-    /// How the bandwidth results of messages of `size` bytes are computed.
-    pub(crate) fn bw_shape(&self, size: u64) -> BwShape {
-        let q = &self.queues;
-        BwShape {
-            size,
-            num_qps: q.num_qps.into(),
-            post_list: q.post_list.into(),
-            cq_mod: q.cq_mod.into(),
-            no_peak: self.report.no_peak,
-            duration: self.traffic.duration.is_some(),
-            gbits: self.report.gbits,
-        }
-    }
-}
-
-impl From<&Options> for RunInfo {
-    /// The options the banner shows.
-    fn from(o: &Options) -> RunInfo {
-        let q = &o.queues;
-        RunInfo {
-            test: o.test,
-            atomic: o.traffic.atomic,
-            duplex: o.traffic.duplex,
-            post_list: q.post_list,
-            events: q.events,
-            num_qps: q.num_qps,
-            conn: o.conn,
-            relaxed_ordering: o.device.relaxed_ordering,
-            rdma_cm: o.connection.rdma_cm,
-            client: o.connection.is_client(),
-            tx_depth: q.tx_depth,
-            rx_depth: q.rx_depth,
-            cq_mod: q.cq_mod,
         }
     }
 }

@@ -5,9 +5,7 @@ use std::net::Ipv6Addr;
 
 use rdma_verbs::{Context, DeviceList, GidType, LinkLayer, PortAttr, PortState, Transport};
 
-use super::Setup;
-use crate::perftest::options::Options;
-use crate::perftest::report::PortInfo;
+use crate::perftest::options::DeviceOptions;
 use crate::perftest::types::{Ctx as _, Error, Result};
 
 /// An open device and the port the test runs on.
@@ -18,6 +16,8 @@ pub struct Device {
     pub name: String,
     /// `IB`, `IW` or `Unknown`, as perftest names the transport.
     pub transport: &'static str,
+    /// The port's number.
+    pub port_num: u8,
     /// The port's attributes.
     pub port: PortAttr,
     /// Whether the link layer is Ethernet (RoCE).
@@ -29,15 +29,16 @@ pub struct Device {
 }
 
 impl Device {
-    /// Opens the device of `-d` (or the first one) and checks its port as perftest does.
-    pub fn open(p: &Options) -> Result<Device> {
+    /// Opens the device of `-d` (or the first one) and checks its port (`-i`) as perftest
+    /// does.
+    pub fn open(o: &DeviceOptions) -> Result<Device> {
         let list = DeviceList::new().ctx("ibv_get_device_list")?;
         if list.is_empty() {
             return Err(Error::new(
                 " Did not detect devices \n If device exists, check if driver is up",
             ));
         }
-        let dev = match &p.device.ib_dev {
+        let dev = match &o.ib_dev {
             Some(name) => list
                 .find(name)
                 .map_err(|_| Error::new(format!("IB device {name} not found")))?,
@@ -52,14 +53,14 @@ impl Device {
         let ctx = dev
             .open()
             .ctx(format_args!(" Couldn't get context for the device {name}"))?;
-        let port = ctx.query_port(p.device.ib_port).ctx(format_args!(
-            " Unable to query port {} attributes",
-            p.device.ib_port
-        ))?;
+        let port_num = o.ib_port;
+        let port = ctx
+            .query_port(port_num)
+            .ctx(format_args!(" Unable to query port {port_num} attributes"))?;
         if port.state != PortState::Active {
             return Err(Error::new(format!(
-                " Port number {} state is {}",
-                p.device.ib_port, port.state
+                " Port number {port_num} state is {}",
+                port.state
             )));
         }
         let ethernet = match port.link_layer {
@@ -67,8 +68,7 @@ impl Device {
             LinkLayer::InfiniBand | LinkLayer::Unspecified => false,
             _ => {
                 return Err(Error::new(format!(
-                    "Link layer on port {} is Unknown",
-                    p.device.ib_port
+                    "Link layer on port {port_num} is Unknown"
                 )))
             }
         };
@@ -76,6 +76,7 @@ impl Device {
         Ok(Device {
             name,
             transport,
+            port_num,
             port,
             ethernet,
             max_qp_rd_atom: attr.max_qp_rd_atom,
@@ -93,23 +94,29 @@ impl Device {
         }
     }
 
-    /// What the banner shows of the device and port, with the `mtu` and `gid_index` in
-    /// use and the `setup` decided.
-    pub fn port_info(&self, setup: &Setup, mtu: u32, gid_index: Option<u8>) -> PortInfo {
-        PortInfo {
-            device: self.name.clone(),
-            transport: self.transport,
-            mtu,
-            link: self.link(),
-            gid_index,
-            inline_size: setup.inline_size,
-            out_reads: setup.out_reads,
-        }
-    }
-
     /// The port's active MTU in bytes.
     pub fn active_mtu(&self) -> u32 {
         self.port.active_mtu.bytes().unwrap_or(1024)
+    }
+
+    /// The GID index of the test: `asked` (`-x`), else on RoCE perftest's pick in the port's
+    /// table (preferring IPv6 GIDs with `ipv6`), else none (InfiniBand).
+    pub fn gid_index(&self, asked: Option<u8>, ipv6: bool) -> Result<Option<u8>> {
+        if asked.is_some() || !self.ethernet {
+            return Ok(asked);
+        }
+        let len = self.port.gid_tbl_len as usize;
+        let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
+        let entries = self
+            .ctx
+            .gid_table(self.port_num)
+            .ctx("reading the GID table")?;
+        for e in entries {
+            if let Some(slot) = table.get_mut(usize::from(e.index)) {
+                *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
+            }
+        }
+        pick_gid_index(&table, ipv6).map(Some)
     }
 }
 
@@ -156,29 +163,10 @@ fn best_gid_index(table: &[(Ipv6Addr, Option<GidType>)], ipv6: bool) -> usize {
     best
 }
 
-/// The GID index of the test: `-x`, else on RoCE perftest's pick, else none (InfiniBand).
-pub fn gid_index(dev: &Device, p: &Options) -> Result<Option<u8>> {
-    if let Some(i) = p.device.gid_index {
-        return Ok(Some(i));
-    }
-    if !dev.ethernet {
-        return Ok(None);
-    }
-    let len = dev.port.gid_tbl_len as usize;
-    let mut table = vec![(Ipv6Addr::UNSPECIFIED, None); len];
-    for e in dev
-        .ctx
-        .gid_table(p.device.ib_port)
-        .ctx("reading the GID table")?
-    {
-        if let Some(slot) = table.get_mut(usize::from(e.index)) {
-            *slot = (Ipv6Addr::from(e.gid), Some(e.gid_type));
-        }
-    }
-    let best = best_gid_index(&table, p.device.ipv6);
-    u8::try_from(best)
-        .map(Some)
-        .map_err(|_| Error::new(format!("GID index {best} is out of range")))
+/// [`best_gid_index`] as the index QPs take, an error beyond 255.
+fn pick_gid_index(table: &[(Ipv6Addr, Option<GidType>)], ipv6: bool) -> Result<u8> {
+    let best = best_gid_index(table, ipv6);
+    u8::try_from(best).map_err(|_| Error::new(format!("GID index {best} is out of range")))
 }
 
 #[cfg(test)]
@@ -212,5 +200,23 @@ mod tests {
         assert_eq!(best_gid_index(&odd, false), 1);
         assert!(v4_mapped(&g("ff0e::ffff:239.1.1.1")));
         assert!(!v4_mapped(&g("::1")));
+    }
+
+    #[test]
+    fn gid_pick_fits_a_qp() {
+        let v1 = Some(GidType::RoceV1);
+        let v2 = Some(GidType::RoceV2);
+        let link_local = ("fe80::1".parse::<Ipv6Addr>().unwrap(), v1);
+        let v4 = ("::ffff:10.0.0.1".parse::<Ipv6Addr>().unwrap(), v2);
+        // An empty table (or one entry) is index 0.
+        assert_eq!(pick_gid_index(&[], false).unwrap(), 0);
+        let mut table = vec![link_local; 256];
+        table[255] = v4;
+        assert_eq!(pick_gid_index(&table, false).unwrap(), 255);
+        // perftest's pick past 255 is no index a QP takes.
+        table.push(v4);
+        table[255] = link_local;
+        let err = pick_gid_index(&table, false).unwrap_err();
+        assert_eq!(err.to_string(), "GID index 256 is out of range");
     }
 }

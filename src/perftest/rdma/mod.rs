@@ -1,9 +1,11 @@
-//! The verbs side: the device and port (`device`), perftest's device-dependent choices, and
-//! the resources of a test (one memory region, CQs, QPs, and on iWARP the receive credits of
-//! `ib_send_bw`: `credit`), on the safe `rdma-verbs` API.
+//! The verbs side: the device and port (`device`), the options resolved against them and
+//! the peer into the run (`run`), and the resources of a test (one memory region, CQs, QPs,
+//! and on iWARP the receive credits of `ib_send_bw`: `credit`), on the safe `rdma-verbs`
+//! API.
 
 mod credit;
 mod device;
+mod run;
 
 use std::fmt::Write as _;
 use std::ops::Deref;
@@ -15,124 +17,15 @@ use rdma_verbs::{
     Route, Transport,
 };
 
-use super::options::Options;
-use super::report::RESULT_LINE;
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
 
 pub use credit::{Credits, COUNT_LEN};
-pub use device::{gid_index, v4_mapped, Device};
+pub use device::{v4_mapped, Device};
+pub(crate) use run::{Agreed, Run, Setup};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const GRH: usize = 40;
-/// rxe's and siw's vendor IDs: software devices, which perftest's device table does not
-/// know (it then turns inline data off).
-const SOFTWARE_VENDORS: [u32; 2] = [0x00ff_ffff, 0x0062_6d74];
-
-/// What perftest decides from the device before connecting.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Setup {
-    /// Inline size in use.
-    pub inline_size: u32,
-    /// Outstanding reads/atomics (1 for send and write).
-    pub out_reads: u32,
-    /// This side's MTU in bytes (before the exchange with the peer).
-    pub mtu: u32,
-    /// Whether GIDs are used (RoCE, or `-x`): records then carry them.
-    pub use_gid: bool,
-    /// What perftest prints on stdout meanwhile.
-    pub stdout: String,
-    /// What perftest prints on stderr meanwhile.
-    pub stderr: String,
-}
-
-impl Setup {
-    /// perftest's `check_link` and `set_mtu`: inline size, outstanding reads and MTU.
-    pub fn new(dev: &Device, p: &Options) -> Result<Setup> {
-        let mut stdout = String::new();
-        let mut stderr = String::new();
-        let verb = p.test.verb();
-        let rdma_read = matches!(verb, Verb::Read | Verb::Atomic);
-        // Read and atomic tests set the inline size to 0 before the device check, which
-        // then counts as asked for.
-        let asked_inline = if rdma_read {
-            Some(0)
-        } else {
-            p.device.inline_size
-        };
-        let inline_size = if SOFTWARE_VENDORS.contains(&dev.vendor_id) {
-            if asked_inline.is_some() {
-                stdout.push_str(RESULT_LINE);
-                stderr
-                    .push_str("Device not recognized to implement inline feature. Disabling it\n");
-            }
-            0
-        } else {
-            asked_inline.unwrap_or(match (p.test, p.conn) {
-                (Test::WriteLat, _) => 220,
-                (Test::SendLat, Conn::Ud) => 188,
-                (Test::SendLat, _) => 236,
-                _ => 0,
-            })
-        };
-        let out_reads = if rdma_read {
-            let max = dev.max_qp_rd_atom;
-            match p.device.out_reads {
-                Some(n) if n > i64::from(max) => {
-                    stdout.push_str(RESULT_LINE);
-                    let _ = writeln!(stderr, " Number of outstanding reads is above max = {max}");
-                    stderr.push_str(" Changing to that max value\n");
-                    max
-                }
-                Some(n) if n > 0 => n as u32,
-                _ => max,
-            }
-        } else {
-            1
-        };
-        let active = dev.active_mtu();
-        let mtu = match p.device.mtu {
-            None => active,
-            Some(m @ (256 | 512 | 1024 | 2048 | 4096)) if m > active => {
-                stdout.push_str("Requested mtu is higher than active mtu \n");
-                let _ = writeln!(stdout, "Changing to active mtu - {}", mtu_code(active));
-                active
-            }
-            Some(m @ (256 | 512 | 1024 | 2048 | 4096)) => m,
-            Some(m) => {
-                let _ = writeln!(stderr, " Invalid MTU - {m} ");
-                stderr.push_str(" Please choose mtu from {256,512,1024,2048,4096}\n");
-                let _ = writeln!(
-                    stderr,
-                    " Will run with the port active mtu - {}",
-                    mtu_code(active)
-                );
-                active
-            }
-        };
-        let max_msg = u64::from(dev.port.max_msg_sz);
-        let largest = p.size.size;
-        if max_msg > 0 && largest > max_msg && p.conn != Conn::Ud {
-            return Err(Error::new(format!(
-                " Message size {largest} is larger than the largest message of port {} of {} ({max_msg} bytes)",
-                p.device.ib_port, dev.name
-            )));
-        }
-        Ok(Setup {
-            inline_size,
-            out_reads,
-            mtu,
-            use_gid: dev.ethernet || p.device.gid_index.is_some(),
-            stdout,
-            stderr,
-        })
-    }
-}
-
-/// `enum ibv_mtu` of a size in bytes, as perftest prints it in some messages.
-fn mtu_code(bytes: u32) -> u32 {
-    bytes.trailing_zeros().saturating_sub(7)
-}
 
 /// Where things are in the test's one memory region: per QP, a send area and then a receive
 /// area (the one the peer reads or writes), each `slot` bytes, as perftest lays them out.
@@ -255,8 +148,9 @@ pub struct Base {
 impl Base {
     /// Creates the PD, region and CQs of the test on `ctx` (and the credits of
     /// `ib_send_bw` on iWARP).
-    pub fn new(ctx: &Context, p: &Options, layout: Layout) -> Result<Base> {
-        let verb = p.test.verb();
+    pub fn new(ctx: &Context, run: &Run) -> Result<Base> {
+        let verb = run.test.verb();
+        let (q, layout) = (&run.queues, run.layout);
         let iwarp = ctx.transport() == Transport::Iwarp;
         let pd = ctx.alloc_pd().ctx("Couldn't allocate PD")?;
         let mut access = AccessFlags::LOCAL_WRITE;
@@ -269,25 +163,21 @@ impl Base {
             Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
             Verb::Send => AccessFlags::empty(),
         };
-        if p.device.relaxed_ordering {
+        if run.port.relaxed_ordering {
             access |= AccessFlags::RELAXED_ORDERING;
         }
         let mr = pd.alloc_mr(layout.total(), access).ctx(format_args!(
             "Couldn't allocate MR of {} bytes",
             layout.total()
         ))?;
-        let send_cq = Cq::new(ctx, p.queues.tx_depth * p.queues.num_qps, p.queues.events)?;
+        let send_cq = Cq::new(ctx, q.tx_depth * q.num_qps, q.events)?;
         let recv_cq = if verb == Verb::Send {
-            Some(Cq::new(
-                ctx,
-                p.queues.rx_depth * p.queues.num_qps,
-                p.queues.events,
-            )?)
+            Some(Cq::new(ctx, q.rx_depth * q.num_qps, q.events)?)
         } else {
             None
         };
-        let credits = if p.test == Test::SendBw && iwarp {
-            Some(Credits::new(&pd, p.queues.num_qps as usize)?)
+        let credits = if run.test == Test::SendBw && iwarp {
+            Some(Credits::new(&pd, q.num_qps as usize)?)
         } else {
             None
         };
@@ -310,8 +200,7 @@ impl Base {
     /// has no `gid`); with credits, their RKey and VAddr name the QP's credit slot.
     pub fn records(
         &self,
-        dev: &Device,
-        setup: &Setup,
+        run: &Run,
         gid: Option<Gid>,
         endpoints: impl Iterator<Item = Endpoint>,
     ) -> Vec<Record> {
@@ -326,13 +215,13 @@ impl Base {
                     ),
                 };
                 Record {
-                    lid: dev.port.lid,
-                    out_reads: setup.out_reads as u16,
+                    lid: run.device.port.lid,
+                    out_reads: run.port.out_reads as u16,
                     qpn: ep.qpn,
                     psn: ep.psn,
                     rkey,
                     vaddr,
-                    gid: setup.use_gid.then_some(gid.unwrap_or(ep.gid).into()),
+                    gid: run.uses_gid().then_some(gid.unwrap_or(ep.gid).into()),
                     srqn: 0,
                 }
             })
@@ -445,37 +334,32 @@ pub struct Queues {
 
 impl Prepared {
     /// Creates the PD, region, CQs and QPs of the test.
-    pub fn new(
-        dev: &Device,
-        p: &Options,
-        setup: &Setup,
-        gid_index: Option<u8>,
-        layout: Layout,
-    ) -> Result<Prepared> {
-        let verb = p.test.verb();
-        let base = Base::new(&dev.ctx, p, layout)?;
+    pub fn new(run: &Run) -> Result<Prepared> {
+        let verb = run.test.verb();
+        let (q, port) = (&run.queues, &run.port);
+        let base = Base::new(&run.device.ctx, run)?;
         let qp_access = match verb {
             Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
             Verb::Read => AccessFlags::REMOTE_READ,
             Verb::Write => AccessFlags::REMOTE_WRITE,
             Verb::Send => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
         };
-        let qp_type = match p.conn {
+        let qp_type = match run.conn {
             Conn::Rc => QpType::Rc,
             Conn::Uc => QpType::Uc,
             Conn::Ud => QpType::Ud,
         };
-        let mut qps = Vec::with_capacity(p.queues.num_qps as usize);
-        for i in 0..p.queues.num_qps {
+        let mut qps = Vec::with_capacity(q.num_qps as usize);
+        for i in 0..q.num_qps {
             let mut b = base
                 .pd
                 .create_qp(qp_type, &base.send_cq.cq, &base.recv().cq)
-                .max_send_wr(p.queues.tx_depth)
-                .max_recv_wr(p.queues.rx_depth)
-                .max_inline_data(setup.inline_size)
-                .port(p.device.ib_port)
+                .max_send_wr(q.tx_depth)
+                .max_recv_wr(q.rx_depth)
+                .max_inline_data(port.inline_size)
+                .port(run.device.port_num)
                 .access(qp_access);
-            if let Some(g) = gid_index {
+            if let Some(g) = port.gid_index {
                 b = b.gid_index(g);
             }
             let qp = b.build().map_err(|e| {
@@ -484,7 +368,7 @@ impl Prepared {
                     let _ = write!(
                         msg,
                         "\nRequested QP size might be too big. Try reducing TX depth and/or inline size.\nCurrent TX depth is {} and inline size is {} .",
-                        p.queues.tx_depth, setup.inline_size
+                        q.tx_depth, port.inline_size
                     );
                 }
                 Error::new(msg)
@@ -495,45 +379,33 @@ impl Prepared {
     }
 
     /// This side's records, one per QP.
-    pub fn records(&self, dev: &Device, setup: &Setup) -> Vec<Record> {
+    pub fn records(&self, run: &Run) -> Vec<Record> {
         let endpoints = self.qps.iter().map(PreparedQueuePair::endpoint);
-        self.base.records(dev, setup, None, endpoints)
-    }
-
-    /// Whether this side sends and so needs address handles on UD.
-    pub fn sends(p: &Options) -> bool {
-        p.connection.is_client() || p.traffic.duplex || !p.test.is_bw()
+        self.base.records(run, None, endpoints)
     }
 
     /// Connects every QP to the peer's (RTR and RTS with perftest's attributes; UD: ready,
     /// and address handles where this side sends).
-    pub fn connect(
-        self,
-        p: &Options,
-        setup: &Setup,
-        mtu: u32,
-        gid_index: Option<u8>,
-        remote: &[Record],
-    ) -> Result<Resources> {
-        let sends = Prepared::sends(p);
+    pub fn connect(self, run: &Run, remote: &[Record]) -> Result<Resources> {
+        let sends = run.sends();
         let mut qps = Vec::with_capacity(self.qps.len());
         let mut ahs = Vec::new();
         for (i, (qp, r)) in self.qps.into_iter().zip(remote).enumerate() {
-            if p.conn == Conn::Ud {
+            if run.conn == Conn::Ud {
                 qps.push(Qp::Own(
                     qp.ready()
                         .ctx(format_args!("Failed to modify QP {i} to RTR/RTS"))?,
                 ));
                 if sends {
-                    ahs.push(ud_ah(&self.base.pd, p, gid_index, r)?);
+                    ahs.push(ud_ah(&self.base.pd, run, r)?);
                 }
             } else {
                 let opts = ConnectOptions::new()
-                    .timeout(p.connection.qp_timeout)
+                    .timeout(run.connection.qp_timeout)
                     .max_rd_atomic(u8::try_from(r.out_reads).unwrap_or(u8::MAX))
-                    .max_dest_rd_atomic(u8::try_from(setup.out_reads).unwrap_or(u8::MAX))
-                    .route(route(p, gid_index));
-                let opts = match Mtu::from_bytes(mtu) {
+                    .max_dest_rd_atomic(u8::try_from(run.port.out_reads).unwrap_or(u8::MAX))
+                    .route(route(run));
+                let opts = match Mtu::from_bytes(run.port.mtu) {
                     Some(mtu) => opts.path_mtu(mtu),
                     None => opts,
                 };
@@ -548,11 +420,11 @@ impl Prepared {
 }
 
 /// perftest's route to a peer QP: hop limit 255, and a GRH where this side uses a GID.
-fn route(p: &Options, gid_index: Option<u8>) -> Route {
+fn route(run: &Run) -> Route {
     Route::new()
         .hop_limit(0xff)
-        .sl(p.connection.sl)
-        .force_grh(gid_index.is_some())
+        .sl(run.connection.sl)
+        .force_grh(run.uses_gid())
 }
 
 /// The endpoint a peer's record describes.
@@ -561,17 +433,12 @@ fn endpoint(r: &Record) -> Endpoint {
 }
 
 /// A UD address handle in `pd` to the peer QP of record `r`.
-pub fn ud_ah(
-    pd: &ProtectionDomain,
-    p: &Options,
-    gid_index: Option<u8>,
-    r: &Record,
-) -> Result<AddressHandle> {
+pub fn ud_ah(pd: &ProtectionDomain, run: &Run, r: &Record) -> Result<AddressHandle> {
     let ah = pd
         .create_ah(&endpoint(r))
-        .port(p.device.ib_port)
-        .route(route(p, gid_index));
-    match gid_index {
+        .port(run.device.port_num)
+        .route(route(run));
+    match run.port.gid_index {
         Some(index) => ah.gid_index(index),
         None => ah,
     }
