@@ -1,4 +1,8 @@
 //! RDMA devices: `ibv_get_device_list` and friends.
+//!
+//! Its own raw file: the unsafe here is the whole point of the module, an array of device
+//! pointers owned by [`DeviceList`] and the devices borrowed from it. Opening one is the
+//! context's (`context/raw.rs`).
 
 use std::ffi::CStr;
 use std::fmt;
@@ -200,11 +204,7 @@ impl<'list> Device<'list> {
 
     /// Opens the device (`ibv_open_device`).
     pub fn open(&self) -> Result<Context> {
-        // SAFETY: the device is valid while the list lives.
-        let ctx = unsafe { ffi::ibv_open_device(self.raw.as_ptr()) };
-        let ctx = NonNull::new(ctx).ok_or_else(|| Error::last("ibv_open_device"))?;
-        // SAFETY: ctx was just opened and is owned by nobody else.
-        Ok(unsafe { Context::from_raw(ctx) })
+        Context::open_device(self)
     }
 
     /// The raw `ibv_device`, valid while the list lives.

@@ -1,13 +1,11 @@
 //! Asynchronous events: `struct ibv_async_event`, `ibv_get_async_event` and
 //! `ibv_ack_async_event`.
 
-use std::ffi::CStr;
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::context::Context;
+use crate::context::{raw, Context};
 use crate::error::{Error, Result};
 use crate::ffi;
 
@@ -118,9 +116,9 @@ impl AsyncEventKind {
 
     /// The verbs description, such as `"port active"` (`ibv_event_type_str`).
     pub fn as_str(self) -> &'static str {
-        // SAFETY: ibv_event_type_str returns a static string for any value.
-        let s = unsafe { CStr::from_ptr(ffi::ibv_event_type_str(self.raw())) };
-        s.to_str().unwrap_or("unknown")
+        raw::event_type_str(self.raw())
+            .to_str()
+            .unwrap_or("unknown")
     }
 }
 
@@ -134,7 +132,7 @@ impl fmt::Display for AsyncEventKind {
 /// An opaque identifier of the QP, CQ, SRQ or WQ an event is about: the address of its C
 /// object, equal for events about the same object while it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ObjectId(usize);
+pub struct ObjectId(pub(super) usize);
 
 impl ObjectId {
     /// The address of the C object.
@@ -171,54 +169,6 @@ pub struct AsyncEvent {
     pub source: EventSource,
 }
 
-impl AsyncEvent {
-    /// Copies the kind and source out of a C event.
-    fn from_raw(raw: &ffi::ibv_async_event) -> Self {
-        use AsyncEventKind as K;
-        let kind = AsyncEventKind::from_raw(raw.event_type);
-        let element = &raw.element;
-        let source = match kind {
-            K::CqErr => {
-                // SAFETY: libibverbs sets the `cq` member for CQ events.
-                EventSource::Cq(ObjectId(unsafe { element.cq } as usize))
-            }
-            K::QpFatal
-            | K::QpReqErr
-            | K::QpAccessErr
-            | K::CommEst
-            | K::SqDrained
-            | K::PathMig
-            | K::PathMigErr
-            | K::QpLastWqeReached => {
-                // SAFETY: libibverbs sets the `qp` member for QP events.
-                EventSource::Qp(ObjectId(unsafe { element.qp } as usize))
-            }
-            K::SrqErr | K::SrqLimitReached => {
-                // SAFETY: libibverbs sets the `srq` member for SRQ events.
-                EventSource::Srq(ObjectId(unsafe { element.srq } as usize))
-            }
-            K::WqFatal => {
-                // SAFETY: libibverbs sets the `wq` member for WQ events.
-                EventSource::Wq(ObjectId(unsafe { element.wq } as usize))
-            }
-            K::PortActive
-            | K::PortErr
-            | K::LidChange
-            | K::PkeyChange
-            | K::SmChange
-            | K::ClientReregister
-            | K::GidChange => {
-                // SAFETY: libibverbs sets the `port_num` member for port events.
-                let port = unsafe { element.port_num };
-                // Port numbers fit in u8 (ibv_query_port takes a u8); 0 is no port.
-                EventSource::Port(u8::try_from(port).unwrap_or(0))
-            }
-            K::DeviceFatal | K::Unknown(_) => EventSource::Device,
-        };
-        AsyncEvent { kind, source }
-    }
-}
-
 impl fmt::Display for AsyncEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.source {
@@ -239,49 +189,25 @@ impl Context {
                 return Ok(event);
             }
             // The fd is non-blocking (an async event stream made it so): wait for it.
-            self.poll_async_fd(-1)?;
+            self.inner.raw.poll_async_fd(-1)?;
         }
     }
 
     /// Reads the next asynchronous event if one is queued (`ibv_get_async_event`,
     /// `ibv_ack_async_event`); `None` if the fd is non-blocking and has none (`EAGAIN`).
     pub(crate) fn try_get_async_event(&self) -> Result<Option<AsyncEvent>> {
-        let mut raw = MaybeUninit::<ffi::ibv_async_event>::uninit();
-        // SAFETY: the context is open and raw is writable.
-        let rc = unsafe { ffi::ibv_get_async_event(self.ptr(), raw.as_mut_ptr()) };
-        if rc != 0 {
-            return match std::io::Error::last_os_error() {
-                err if err.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-                source => Err(Error::Verb {
+        let event = match self.inner.raw.get_async_event() {
+            Ok(event) => event,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+            Err(source) => {
+                return Err(Error::Verb {
                     verb: "ibv_get_async_event",
                     source,
-                }),
-            };
-        }
-        // SAFETY: ibv_get_async_event succeeded, so it filled the event.
-        let mut raw = unsafe { raw.assume_init() };
-        let event = AsyncEvent::from_raw(&raw);
-        self.inner.ports.event(event.kind);
-        // SAFETY: raw is an event from ibv_get_async_event not acknowledged yet; nothing
-        // refers to the object it names after this.
-        unsafe { ffi::ibv_ack_async_event(&mut raw) };
-        Ok(Some(event))
-    }
-
-    /// Waits up to `ms` milliseconds (-1: forever) for the async fd to become readable
-    /// (`poll`); true if it did.
-    fn poll_async_fd(&self, ms: libc::c_int) -> Result<bool> {
-        let mut pollfd = libc::pollfd {
-            fd: self.async_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+                })
+            }
         };
-        // SAFETY: pollfd is one valid, writable pollfd.
-        match unsafe { libc::poll(&mut pollfd, 1, ms) } {
-            0 => Ok(false),
-            n if n < 0 => Err(Error::last("poll")),
-            _ => Ok(true),
-        }
+        self.inner.ports.event(event.kind);
+        Ok(Some(event))
     }
 
     /// Waits up to `timeout` for the next asynchronous event; `None` if none came.
@@ -291,7 +217,7 @@ impl Context {
     /// this call then blocks until the next one.
     pub fn wait_async_event(&self, timeout: Duration) -> Result<Option<AsyncEvent>> {
         let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        if self.poll_async_fd(ms)? {
+        if self.inner.raw.poll_async_fd(ms)? {
             self.get_async_event().map(Some)
         } else {
             Ok(None)
@@ -316,8 +242,6 @@ impl Context {
 
     /// The async event descriptor, for the crate's own waits.
     pub(crate) fn async_fd(&self) -> RawFd {
-        // SAFETY: the context is open; libibverbs sets async_fd when opening it and never
-        // changes it afterwards.
-        unsafe { (*self.ptr()).async_fd }
+        self.inner.raw.async_fd()
     }
 }

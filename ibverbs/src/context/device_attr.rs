@@ -1,12 +1,11 @@
 //! Device attributes: `struct ibv_device_attr_ex` from `ibv_query_device_ex`.
 
 use std::ffi::c_int;
-use std::ptr;
 
 use bitflags::bitflags;
 
 use crate::context::Context;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::ffi;
 
 bitflags! {
@@ -489,18 +488,11 @@ impl Context {
     /// Queries the device's attributes (`ibv_query_device_ex`, which falls back to
     /// `ibv_query_device` for providers without the extended query).
     pub fn query_device(&self) -> Result<DeviceAttr> {
-        let mut raw = ffi::ibv_device_attr_ex::default();
-        // SAFETY: the context is open, a null input is allowed, and raw is a writable
-        // ibv_device_attr_ex.
-        let rc = unsafe { ffi::ibv_query_device_ex(self.ptr(), ptr::null(), &mut raw) };
-        check("ibv_query_device_ex", rc)?;
-        Ok(DeviceAttr::from_raw(raw))
+        Ok(DeviceAttr::from_raw(self.inner.raw.query_device_ex()?))
     }
 
     /// Number of completion vectors for `ibv_create_cq` (`ibv_context::num_comp_vectors`).
     pub fn num_comp_vectors(&self) -> u32 {
-        // SAFETY: the context is open; libibverbs sets this field when opening it and never
-        // changes it afterwards.
-        count(unsafe { (*self.ptr()).num_comp_vectors })
+        count(self.inner.raw.num_comp_vectors())
     }
 }

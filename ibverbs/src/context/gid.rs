@@ -4,8 +4,8 @@
 use std::net::Ipv6Addr;
 
 use crate::context::port::{LinkLayer, PortAttr};
-use crate::context::Context;
-use crate::error::{check, Error, Result};
+use crate::context::{raw, Context};
+use crate::error::{Error, Result};
 use crate::ffi;
 use crate::types::{Gid, GidType};
 
@@ -45,15 +45,7 @@ impl GidEntry {
         if self.ifindex == 0 {
             return None;
         }
-        let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
-        // SAFETY: name has the IF_NAMESIZE bytes if_indextoname may write.
-        let ret = unsafe { libc::if_indextoname(self.ifindex, name.as_mut_ptr()) };
-        if ret.is_null() {
-            return None;
-        }
-        // SAFETY: on success name holds a NUL-terminated string.
-        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
-        Some(name.to_string_lossy().into_owned())
+        raw::if_name(self.ifindex)
     }
 }
 
@@ -93,12 +85,7 @@ impl Context {
     /// beyond the table.
     pub fn query_gid(&self, port: u8, index: u8) -> Result<Gid> {
         self.gid_port(port, index)?;
-        let mut raw = ffi::ibv_gid::default();
-        // SAFETY: the context is open, port and index exist, raw is a writable ibv_gid.
-        check("ibv_query_gid", unsafe {
-            ffi::ibv_query_gid(self.ptr(), port, index.into(), &mut raw)
-        })?;
-        Ok(Gid::from_raw(raw))
+        Ok(Gid::from_raw(self.inner.raw.query_gid(port, index)?))
     }
 
     /// Reads entry `index` of the GID table of `port` with its type and network device
@@ -108,15 +95,8 @@ impl Context {
     /// beyond the table.
     pub fn query_gid_ex(&self, port: u8, index: u8) -> Result<Option<GidEntry>> {
         self.gid_port(port, index)?;
-        let mut raw = ffi::ibv_gid_entry::default();
-        // SAFETY: the context is open, port and index exist, raw is a writable entry.
-        let rc =
-            unsafe { ffi::ibv_query_gid_ex(self.ptr(), port.into(), index.into(), &mut raw, 0) };
-        if rc == libc::ENODATA {
-            return Ok(None);
-        }
-        check("ibv_query_gid_ex", rc)?;
-        Ok(GidEntry::from_raw(&raw))
+        let raw = self.inner.raw.query_gid_ex(port, index)?;
+        Ok(raw.as_ref().and_then(GidEntry::from_raw))
     }
 
     /// The GID a queue pair or address handle sends from unless told otherwise. On RoCE:
@@ -161,14 +141,7 @@ impl Context {
             return Ok(Vec::new());
         }
         let mut raw = vec![ffi::ibv_gid_entry::default(); capacity];
-        // SAFETY: the context is open and raw has room for `capacity` entries.
-        let n = unsafe { ffi::ibv_query_gid_table(self.ptr(), raw.as_mut_ptr(), capacity, 0) };
-        let n = usize::try_from(n).map_err(|_| {
-            Error::errno(
-                "ibv_query_gid_table",
-                i32::try_from(-n).unwrap_or(libc::EINVAL),
-            )
-        })?;
+        let n = self.inner.raw.query_gid_table(&mut raw)?;
         let mut entries: Vec<GidEntry> = raw
             .iter()
             .take(n)

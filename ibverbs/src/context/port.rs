@@ -1,12 +1,11 @@
 //! Port attributes: `struct ibv_port_attr` from `ibv_query_port`.
 
-use std::ffi::CStr;
 use std::fmt;
 
 use bitflags::bitflags;
 
-use crate::context::Context;
-use crate::error::{check, Error, Result};
+use crate::context::{raw, Context};
+use crate::error::{Error, Result};
 use crate::ffi;
 
 /// The logical state of a port (`enum ibv_port_state`).
@@ -62,8 +61,7 @@ impl PortState {
 /// The description `ibv_port_state_str` gives, such as `active`.
 impl fmt::Display for PortState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: ibv_port_state_str returns a static string for any value.
-        let s = unsafe { CStr::from_ptr(ffi::ibv_port_state_str(ffi::ibv_port_state(self.raw()))) };
+        let s = raw::port_state_str(ffi::ibv_port_state(self.raw()));
         f.write_str(&s.to_string_lossy())
     }
 }
@@ -634,11 +632,6 @@ impl Context {
                 max: count.into(),
             });
         }
-        let mut raw = ffi::ibv_port_attr::default();
-        // SAFETY: the context is open, the port exists and raw is a writable ibv_port_attr.
-        check("ibv_query_port", unsafe {
-            ffi::ibv_query_port(self.ptr(), port, &mut raw)
-        })?;
-        Ok(PortAttr::from_raw(raw))
+        Ok(PortAttr::from_raw(self.inner.raw.query_port(port)?))
     }
 }

@@ -27,6 +27,7 @@ use std::time::Duration;
 use crate::context::async_event::AsyncEventKind;
 use crate::context::gid::{default_entry, no_gid_to_send_from, GidEntry};
 use crate::context::port::PortAttr;
+use crate::context::raw::coarse_now;
 use crate::context::Context;
 use crate::error::{Error, Result};
 #[cfg(feature = "cm")]
@@ -34,21 +35,6 @@ use crate::types::{Gid, GidType};
 
 /// How long a port's copy is used before it is read again.
 const MAX_AGE: Duration = Duration::from_secs(1);
-
-/// `CLOCK_MONOTONIC_COARSE`: the kernel's last tick, read from the vDSO page without a
-/// system call even where the fine clock needs one (a VM whose clock source the vDSO
-/// cannot read), which `Instant::now` would pay for every QP. `None` if it fails.
-fn coarse_now() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    let secs = u64::try_from(ts.tv_sec).ok()?;
-    let nanos = u32::try_from(ts.tv_nsec).ok()?;
-    (rc == 0).then(|| Duration::new(secs, nanos))
-}
 
 /// One port's copy: its number, when it was read ([`coarse_now`]), its attributes and
 /// GID table.
