@@ -1,16 +1,16 @@
 //! Protection domains: `struct ibv_pd`.
 
 pub(crate) mod domain; // ThreadDomain and parent domains (ibv_alloc_td, ibv_alloc_parent_domain)
+mod raw; // the FFI calls of PDs, TDs and parent domains: every unsafe block of the folder
 
 use std::fmt;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::context::Context;
-use crate::drop_error;
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi;
 use crate::pd::domain::ThreadDomain;
+use raw::RawPd;
 
 /// A protection domain (`ibv_alloc_pd`), deallocated when the last clone and the last object
 /// created in it (MRs, QPs, AHs, SRQs, MWs) are dropped.
@@ -20,34 +20,19 @@ pub struct ProtectionDomain {
 }
 
 struct Inner {
-    raw: NonNull<ffi::ibv_pd>,
+    /// The `ibv_pd`, deallocated first: the fields are dropped in order.
+    raw: RawPd,
     ctx: Context,
     /// Of a parent domain: the PD and thread domain it was made from, deallocated after it.
     _parent: Option<(ProtectionDomain, Option<ThreadDomain>)>,
 }
 
-// SAFETY: protection domains may be used from any thread.
-unsafe impl Send for Inner {}
-// SAFETY: as above; the verbs taking a PD are thread-safe.
-unsafe impl Sync for Inner {}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // SAFETY: every object created in this PD holds a clone of the Arc, so none is left;
-        // the context outlives this call (self.ctx is dropped after).
-        let rc = unsafe { ffi::ibv_dealloc_pd(self.raw.as_ptr()) };
-        drop_error::report("ibv_dealloc_pd", rc);
-    }
-}
-
 impl Context {
     /// Allocates a protection domain (`ibv_alloc_pd`).
     pub fn alloc_pd(&self) -> Result<ProtectionDomain> {
-        // SAFETY: the context is open.
-        let raw = check_ptr("ibv_alloc_pd", unsafe { ffi::ibv_alloc_pd(self.ptr()) })?;
         Ok(ProtectionDomain {
             inner: Arc::new(Inner {
-                raw,
+                raw: RawPd::alloc(self)?,
                 ctx: self.clone(),
                 _parent: None,
             }),
@@ -58,11 +43,7 @@ impl Context {
 impl ProtectionDomain {
     /// A PD handle for `raw`, a parent domain made from `parent` and `td`, deallocated with
     /// `ibv_dealloc_pd` before them.
-    pub(crate) fn parent_domain(
-        raw: NonNull<ffi::ibv_pd>,
-        parent: &ProtectionDomain,
-        td: Option<&ThreadDomain>,
-    ) -> Self {
+    fn parent_domain(raw: RawPd, parent: &ProtectionDomain, td: Option<&ThreadDomain>) -> Self {
         ProtectionDomain {
             inner: Arc::new(Inner {
                 raw,
@@ -73,8 +54,9 @@ impl ProtectionDomain {
     }
 
     /// The raw `ibv_pd`, valid while this PD lives.
+    #[inline]
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_pd {
-        self.inner.raw.as_ptr()
+        self.inner.raw.ptr()
     }
 
     /// The context the PD belongs to.
@@ -97,11 +79,9 @@ impl ProtectionDomain {
 
 impl fmt::Debug for ProtectionDomain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: the PD is live.
-        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("ProtectionDomain")
             .field("device", &self.inner.ctx.name())
-            .field("handle", &handle)
+            .field("handle", &self.inner.raw.handle())
             .finish()
     }
 }
