@@ -2,14 +2,13 @@
 
 pub(crate) mod attr; // AhAttr: struct ibv_ah_attr, ibv_create_ah from one
 pub(crate) mod from_wc; // ibv_init_ah_from_wc, ibv_create_ah_from_wc; the GRH's layout
+mod raw; // the FFI calls of address handles: every unsafe block of the folder
 
 use std::fmt;
-use std::ptr::NonNull;
 
 use crate::context::port::LinkLayer;
 use crate::context::port_cache::SourceGid;
-use crate::drop_error;
-use crate::error::{check_ptr, Result};
+use crate::error::Result;
 use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::route::{Endpoint, Route};
@@ -20,14 +19,10 @@ use crate::route::{Endpoint, Route};
 /// an address vector ([`ProtectionDomain::create_ah_from_attr`]), or back to the sender of a
 /// received datagram ([`ProtectionDomain::create_ah_from_wc`]).
 pub struct AddressHandle {
-    raw: NonNull<ffi::ibv_ah>,
+    /// The `ibv_ah`, destroyed first: the fields are dropped in order.
+    raw: raw::RawAh,
     pd: ProtectionDomain,
 }
-
-// SAFETY: address handles may be used from any thread.
-unsafe impl Send for AddressHandle {}
-// SAFETY: the AH is immutable after creation.
-unsafe impl Sync for AddressHandle {}
 
 impl ProtectionDomain {
     /// Starts an address handle to `remote` (`ibv_create_ah`): from port 1 and its default
@@ -101,17 +96,16 @@ impl AddressHandle {
     /// `ibv_create_ah` in `pd` with an attribute the caller filled (a route, or
     /// librdmacm's for a UD peer).
     pub(crate) fn from_attr(pd: &ProtectionDomain, attr: &mut ffi::ibv_ah_attr) -> Result<Self> {
-        // SAFETY: the PD is live and attr is fully initialised.
-        let raw = unsafe { ffi::ibv_create_ah(pd.ptr(), attr) };
         Ok(AddressHandle {
-            raw: check_ptr("ibv_create_ah", raw)?,
+            raw: raw::RawAh::create(pd, attr)?,
             pd: pd.clone(),
         })
     }
 
     /// The raw `ibv_ah`, valid while the handle lives.
+    #[inline]
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_ah {
-        self.raw.as_ptr()
+        self.raw.ptr()
     }
 
     /// The protection domain of the handle.
@@ -120,21 +114,10 @@ impl AddressHandle {
     }
 }
 
-impl Drop for AddressHandle {
-    fn drop(&mut self) {
-        // SAFETY: the AH is live and posted sends that use it are the caller's to complete
-        // first (a destroyed AH makes later sends fail, it does not touch memory).
-        let rc = unsafe { ffi::ibv_destroy_ah(self.raw.as_ptr()) };
-        drop_error::report("ibv_destroy_ah", rc);
-    }
-}
-
 impl fmt::Debug for AddressHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: the AH is live.
-        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("AddressHandle")
-            .field("handle", &handle)
+            .field("handle", &self.raw.handle())
             .finish()
     }
 }

@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use crate::ah::attr::AhAttr;
-use crate::ah::AddressHandle;
+use crate::ah::{raw, AddressHandle};
 use crate::context::port::LinkLayer;
 use crate::context::Context;
 use crate::cq::ex::ExCompletion;
@@ -238,20 +238,15 @@ impl Context {
             None
         };
         let mut raw_grh = grh_of(bytes);
-        let mut attr = ffi::ibv_ah_attr::default();
-        // SAFETY: the context is open and the port exists. wc, grh and attr are locals of
-        // their full C types (grh a copy of 40 bytes, aligned as `struct ibv_grh`):
-        // libibverbs reads wc and the 40 bytes of grh, writes attr, and keeps no pointer.
-        let rc = unsafe {
-            ffi::ibv_init_ah_from_wc(self.ptr(), port, &mut raw_wc, &mut raw_grh, &mut attr)
+        let mut attr = match raw::init_ah_from_wc(self, port, &mut raw_wc, &mut raw_grh) {
+            Ok(attr) => attr,
+            Err(err) => {
+                return Err(match header {
+                    Some(header) => self.not_found(port, header.destination(infiniband), err),
+                    None => err,
+                })
+            }
         };
-        if rc != 0 {
-            let err = Error::last("ibv_init_ah_from_wc");
-            return Err(match header {
-                Some(header) => self.not_found(port, header.destination(infiniband), err),
-                None => err,
-            });
-        }
         if let Some(Header::Ipv4 { .. }) = header {
             // Read from bytes 0..4, which are not part of an IPv4 packet.
             attr.grh.flow_label = 0;
