@@ -6,6 +6,9 @@
 //! been called. Newer kernels keep pinned pages with the parent across `fork()`, and
 //! libibverbs reports [`ForkStatus::Unneeded`]: `ibv_fork_init` then does nothing. Either
 //! way, a child never has the parent's registrations; it opens its own devices.
+//!
+//! Its own raw file: the two calls take no arguments and are the whole module, so they stay
+//! here rather than in a raw layer of their own.
 
 use crate::error::{check, Error, Result};
 use crate::ffi;

@@ -1,4 +1,7 @@
 //! GIDs: `union ibv_gid` and `enum ibv_gid_type`.
+//!
+//! Its one unsafe block reads the union's bytes ([`Gid::from_raw`]): `types` is a leaf of
+//! plain values that imports no object's module, so it stays here.
 
 use std::fmt;
 use std::net::Ipv6Addr;
