@@ -98,6 +98,7 @@
 //! # Guides
 //! - [`docs::objects`]: every object, what it keeps alive, connecting, polling, errors.
 //! - [`docs::soundness`]: the soundness model, its rules and tables, what does not compile.
+//! - [`docs::migrating`]: from rust-ibverbs 0.9 or sideway 0.4, one program in all three.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 // docs.rs (nightly, `--cfg docsrs`): badges naming the feature each gated item needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -116,12 +117,16 @@ pub mod docs {
     //!
     //! - [`objects`]: every object, what it keeps alive, connecting, polling, errors.
     //! - [`soundness`]: the soundness model, its rules and tables, what does not compile.
+    //! - [`migrating`]: from rust-ibverbs 0.9 or sideway 0.4, one program in all three.
 
     #[doc = include_str!("../docs/objects.md")]
     pub mod objects {}
 
     #[doc = include_str!("../docs/soundness.md")]
     pub mod soundness {}
+
+    #[doc = include_str!("../docs/migrating.md")]
+    pub mod migrating {}
 }
 pub mod drop_error;
 mod error;
