@@ -99,6 +99,7 @@
 //! - [`docs::objects`]: every object, what it keeps alive, connecting, polling, errors.
 //! - [`docs::soundness`]: the soundness model, its rules and tables, what does not compile.
 //! - [`docs::migrating`]: from rust-ibverbs 0.9 or sideway 0.4, one program in all three.
+//! - [`docs::async_io`]: from tokio's `TcpStream` to the byte streams over RDMA.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
 // docs.rs (nightly, `--cfg docsrs`): badges naming the feature each gated item needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -118,6 +119,7 @@ pub mod docs {
     //! - [`objects`]: every object, what it keeps alive, connecting, polling, errors.
     //! - [`soundness`]: the soundness model, its rules and tables, what does not compile.
     //! - [`migrating`]: from rust-ibverbs 0.9 or sideway 0.4, one program in all three.
+    //! - [`async_io`]: from tokio's `TcpStream` to the byte streams over RDMA.
 
     #[doc = include_str!("../docs/objects.md")]
     pub mod objects {}
@@ -127,6 +129,14 @@ pub mod docs {
 
     #[doc = include_str!("../docs/migrating.md")]
     pub mod migrating {}
+
+    // Its programs need both features; without them the page says so.
+    #[cfg_attr(all(feature = "tokio", feature = "cm"), doc = include_str!("../docs/async.md"))]
+    #[cfg_attr(
+        not(all(feature = "tokio", feature = "cm")),
+        doc = "From tokio's `TcpStream` to the byte streams over RDMA (features `tokio` and `cm`)."
+    )]
+    pub mod async_io {}
 }
 pub mod drop_error;
 mod error;
