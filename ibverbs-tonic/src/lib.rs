@@ -32,6 +32,73 @@
 //!
 //! tonic's message size limits are its own: 4 MiB decoded by default on both sides
 //! (`max_decoding_message_size` on the generated client and server raises them).
+//!
+//! # From tonic's TCP transport
+//! The services, the generated clients and servers, interceptors, message limits and
+//! timeouts do not change: two calls do. Over TCP, with tonic alone (`router` is any
+//! `Server::builder().add_service(...)`, and the channel goes to any generated client, as
+//! `EchoClient::new(channel)`):
+//! ```no_run
+//! use std::net::SocketAddr;
+//!
+//! use tonic::transport::server::{Router, TcpIncoming};
+//! use tonic::transport::{Channel, Endpoint};
+//!
+//! async fn serve_and_connect(
+//!     router: Router,
+//!     addr: SocketAddr,
+//! ) -> Result<Channel, Box<dyn std::error::Error>> {
+//!     let incoming = TcpIncoming::bind(addr)?;
+//!     tokio::spawn(router.serve_with_incoming(incoming));
+//!     let channel = Endpoint::from_shared(format!("http://{addr}"))?
+//!         .connect()
+//!         .await?;
+//!     Ok(channel)
+//! }
+//! ```
+//! Over RDMA:
+//! ```no_run
+//! use std::net::SocketAddr;
+//!
+//! use rdma_verbs_tonic::{RdmaConnector, RdmaIncoming};
+//! use tonic::transport::server::Router;
+//! use tonic::transport::{Channel, Endpoint};
+//!
+//! async fn serve_and_connect(
+//!     router: Router,
+//!     addr: SocketAddr,
+//! ) -> Result<Channel, Box<dyn std::error::Error>> {
+//!     let incoming = RdmaIncoming::bind(addr)?;
+//!     tokio::spawn(router.serve_with_incoming(incoming));
+//!     let channel = Endpoint::from_shared(format!("http://{addr}"))?
+//!         .connect_with_connector(RdmaConnector::new())
+//!         .await?;
+//!     Ok(channel)
+//! }
+//! ```
+//! The example `grpc_echo` (`ibverbs-tonic/examples/grpc_echo/`) is a whole program that
+//! serves and calls one service either way (`--tcp`).
+//!
+//! | tonic over TCP | over RDMA |
+//! |---|---|
+//! | `Router::serve(addr)`, `serve_with_incoming(TcpIncoming::bind(addr)?)` | `serve_with_incoming(`[`RdmaIncoming::bind`]`(addr)?)`, [`RdmaIncoming::bind_with`]`(addr, &config)` |
+//! | a handler's `request.extensions().get::<TcpConnectInfo>()` | `get::<`[`RdmaConnectInfo`]`>()`: the `local` and `peer` addresses |
+//! | `Endpoint::connect`, `connect_lazy` | `connect_with_connector(`[`RdmaConnector::new`]`())`, `connect_with_connector_lazy` |
+//! | `Endpoint::tcp_nodelay`, `tcp_keepalive`, `local_address` (used by tonic's own TCP connector only) | [`RdmaConnector::with_config`]: the rings and keepalive of [`StreamConfig`] |
+//! | `Server::tcp_nodelay`, `tcp_keepalive` (used by `serve` only) | the `config` of [`RdmaIncoming::bind_with`] |
+//! | `Endpoint::connect_timeout`, `timeout`, HTTP/2 settings | the same, unchanged |
+//!
+//! What differs:
+//! - **The address** is one of an RDMA device's netdev (RoCE: the Ethernet interface the
+//!   NIC or SoftRoCE is on; InfiniBand: IPoIB), for the server and in the client's URI.
+//!   rdma_cm resolves no route on `lo`: with SoftRoCE on `lo`, `127.0.0.1` fails where TCP
+//!   works. [`rdma_verbs::docs::async_io`] has the details and a set-up for one machine.
+//! - **Memory**: each gRPC connection is one RC connection whose two sides register (pin)
+//!   their rings, 1.25 MiB each with the default [`StreamConfig`]; a process without
+//!   `CAP_IPC_LOCK` or on siw is bounded by `RLIMIT_MEMLOCK` (an `OutOfMemory` error when
+//!   connecting): raise it, or give smaller rings to both sides.
+//! - **Rust 1.88** (tonic 0.14's), and `rdma-verbs` with its features `cm` and `tokio`,
+//!   which this crate turns on.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
