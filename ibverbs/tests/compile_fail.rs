@@ -1,7 +1,8 @@
 //! Programs the compiler must reject: each file of `tests/compile_fail/` is one, with a
 //! comment saying why it must not compile, and the compiler's output it must give in the
 //! `.stderr` file beside it (the error and its code, checked by `trybuild`). They are the
-//! borrow and type rules of the crate docs' Soundness section, checked on every `cargo test`.
+//! borrow and type rules of the crate docs' soundness page (`docs::soundness`), checked on
+//! every `cargo test`.
 //!
 //! The expected output is the stable toolchain's (rustc 1.95.0 when last written); a new
 //! compiler that words an error differently fails the test. After checking that each

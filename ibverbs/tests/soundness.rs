@@ -1,10 +1,10 @@
-//! The posting path's soundness rules (the crate docs' rule 4, the batch's closure and the
-//! typed QP states), one named test per hazard, and a property test that posts random
-//! requests to real queue pairs of every transport, through `post_send`, `WrBatch::push` and
-//! the batch's `BatchRequest`s: every refused request gets the typed error an independent
-//! model of the limits predicts, every accepted one completes (or fails in the provider with
-//! a typed error), and the process neither dies nor hangs. Runs on a device (rxe in CI)
-//! through `scripts/with-rdma`.
+//! The posting path's soundness rules (rule 4 of `rdma_verbs::docs::soundness`, the batch's
+//! closure and the typed QP states), one named test per hazard, and a property test that
+//! posts random requests to real queue pairs of every transport, through `post_send`,
+//! `WrBatch::push` and the batch's `BatchRequest`s: every refused request gets the typed
+//! error an independent model of the limits predicts, every accepted one completes (or
+//! fails in the provider with a typed error), and the process neither dies nor hangs. Runs
+//! on a device (rxe in CI) through `scripts/with-rdma`.
 //!
 //! What the compiler rejects (a forgotten batch, a raw `modify` without `unsafe`) is pinned
 //! by the cases of `tests/compile_fail/` (`tests/compile_fail.rs`).

@@ -1,6 +1,6 @@
-//! What a first program runs into (the crate docs' "A first program"): GID indexes and
-//! address handles, an endpoint with only what the peer sends, errors that name the
-//! transition or the limit, polling until completions arrive, and the small helpers.
+//! What a first program runs into (`rdma_verbs::docs::objects`, "Connecting and polling"):
+//! GID indexes and address handles, an endpoint with only what the peer sends, errors that
+//! name the transition or the limit, polling until completions arrive, and the small helpers.
 
 use rdma_verbs_test_kit::{provider_has, Need};
 use std::net::Ipv6Addr;
