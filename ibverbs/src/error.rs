@@ -191,8 +191,9 @@ pub enum Error {
         /// IB and RoCE.
         private_data: Vec<u8>,
     },
-    /// Memory refused because it breaks the rule of its memory source (the crate docs'
-    /// Soundness section has one per source: [`MemoryRule`](crate::MemoryRule)), checked
+    /// Memory refused because it breaks the rule of its memory source (the page
+    /// [`docs::soundness`](crate::docs::soundness) has one per source:
+    /// [`MemoryRule`](crate::MemoryRule)), checked
     /// before it is mapped or registered.
     #[error("{rule}: {reason}")]
     MemoryRule {

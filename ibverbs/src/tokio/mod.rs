@@ -82,7 +82,8 @@
 //! frees the regions of dropped ops after that, outside the lock) before it wakes anyone.
 //! So a waker that panics leaves nothing half done (every other waker is still woken, then
 //! its panic goes on in the task that woke it), and one that polls a future of the crate
-//! again finds nothing locked. The crate docs' Soundness section has a row for each future.
+//! again finds nothing locked. The page [`docs::soundness`](crate::docs::soundness) has a
+//! row for each future.
 //!
 //! The reactor is the current runtime's when the first [`AsyncCq`] of a channel (or the
 //! [`AsyncEvents`] of a context) is made: outside a runtime, or in one built without its

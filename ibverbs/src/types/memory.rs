@@ -4,8 +4,9 @@
 use std::fmt;
 
 /// A rule of a memory source, checked before memory is mapped or registered
-/// ([`Error::MemoryRule`](crate::Error::MemoryRule)); the crate docs' Soundness section lists the
-/// rule of every memory source with its reason and test.
+/// ([`Error::MemoryRule`](crate::Error::MemoryRule)); the page
+/// [`docs::soundness`](crate::docs::soundness) lists the rule of every memory source with its
+/// reason and test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MemoryRule {
