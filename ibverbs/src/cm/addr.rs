@@ -1,99 +1,18 @@
-//! Socket addresses to and from C (`sockaddr_in`, `sockaddr_in6`; AF_IB's in [`ib`]) and
-//! `rdma_getaddrinfo`.
+//! Socket addresses for the CM (IP ones, and AF_IB's in [`ib`]) and `rdma_getaddrinfo`;
+//! their C forms are in `raw.rs`.
 
 pub(crate) mod ib; // IbAddr: AF_IB's sockaddr_ib
+mod raw; // the C forms of addresses and rdma_getaddrinfo: every unsafe block of the folder
 
-use std::ffi::{CStr, CString};
-use std::mem;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::ptr;
+use std::net::SocketAddr;
 
 use rdmacm_sys as cm;
 
+pub(crate) use self::raw::{from_c, to_c};
 use super::PortSpace;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::types::QpType;
 use ib::IbAddr;
-
-/// The length of `addr`'s C form (`socklen_t`).
-fn sockaddr_len(addr: SocketAddr) -> libc::socklen_t {
-    let len = match addr {
-        SocketAddr::V4(_) => mem::size_of::<libc::sockaddr_in>(),
-        SocketAddr::V6(_) => mem::size_of::<libc::sockaddr_in6>(),
-    };
-    len as libc::socklen_t
-}
-
-/// `addr` as a C socket address: a `sockaddr_storage` holding a `sockaddr_in` or
-/// `sockaddr_in6`, which librdmacm reads by its family.
-pub(crate) fn to_c(addr: SocketAddr) -> libc::sockaddr_storage {
-    // SAFETY: sockaddr_storage is plain data; all zeroes is a valid (AF_UNSPEC) value.
-    let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
-    match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from(*a.ip()).to_be(),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for every sockaddr type.
-            unsafe {
-                ptr::addr_of_mut!(storage)
-                    .cast::<libc::sockaddr_in>()
-                    .write(sin)
-            };
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo().to_be(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: as above.
-            unsafe {
-                ptr::addr_of_mut!(storage)
-                    .cast::<libc::sockaddr_in6>()
-                    .write(sin6)
-            };
-        }
-    }
-    storage
-}
-
-/// The address at `sa`, if it is IPv4 or IPv6 (`None` for null, unset or other families).
-///
-/// # Safety
-/// `sa` is null or points to a socket address as long as its family says.
-pub(crate) unsafe fn from_c(sa: *const libc::sockaddr) -> Option<SocketAddr> {
-    if sa.is_null() {
-        return None;
-    }
-    // SAFETY: sa points to at least a sockaddr (caller); the family says how much more.
-    unsafe {
-        match i32::from((*sa).sa_family) {
-            libc::AF_INET => {
-                let sin = sa.cast::<libc::sockaddr_in>().read_unaligned();
-                let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-                Some(SocketAddrV4::new(ip, u16::from_be(sin.sin_port)).into())
-            }
-            libc::AF_INET6 => {
-                let sin6 = sa.cast::<libc::sockaddr_in6>().read_unaligned();
-                let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-                let port = u16::from_be(sin6.sin6_port);
-                let flow = u32::from_be(sin6.sin6_flowinfo);
-                Some(SocketAddrV6::new(ip, port, flow, sin6.sin6_scope_id).into())
-            }
-            _ => None,
-        }
-    }
-}
 
 /// One result of [`getaddrinfo`]: a source and/or destination address for a CM id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -204,35 +123,13 @@ impl AddrHints {
 }
 
 /// `rdma_getaddrinfo`: resolves `node` and `service` (a port number) to CM addresses. A
-/// name that does not resolve is an [`Error::AddrInfo`] with its `EAI_*` code.
+/// name that does not resolve is an [`Error::AddrInfo`](crate::Error::AddrInfo) with its
+/// `EAI_*` code.
 pub fn getaddrinfo(
     node: Option<&str>,
     service: Option<&str>,
     hints: &AddrHints,
 ) -> Result<Vec<AddrInfo>> {
-    let cstr = |what, s: Option<&str>| {
-        s.map(|s| {
-            CString::new(s).map_err(|_| Error::InvalidArgument {
-                what,
-                reason: "contains a NUL byte".into(),
-            })
-        })
-        .transpose()
-    };
-    if hints.family == Some(AddrFamily::Ib)
-        && node.and_then(|n| n.parse::<Ipv6Addr>().ok()).is_none()
-    {
-        // librdmacm reads what getaddrinfo gives as an IPv6 address: an IPv4 one or a
-        // name would be read past its end.
-        return Err(Error::InvalidArgument {
-            what: "node",
-            reason: format!(
-                "{node:?}: AF_IB results need a GID written as an IPv6 address (AddrFamily::Ib)"
-            ),
-        });
-    }
-    let node = cstr("node", node)?;
-    let service = cstr("service", service)?;
     let mut flags = 0;
     if hints.passive {
         flags |= cm::RAI_PASSIVE as i32;
@@ -246,71 +143,31 @@ pub fn getaddrinfo(
     if hints.family == Some(AddrFamily::Ib) {
         flags |= (cm::RAI_FAMILY | cm::RAI_NUMERICHOST) as i32;
     }
-    let mut src = hints.src.map(to_c);
-    let mut c_hints = cm::rdma_addrinfo {
-        ai_flags: flags,
-        ai_family: match hints.family {
+    let c_hints = raw::Hints {
+        flags,
+        family: match hints.family {
             None => libc::AF_UNSPEC,
             Some(AddrFamily::Inet) => libc::AF_INET,
             Some(AddrFamily::Inet6) => libc::AF_INET6,
             Some(AddrFamily::Ib) => libc::AF_IB,
         },
-        ai_qp_type: hints.qp_type.map_or(0, |t| t.raw().0 as i32),
-        ai_port_space: hints.port_space.map_or(0, |ps| ps.raw().0 as i32),
-        ..Default::default()
+        qp_type: hints.qp_type.map_or(0, |t| t.raw().0 as i32),
+        port_space: hints.port_space.map_or(0, |ps| ps.raw().0 as i32),
+        src: hints.src,
     };
-    if let (Some(storage), Some(addr)) = (src.as_mut(), hints.src) {
-        c_hints.ai_src_addr = ptr::addr_of_mut!(*storage).cast();
-        c_hints.ai_src_len = sockaddr_len(addr);
-    }
-    let mut res = ptr::null_mut();
-    let as_ptr = |s: &Option<CString>| s.as_ref().map_or(ptr::null(), |s| s.as_ptr());
-    // SAFETY: the strings are NUL-terminated or null, the hints are initialised, and res is
-    // a valid out pointer.
-    let rc = unsafe { cm::rdma_getaddrinfo(as_ptr(&node), as_ptr(&service), &c_hints, &mut res) };
-    if rc != 0 {
-        if rc == -1 {
-            return Err(Error::last("rdma_getaddrinfo"));
-        }
-        // A getaddrinfo error code (EAI_*).
-        // SAFETY: gai_strerror returns a static NUL-terminated string for any code.
-        let msg = unsafe { CStr::from_ptr(libc::gai_strerror(rc)) };
-        return Err(Error::AddrInfo {
-            code: rc,
-            message: msg.to_string_lossy().into_owned(),
-        });
-    }
-    let mut out = Vec::new();
-    let mut cur = res;
-    while !cur.is_null() {
-        // SAFETY: cur is an entry of the list rdma_getaddrinfo returned, not yet freed; its
-        // addresses are null or as long as their family says, its names null or
-        // NUL-terminated, its connect data null or ai_connect_len bytes.
-        unsafe {
-            let ai = &*cur;
-            let name = |p: *const libc::c_char| {
-                (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-            };
-            out.push(AddrInfo {
-                src: from_c(ai.ai_src_addr),
-                dst: from_c(ai.ai_dst_addr),
-                src_ib: IbAddr::from_c(ai.ai_src_addr),
-                dst_ib: IbAddr::from_c(ai.ai_dst_addr),
-                port_space: PortSpace::from_raw(ai.ai_port_space),
-                qp_type: QpType::from_raw(ai.ai_qp_type),
-                src_name: name(ai.ai_src_canonname),
-                dst_name: name(ai.ai_dst_canonname),
-                connect_data: if ai.ai_connect.is_null() {
-                    Vec::new()
-                } else {
-                    std::slice::from_raw_parts(ai.ai_connect.cast::<u8>(), ai.ai_connect_len)
-                        .to_vec()
-                },
-            });
-            cur = (*cur).ai_next;
-        }
-    }
-    // SAFETY: res is the list rdma_getaddrinfo returned, freed once; nothing points into it.
-    unsafe { cm::rdma_freeaddrinfo(res) };
-    Ok(out)
+    let entries = raw::getaddrinfo(node, service, &c_hints)?;
+    Ok(entries
+        .into_iter()
+        .map(|e| AddrInfo {
+            src: e.src.as_ref().and_then(from_c),
+            dst: e.dst.as_ref().and_then(from_c),
+            src_ib: e.src.as_ref().and_then(IbAddr::from_c),
+            dst_ib: e.dst.as_ref().and_then(IbAddr::from_c),
+            port_space: PortSpace::from_raw(e.port_space),
+            qp_type: QpType::from_raw(e.qp_type),
+            src_name: e.src_name,
+            dst_name: e.dst_name,
+            connect_data: e.connect_data,
+        })
+        .collect())
 }

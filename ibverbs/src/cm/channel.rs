@@ -3,6 +3,7 @@
 
 pub(super) mod event; // CmEvent: what the channel delivers, copied and acknowledged
 pub(super) mod id; // CmId: the ids created on the channel
+mod raw; // the FFI calls of the channel and its events: the folder's unsafe but the id's
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -12,9 +13,9 @@ use rdmacm_sys as cm;
 
 use self::event::CmEvent;
 use self::id::CmId;
-use super::raw::{id_table, ChannelInner};
+use self::raw::ChannelInner;
 use super::PortSpace;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// An event channel (`rdma_create_event_channel`), destroyed when it and every id created
 /// on it are dropped (`rdma_destroy_event_channel`).
@@ -34,24 +35,9 @@ pub struct EventChannel {
 impl EventChannel {
     /// Creates an event channel (`rdma_create_event_channel`) with a non-blocking fd.
     pub fn new() -> Result<Self> {
-        // SAFETY: no arguments; the result is checked.
-        let channel = EventChannel {
+        Ok(EventChannel {
             inner: Arc::new(ChannelInner::create()?),
-        };
-        let fd = channel.fd();
-        // SAFETY: fd is the channel's open fd; F_GETFL/F_SETFL take and return plain flags.
-        let rc = unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags < 0 {
-                flags
-            } else {
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK)
-            }
-        };
-        if rc < 0 {
-            return Err(Error::last("fcntl(O_NONBLOCK)"));
-        }
-        Ok(channel)
+        })
     }
 
     /// The raw `rdma_event_channel`, valid while this channel lives.
@@ -76,8 +62,7 @@ impl EventChannel {
 
     /// The channel's descriptor, for the crate's own waits.
     pub(crate) fn fd(&self) -> RawFd {
-        // SAFETY: the channel is live; librdmacm sets fd at creation and never changes it.
-        unsafe { (*self.ptr()).fd }
+        self.inner.fd()
     }
 
     /// Creates a CM id on this channel (`rdma_create_id`) in port space `ps`: TCP for RC,
@@ -92,7 +77,7 @@ impl EventChannel {
             if let Some(event) = self.try_get_event()? {
                 return Ok(event);
             }
-            self.poll(-1)?;
+            self.inner.poll(-1)?;
         }
     }
 
@@ -117,49 +102,20 @@ impl EventChannel {
                 }
                 None => -1,
             };
-            self.poll(ms)?;
+            self.inner.poll(ms)?;
         }
-    }
-
-    /// Polls the fd until it is readable or `ms` milliseconds have passed (-1: no limit);
-    /// a signal ends the wait early. Whether an event is there is for the next read to say
-    /// (another reader may take it first).
-    fn poll(&self, ms: i32) -> Result<()> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: pfd is one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
-            let err = Error::last("poll");
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
-        }
-        Ok(())
     }
 
     /// Reads one event if one is queued (`rdma_get_cm_event` on the non-blocking fd), then
     /// acknowledges it; `None` if there was none.
     pub(crate) fn try_get_event(&self) -> Result<Option<CmEvent>> {
-        let mut raw = std::ptr::null_mut();
-        // A connect request's event carries a new id, and reading a multicast join's event
-        // reads (and attaches) its id's QP (see `id_table`); the fd is non-blocking, so the
-        // table is held only while librdmacm reads the event and it is copied.
-        let table = id_table();
-        // SAFETY: the channel is live; raw is a valid out pointer.
-        let rc = unsafe { cm::rdma_get_cm_event(self.ptr(), &mut raw) };
-        if rc != 0 {
-            let err = Error::last("rdma_get_cm_event");
-            if err.raw_os_error() == Some(libc::EAGAIN) {
-                return Ok(None);
-            }
-            return Err(err);
+        // The event holds the id table while librdmacm reads it and it is copied (a connect
+        // request's event carries a new id, and reading a multicast join's event reads and
+        // attaches its id's QP); the fd is non-blocking, so that is short.
+        match self.inner.get_event()? {
+            Some(ev) => CmEvent::take(ev).map(Some),
+            None => Ok(None),
         }
-        // SAFETY: raw is an event rdma_get_cm_event just returned, not yet acknowledged;
-        // take() acknowledges it exactly once, after copying it under the table lock.
-        unsafe { CmEvent::take(self, raw, table) }.map(Some)
     }
 }
 

@@ -88,7 +88,7 @@ mod addr;
 mod channel;
 mod device;
 mod param;
-mod raw; // the event channel itself and the lock around librdmacm's id table
+mod raw; // the id table lock and librdmacm's device list (each part's FFI is in its raw.rs)
 mod ud;
 
 pub use addr::ib::IbAddr;

@@ -1,45 +1,52 @@
-//! The raw pieces every part of the CM shares: the event channel itself and the lock around
-//! librdmacm's table of ids. A leaf of `cm`: it imports none of the CM's other modules.
+//! The FFI calls the CM's parts share: the lock around librdmacm's table of ids, and
+//! librdmacm's device list ([`DeviceList`], which keeps a device context open for
+//! `device.rs`). The other raw files of `cm/`: the channel's and its events'
+//! (`channel/raw.rs`), the id's (`channel/id/raw.rs`), the addresses' C forms
+//! (`addr/raw.rs`); beside them only `device.rs` (the promise that a device context stays
+//! open) and `channel/id/lend.rs` (a lent QP's owner) hold an unsafe block.
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rdmacm_sys as cm;
 
-use crate::error::{check_ptr, Result};
+use crate::ffi;
 
-/// The channel itself, shared by the [`EventChannel`] handles and the ids created on it.
-pub(super) struct ChannelInner {
-    raw: NonNull<cm::rdma_event_channel>,
-}
+/// librdmacm's device list (`rdma_get_devices`), freed on drop (`rdma_free_devices`).
+/// While it lives, librdmacm keeps every listed device context open (each is counted as
+/// in use), even if the last id on the device goes.
+pub(crate) struct DeviceList(NonNull<*mut ffi::ibv_context>);
 
-// SAFETY: an event channel is an fd and its number; librdmacm's calls on it are thread-safe
-// (each reads whole events from the fd).
-unsafe impl Send for ChannelInner {}
-// SAFETY: as above.
-unsafe impl Sync for ChannelInner {}
+// SAFETY: the list is only freed, once, by librdmacm's thread-safe rdma_free_devices.
+unsafe impl Send for DeviceList {}
+// SAFETY: as above: nothing is reached through a shared list.
+unsafe impl Sync for DeviceList {}
 
-impl Drop for ChannelInner {
+impl Drop for DeviceList {
     fn drop(&mut self) {
-        // SAFETY: the channel is live and every id created on it holds this Arc, so all of
-        // them are destroyed.
-        unsafe { cm::rdma_destroy_event_channel(self.raw.as_ptr()) };
+        // SAFETY: the list came from rdma_get_devices and is freed once.
+        unsafe { cm::rdma_free_devices(self.0.as_ptr()) };
     }
 }
 
-impl ChannelInner {
-    /// `rdma_create_event_channel`.
-    pub(super) fn create() -> Result<Self> {
-        // SAFETY: no arguments; the result is checked.
-        let raw = check_ptr("rdma_create_event_channel", unsafe {
-            cm::rdma_create_event_channel()
-        })?;
-        Ok(ChannelInner { raw })
-    }
-
-    /// The raw channel, valid while this lives.
-    pub(super) fn ptr(&self) -> *mut cm::rdma_event_channel {
-        self.raw.as_ptr()
+impl DeviceList {
+    /// librdmacm's device list if it names `verbs` (then the list keeps it open), else
+    /// `None` (the device was removed, or the list could not be made).
+    pub(crate) fn listing(verbs: *mut ffi::ibv_context) -> Option<Self> {
+        // SAFETY: no count wanted; the result is checked.
+        let raw = unsafe { cm::rdma_get_devices(std::ptr::null_mut()) };
+        let list = DeviceList(NonNull::new(raw)?);
+        let mut p = list.0.as_ptr();
+        // SAFETY: the list is NULL-terminated and valid until freed (list's drop).
+        unsafe {
+            while !(*p).is_null() {
+                if *p == verbs {
+                    return Some(list);
+                }
+                p = p.add(1);
+            }
+        }
+        None
     }
 }
 

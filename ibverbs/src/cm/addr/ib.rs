@@ -1,11 +1,7 @@
 //! AF_IB addresses (`struct sockaddr_ib`, `<infiniband/ib.h>`): an InfiniBand port's GID
 //! and a service ID where IP has an address and a port. rdma_cm takes them on devices with
-//! InfiniBand's connection manager (InfiniBand ports, not RoCE or iWARP ones).
-
-use std::mem;
-use std::ptr;
-
-use rdmacm_sys as cm;
+//! InfiniBand's connection manager (InfiniBand ports, not RoCE or iWARP ones). Their C form
+//! (`to_c`, `from_c`) is in `raw.rs`.
 
 use crate::cm::PortSpace;
 use crate::types::Gid;
@@ -94,59 +90,6 @@ impl IbAddr {
     pub fn port(&self) -> u16 {
         self.service_id as u16
     }
-
-    /// The C form, in a `sockaddr_storage` (which librdmacm reads by its family).
-    pub(crate) fn to_c(self) -> libc::sockaddr_storage {
-        // SAFETY: sockaddr_ib is plain data; all zeroes is a valid value.
-        let mut sib: cm::sockaddr_ib = unsafe { mem::zeroed() };
-        sib.sib_family = libc::AF_IB as libc::c_ushort;
-        sib.sib_pkey = self.pkey.to_be();
-        sib.sib_flowinfo = self.flow_label.to_be();
-        // SAFETY: struct ib_addr is a union of views of the same 16 bytes (its size is
-        // checked by the bindings' layout test).
-        unsafe {
-            ptr::addr_of_mut!(sib.sib_addr)
-                .cast::<[u8; 16]>()
-                .write(self.gid.into())
-        };
-        sib.sib_sid = self.service_id.to_be();
-        sib.sib_sid_mask = self.service_id_mask.to_be();
-        sib.sib_scope_id = self.scope_id;
-        // SAFETY: as above for sockaddr_storage.
-        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        const { assert!(mem::size_of::<cm::sockaddr_ib>() <= mem::size_of::<libc::sockaddr_storage>()) };
-        // SAFETY: sockaddr_storage is larger than sockaddr_ib (checked above) and aligned
-        // for every sockaddr type.
-        unsafe {
-            ptr::addr_of_mut!(storage)
-                .cast::<cm::sockaddr_ib>()
-                .write(sib)
-        };
-        storage
-    }
-
-    /// The address at `sa`, if it is an AF_IB one (`None` for null or other families).
-    ///
-    /// # Safety
-    /// `sa` is null or points to a socket address as long as its family says.
-    pub(crate) unsafe fn from_c(sa: *const libc::sockaddr) -> Option<IbAddr> {
-        // SAFETY: sa is null or points to at least a sockaddr (caller).
-        if sa.is_null() || i32::from(unsafe { (*sa).sa_family }) != libc::AF_IB {
-            return None;
-        }
-        // SAFETY: an AF_IB address is a whole sockaddr_ib (caller).
-        let sib = unsafe { sa.cast::<cm::sockaddr_ib>().read_unaligned() };
-        // SAFETY: ib_addr is 16 bytes (as above); any bytes are a valid byte array.
-        let gid = unsafe { ptr::addr_of!(sib.sib_addr).cast::<[u8; 16]>().read() };
-        Some(IbAddr {
-            gid: Gid::from(gid),
-            pkey: u16::from_be(sib.sib_pkey),
-            service_id: u64::from_be(sib.sib_sid),
-            service_id_mask: u64::from_be(sib.sib_sid_mask),
-            flow_label: u32::from_be(sib.sib_flowinfo),
-            scope_id: sib.sib_scope_id,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -168,34 +111,5 @@ mod tests {
             ..a
         };
         assert_eq!(other.port_space(), None);
-    }
-
-    #[test]
-    fn round_trips_through_c() {
-        let a = IbAddr {
-            gid: "fe80::2:c903:a:b0c1".parse().unwrap(),
-            pkey: 0x8001,
-            service_id: 0x0123_4567_89ab_cdef,
-            service_id_mask: 0xffff_ffff_ffff_0000,
-            flow_label: 0x000a_bcde,
-            scope_id: 3,
-        };
-        let storage = a.to_c();
-        // SAFETY: storage holds an AF_IB sockaddr_ib.
-        let back = unsafe { IbAddr::from_c(ptr::addr_of!(storage).cast()) };
-        assert_eq!(back, Some(a));
-        let raw = ptr::addr_of!(storage).cast::<u8>();
-        // SAFETY: storage is 128 bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(raw, 48) };
-        assert_eq!(&bytes[0..2], &(libc::AF_IB as u16).to_ne_bytes());
-        assert_eq!(&bytes[2..4], &[0x80, 0x01], "P_Key in network order");
-        assert_eq!(&bytes[8..10], &[0xfe, 0x80], "GID");
-        assert_eq!(&bytes[24..26], &[0x01, 0x23], "service ID in network order");
-        // Not AF_IB: none.
-        let ip = crate::cm::addr::to_c("10.0.0.1:1".parse().unwrap());
-        // SAFETY: ip holds a sockaddr_in.
-        assert_eq!(unsafe { IbAddr::from_c(ptr::addr_of!(ip).cast()) }, None);
-        // SAFETY: null is allowed.
-        assert_eq!(unsafe { IbAddr::from_c(ptr::null()) }, None);
     }
 }

@@ -1,17 +1,16 @@
 //! CM events (`struct rdma_cm_event`): copied into [`CmEvent`] and acknowledged at once.
 
 use std::net::IpAddr;
-use std::sync::MutexGuard;
 
 use rdmacm_sys as cm;
 
-use super::id::mcast::Join;
 use super::id::{CmId, IdHandle};
-use super::EventChannel;
+use super::raw::RawEvent;
 use crate::cm::ud::UdPeer;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 
-/// One event of an [`EventChannel`], already acknowledged: what it said, copied.
+/// One event of an [`EventChannel`](super::EventChannel), already acknowledged: what it
+/// said, copied.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct CmEvent {
@@ -141,80 +140,59 @@ impl CmEventKind {
 }
 
 impl CmEvent {
-    /// Copies `raw` into a [`CmEvent`] under `table`, the id table lock held while the event
-    /// was read (the id's QP pointer changes under it while the id has joins), then lets go
-    /// of the lock and acknowledges the event (`rdma_ack_cm_event`): so the copy, and the
-    /// id of a connect request in it, is dropped outside the lock if the acknowledgement
-    /// fails.
-    ///
-    /// # Safety
-    /// `raw` must be an event `rdma_get_cm_event` returned on `channel`, not yet
-    /// acknowledged; it is acknowledged here, once, whatever the result.
-    pub(super) unsafe fn take(
-        channel: &EventChannel,
-        raw: *mut cm::rdma_cm_event,
-        table: MutexGuard<'static, ()>,
-    ) -> Result<Self> {
+    /// Copies `ev` into a [`CmEvent`] under the id table lock it holds (the id's QP pointer
+    /// changes under it while the id has joins), then lets go of the lock and acknowledges
+    /// the event (`rdma_ack_cm_event`), once, whatever the result: so the copy, and the id
+    /// of a connect request in it, is dropped outside the lock if the acknowledgement fails.
+    pub(super) fn take(mut ev: RawEvent) -> Result<Self> {
         use cm::rdma_cm_event_type as T;
-        // SAFETY: raw is valid until acknowledged (caller); everything is copied before.
-        let (kind, status, id) = unsafe {
-            let ev = &*raw;
-            // librdmacm fills `param.ud` for the ids of UD QPs, `param.conn` for the others
-            // (both begin with the private data).
-            let ud = (*ev.id).qp_type == crate::ffi::ibv_qp_type::IBV_QPT_UD;
-            let conn = ev.param.conn.as_ref();
-            let data = || private_data(conn.private_data, conn.private_data_len);
-            // The RDMA read depths of an RC request (none for UD).
-            let depths = if ud {
-                (0, 0)
-            } else {
-                (conn.initiator_depth, conn.responder_resources)
-            };
-            let kind = match ev.event {
-                T::RDMA_CM_EVENT_ADDR_RESOLVED => CmEventKind::AddrResolved,
-                T::RDMA_CM_EVENT_ADDR_ERROR => CmEventKind::AddrError,
-                T::RDMA_CM_EVENT_ROUTE_RESOLVED => CmEventKind::RouteResolved,
-                T::RDMA_CM_EVENT_ROUTE_ERROR => CmEventKind::RouteError,
-                T::RDMA_CM_EVENT_CONNECT_REQUEST => CmEventKind::ConnectRequest {
-                    // The new id is ours from here on; it was created on this channel.
-                    id: CmId::adopt_request(channel, ev.id),
-                    private_data: data(),
-                    initiator_depth: depths.0,
-                    responder_resources: depths.1,
-                },
-                T::RDMA_CM_EVENT_CONNECT_RESPONSE => CmEventKind::ConnectResponse {
-                    private_data: data(),
-                },
-                T::RDMA_CM_EVENT_CONNECT_ERROR => CmEventKind::ConnectError,
-                T::RDMA_CM_EVENT_UNREACHABLE => CmEventKind::Unreachable,
-                T::RDMA_CM_EVENT_REJECTED => CmEventKind::Rejected {
-                    reason: ev.status,
-                    reason_text: reject_reason_text(ev.status),
-                    private_data: data(),
-                },
-                T::RDMA_CM_EVENT_ESTABLISHED => CmEventKind::Established {
-                    private_data: data(),
-                    ud: ud.then(|| UdPeer::from_c(ev.param.ud.as_ref())),
-                },
-                T::RDMA_CM_EVENT_DISCONNECTED => CmEventKind::Disconnected,
-                T::RDMA_CM_EVENT_DEVICE_REMOVAL => CmEventKind::DeviceRemoval,
-                T::RDMA_CM_EVENT_MULTICAST_JOIN | T::RDMA_CM_EVENT_MULTICAST_ERROR => multicast(ev),
-                T::RDMA_CM_EVENT_ADDR_CHANGE => CmEventKind::AddrChange,
-                T::RDMA_CM_EVENT_TIMEWAIT_EXIT => CmEventKind::TimewaitExit,
-                other => CmEventKind::Other(other.0),
-            };
-            let id = if ev.event == T::RDMA_CM_EVENT_CONNECT_REQUEST {
-                ev.listen_id
-            } else {
-                ev.id
-            };
-            // SAFETY: the event's id is live until the event is acknowledged (below), and
-            // every id of the channel was made by CmId, which set its handle.
-            (kind, ev.status, IdHandle::of(id))
+        // librdmacm fills `param.ud` for the ids of UD QPs, `param.conn` for the others
+        // (both begin with the private data).
+        let ud = ev.is_ud();
+        // The RDMA read depths of an RC request (none for UD).
+        let depths = if ud {
+            (0, 0)
+        } else {
+            let conn = ev.conn();
+            (conn.initiator_depth, conn.responder_resources)
         };
-        drop(table);
-        // SAFETY: raw was not acknowledged yet (caller), and nothing points into it now.
-        check("rdma_ack_cm_event", unsafe { cm::rdma_ack_cm_event(raw) })?;
+        // Only a connect request carries a new id, which is ours from here on.
+        let kind = match (ev.event_type(), ev.take_request()) {
+            (_, Some(id)) => CmEventKind::ConnectRequest {
+                id: CmId::from_request(id),
+                private_data: ev.private_data(),
+                initiator_depth: depths.0,
+                responder_resources: depths.1,
+            },
+            (T::RDMA_CM_EVENT_ADDR_RESOLVED, _) => CmEventKind::AddrResolved,
+            (T::RDMA_CM_EVENT_ADDR_ERROR, _) => CmEventKind::AddrError,
+            (T::RDMA_CM_EVENT_ROUTE_RESOLVED, _) => CmEventKind::RouteResolved,
+            (T::RDMA_CM_EVENT_ROUTE_ERROR, _) => CmEventKind::RouteError,
+            (T::RDMA_CM_EVENT_CONNECT_RESPONSE, _) => CmEventKind::ConnectResponse {
+                private_data: ev.private_data(),
+            },
+            (T::RDMA_CM_EVENT_CONNECT_ERROR, _) => CmEventKind::ConnectError,
+            (T::RDMA_CM_EVENT_UNREACHABLE, _) => CmEventKind::Unreachable,
+            (T::RDMA_CM_EVENT_REJECTED, _) => CmEventKind::Rejected {
+                reason: ev.status(),
+                reason_text: reject_reason_text(ev.status()),
+                private_data: ev.private_data(),
+            },
+            (T::RDMA_CM_EVENT_ESTABLISHED, _) => CmEventKind::Established {
+                private_data: ev.private_data(),
+                ud: ud.then(|| UdPeer::from_c(ev.ud())),
+            },
+            (T::RDMA_CM_EVENT_DISCONNECTED, _) => CmEventKind::Disconnected,
+            (T::RDMA_CM_EVENT_DEVICE_REMOVAL, _) => CmEventKind::DeviceRemoval,
+            (T::RDMA_CM_EVENT_MULTICAST_JOIN | T::RDMA_CM_EVENT_MULTICAST_ERROR, _) => {
+                multicast(&ev)
+            }
+            (T::RDMA_CM_EVENT_ADDR_CHANGE, _) => CmEventKind::AddrChange,
+            (T::RDMA_CM_EVENT_TIMEWAIT_EXIT, _) => CmEventKind::TimewaitExit,
+            (other, _) => CmEventKind::Other(other.0),
+        };
+        let (id, status) = (ev.id(), ev.status());
+        ev.ack()?;
         Ok(CmEvent { id, kind, status })
     }
 
@@ -269,29 +247,18 @@ impl CmEvent {
 }
 
 /// The kind of a multicast join's event `ev` (`MULTICAST_JOIN` or `MULTICAST_ERROR`), whose
-/// `param.ud.private_data` is the context of the join: the id's [`Join`] of the group. A
-/// join's event records in it whether librdmacm attached the id's QP.
-///
-/// # Safety
-/// `ev` is such an event, not yet acknowledged, of a live id, read under the id table lock.
-unsafe fn multicast(ev: &cm::rdma_cm_event) -> CmEventKind {
-    // SAFETY: the event's parameters are `ud` for a multicast event (librdmacm fills them
-    // so); its id is live until the event is acknowledged (caller).
-    let (ud, has_qp) = unsafe { (ev.param.ud.as_ref(), !(*ev.id).qp.is_null()) };
-    let join = ud.private_data.cast::<Join>();
-    if join.is_null() {
+/// `param.ud.private_data` is the context of the join: the id's [`Join`](super::id::mcast)
+/// of the group. A join's event records in it whether librdmacm attached the id's QP.
+fn multicast(ev: &RawEvent) -> CmEventKind {
+    let Some(join) = ev.join() else {
         // Not a join of CmId's (only a raw join through `AsRaw`, against its rules).
-        return CmEventKind::Other(ev.event.0);
-    }
-    // SAFETY: every join of a CmId passes its Join, which the id keeps until
-    // rdma_leave_multicast returned, after the join's events read were acknowledged; this
-    // one is not yet (caller).
-    let join = unsafe { &*join };
-    if ev.event == cm::rdma_cm_event_type::RDMA_CM_EVENT_MULTICAST_JOIN {
-        let peer = UdPeer::from_c(ud);
-        // The id's QP pointer was read under the id table lock (caller), as librdmacm read
-        // it to attach the QP while it read the event.
-        join.record_join(&peer, has_qp);
+        return CmEventKind::Other(ev.event_type().0);
+    };
+    if ev.event_type() == cm::rdma_cm_event_type::RDMA_CM_EVENT_MULTICAST_JOIN {
+        let peer = UdPeer::from_c(ev.ud());
+        // The id's QP pointer is read under the id table lock (the event holds it), as
+        // librdmacm read it to attach the QP while it read the event.
+        join.record_join(&peer, ev.id_has_qp());
         CmEventKind::MulticastJoin {
             group: join.group(),
             ud: peer,
@@ -301,18 +268,6 @@ unsafe fn multicast(ev: &cm::rdma_cm_event) -> CmEventKind {
             group: join.group(),
         }
     }
-}
-
-/// A copy of `len` bytes at `ptr` (nothing for null).
-///
-/// # Safety
-/// `ptr` is null or valid for `len` bytes.
-unsafe fn private_data(ptr: *const std::ffi::c_void, len: u8) -> Vec<u8> {
-    if ptr.is_null() || len == 0 {
-        return Vec::new();
-    }
-    // SAFETY: valid for len bytes (caller).
-    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len.into()) }.to_vec()
 }
 
 /// What the reason of a [`CmEventKind::Rejected`] means: on IB and RoCE the InfiniBand CM's

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use rdmacm_sys as cm;
-
 use super::CmId;
 use crate::cm::IbAddr;
 use crate::error::{Error, Result};
@@ -37,14 +35,12 @@ impl CmId {
     /// The local address (`rdma_get_local_addr`) when it is an AF_IB one: the id was bound
     /// or resolved with one ([`local_addr`](Self::local_addr) gives IP addresses).
     pub fn local_ib_addr(&self) -> Option<IbAddr> {
-        // SAFETY: the id is live; the address inside it is as long as its family says.
-        unsafe { IbAddr::from_c(cm::rdma_get_local_addr(self.ptr())) }
+        IbAddr::from_c(&self.raw.local_addr())
     }
 
     /// The peer's address (`rdma_get_peer_addr`) when it is an AF_IB one.
     pub fn peer_ib_addr(&self) -> Option<IbAddr> {
-        // SAFETY: as above.
-        unsafe { IbAddr::from_c(cm::rdma_get_peer_addr(self.ptr())) }
+        IbAddr::from_c(&self.raw.peer_addr())
     }
 }
 

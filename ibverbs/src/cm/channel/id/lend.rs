@@ -1,8 +1,9 @@
 //! A CM id's QP lent to an owner of its own (the tokio layer's `AsyncQp`) while librdmacm
-//! keeps moving it through its states: the id holds the owner until it is destroyed.
+//! keeps moving it through its states: the id holds the owner until it is destroyed. The
+//! folder's other unsafe file beside `raw.rs`: that the owner keeps the QP alive is a
+//! promise of `wrap`'s, which no type states.
 
 use std::any::Any;
-use std::ptr;
 use std::sync::Arc;
 
 use super::CmId;
@@ -29,35 +30,24 @@ impl CmId {
             what: "CM id",
             reason: reason.into(),
         };
-        if self.has_joins() {
+        if self.raw.has_joins() {
             return Err(refused(
                 "it has joined multicast groups: make its async QP before joining",
             ));
         }
+        // librdmacm's pointer to it is cleared: it must not reach the QP while it changes
+        // hands (wrap may destroy it).
         let qp = self
-            .qp
-            .take()
+            .raw
+            .take_qp()
             .ok_or_else(|| refused("it has no QP (create_qp makes it)"))?;
         let raw = qp.ptr();
-        // SAFETY: null: librdmacm must not reach the QP while it changes hands (wrap may
-        // destroy it).
-        unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
-        let owner = wrap(*qp)?;
+        let owner = wrap(qp)?;
         let keeper: Keeper = owner.clone();
-        // SAFETY: the QP lives while `keeper` does, which the id holds until
-        // release_lent sets the pointer to null again.
-        unsafe { self.set_librdmacm_qp(raw) };
-        self.lent = Some(keeper);
+        // SAFETY: the QP lives while `keeper` does: wrap was handed the QP and made `owner`
+        // of it (the one caller, AsyncQp::on_cm_id, gives the AsyncQp's shared state, which
+        // owns the QP).
+        unsafe { self.raw.lend(raw, keeper) };
         Ok(owner)
-    }
-
-    /// Clears librdmacm's pointer to a lent QP and lets its owner go (the QP is destroyed
-    /// when the owner's last clone is).
-    pub(super) fn release_lent(&mut self) {
-        if let Some(keeper) = self.lent.take() {
-            // SAFETY: null: librdmacm must not reach the QP once it may be destroyed.
-            unsafe { self.set_librdmacm_qp(ptr::null_mut()) };
-            drop(keeper);
-        }
     }
 }

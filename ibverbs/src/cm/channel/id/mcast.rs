@@ -11,26 +11,23 @@
 //! group (`ibv_attach_mcast`), unless the join is send-only or the id has no QP then; its
 //! `rdma_leave_multicast` detaches it. Reading an event, leaving a group, and setting or
 //! clearing the QP pointer of an id with joins are serialized by the id table lock
-//! ([`id_table`](crate::cm::raw::id_table)): so a leave never detaches the QP while a join's event
+//! ([`id_table`](crate::cm::raw::id_table)), in the id's raw layer (`raw.rs`, which keeps
+//! each [`Join`] and makes the calls): so a leave never detaches the QP while a join's event
 //! is attaching it, and a QP that leaves the id ([`CmId::take_qp`]) is never attached
 //! behind its back, and takes along the groups it was attached to, which it detaches
 //! itself before it is destroyed. An event is acknowledged right after its copy, outside
 //! the lock, so the leave's wait for the acknowledgements is short and needs no lock.
 
 use std::net::{IpAddr, SocketAddr};
-use std::ptr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rdmacm_sys as cm;
 
 use super::CmId;
 use crate::cm::addr::to_c;
-use crate::cm::raw::id_table;
 use crate::cm::ud::UdPeer;
 use crate::cm::PortSpace;
-use crate::drop_error;
-use crate::error::{check, Error, IwarpRule, Result};
-use crate::ffi;
+use crate::error::{Error, IwarpRule, Result};
 use crate::qp::QueuePair;
 use crate::types::Gid;
 use crate::types::QpType;
@@ -80,6 +77,11 @@ impl Join {
         self.group
     }
 
+    /// How the group is joined.
+    pub(crate) fn flag(&self) -> MulticastJoinFlag {
+        self.flag
+    }
+
     /// Records what a `MULTICAST_JOIN` event of this join did: librdmacm attached the id's
     /// QP to the group if the id had one (`has_qp`, read under the id table lock, which the
     /// event's reader holds) and the join is not send-only.
@@ -98,7 +100,7 @@ impl Join {
 
 /// The C socket address of `group` (port 0), the same bytes for the join and the leave
 /// (`rdma_leave_multicast` finds the join by comparing them).
-fn group_addr(group: IpAddr) -> libc::sockaddr_storage {
+pub(crate) fn group_addr(group: IpAddr) -> libc::sockaddr_storage {
     to_c(SocketAddr::new(group, 0))
 }
 
@@ -168,29 +170,23 @@ impl CmId {
                 ),
             });
         }
-        if !matches!(self.ps, PortSpace::Udp | PortSpace::Ipoib) {
+        if !matches!(self.port_space(), PortSpace::Udp | PortSpace::Ipoib) {
             return Err(Error::InvalidArgument {
                 what: "CM id",
                 reason: format!(
                     "multicast groups are joined by UD ids (port space Udp or Ipoib); this \
                      id's port space is {:?}",
-                    self.ps
+                    self.port_space()
                 ),
             });
         }
-        // SAFETY: the id is live; librdmacm sets its fields in calls on it, which take the
-        // id by reference and so do not run beside this one (CmId is not Sync).
-        let verbs = unsafe { (*self.ptr()).verbs };
-        if verbs.is_null() {
+        if self.raw.verbs().is_none() {
             return Err(Error::InvalidArgument {
                 what: "CM id",
                 reason: "not bound to a device yet (bind or resolve_addr first)".into(),
             });
         }
-        // SAFETY: a bound id's context is open while the id lives, and so is its device.
-        if unsafe { (*(*verbs).device).transport_type }
-            == ffi::ibv_transport_type::IBV_TRANSPORT_IWARP
-        {
+        if self.raw.is_iwarp() {
             return Err(Error::Iwarp(IwarpRule::RcOnly {
                 qp_type: QpType::Ud,
             }));
@@ -206,24 +202,7 @@ impl CmId {
             flag,
             attached: Mutex::new(None),
         });
-        let mut addr = group_addr(group);
-        let mut attr = cm::rdma_cm_join_mc_attr_ex {
-            comp_mask: (cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_ADDRESS
-                | cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS)
-                .0,
-            join_flags: flag.raw().0,
-            addr: ptr::addr_of_mut!(addr).cast(),
-        };
-        let context = Arc::as_ptr(&join).cast_mut().cast();
-        // SAFETY: the id is live; attr and the address it points to outlive the call, which
-        // copies the address. The context is the Join, which stays alive (self.joins) until
-        // rdma_leave_multicast has returned, after the join's last event was acknowledged;
-        // if the call fails, librdmacm forgets the join and no event carries the context.
-        check("rdma_join_multicast_ex", unsafe {
-            cm::rdma_join_multicast_ex(self.ptr(), &mut attr, context)
-        })?;
-        self.joins.push(join);
-        Ok(())
+        self.raw.join(join)
     }
 
     /// `rdma_leave_multicast`: leaves the group `group` the id joined (a join still under
@@ -240,69 +219,31 @@ impl CmId {
                 reason: format!("the id has not joined {group}"),
             });
         };
-        let join = self.joins.swap_remove(at);
-        self.leave(join)
+        self.raw.leave(at)
     }
 
     /// The groups the id has joined and not left (joins under way and failed ones too).
     pub fn multicast_groups(&self) -> Vec<IpAddr> {
-        self.joins.iter().map(|join| join.group).collect()
+        self.raw.joins().iter().map(|join| join.group).collect()
     }
 
     /// Where `group` is in the id's joins.
     fn joined(&self, group: IpAddr) -> Option<usize> {
-        self.joins.iter().position(|join| join.group == group)
+        self.raw.joins().iter().position(|join| join.group == group)
     }
+}
 
-    /// `rdma_leave_multicast` of `join`, taken out of the id's joins.
-    fn leave(&self, join: Arc<Join>) -> Result<()> {
-        let mut addr = group_addr(join.group);
-        let rc = {
-            // No event is read meanwhile: librdmacm's detaching the id's QP does not race
-            // with a join's event attaching it. An event read just before is acknowledged
-            // without the lock, so the call's wait for it ends.
-            let _table = id_table();
-            // SAFETY: the id is live and joined the group with these very address bytes;
-            // the join's events read are acknowledged by their readers, each once.
-            unsafe { cm::rdma_leave_multicast(self.ptr(), ptr::addr_of_mut!(addr).cast()) }
-        };
-        let result = check("rdma_leave_multicast", rc);
-        if result.is_err() {
-            // librdmacm freed its record of the join without waiting for the join's events:
-            // one read meanwhile may still carry the context, which so must never be freed.
-            std::mem::forget(join);
-        }
-        result
-    }
-
-    /// Leaves every group the id is still in (on drop), reporting failures.
-    pub(super) fn leave_all(&mut self) {
-        for join in std::mem::take(&mut self.joins) {
-            let rc = match self.leave(join) {
-                Ok(()) => 0,
-                Err(err) => err.raw_os_error().unwrap_or(libc::EIO),
-            };
-            drop_error::report("rdma_leave_multicast", rc);
-        }
-    }
-
-    /// Whether the id has joins (whose events read the id's QP pointer).
-    pub(super) fn has_joins(&self) -> bool {
-        !self.joins.is_empty()
-    }
-
-    /// Hands the groups librdmacm attached the id's QP to over to `qp`, which is leaving
-    /// the id: it then detaches from them itself before it is destroyed. The caller holds
-    /// the id table lock and clears the id's QP pointer under it.
-    pub(super) fn hand_over_groups(&self, qp: &QueuePair) {
-        let Some(mut groups) = qp.mcast_groups() else {
-            return;
-        };
-        for join in &self.joins {
-            if let Some(group) = join.attached_lock().take() {
-                if !groups.contains(&group) {
-                    groups.push(group);
-                }
+/// Hands the groups librdmacm attached an id's QP to (of its `joins`) over to `qp`, which is
+/// leaving the id: it then detaches from them itself before it is destroyed. The caller
+/// holds the id table lock and clears the id's QP pointer under it.
+pub(crate) fn hand_over_groups(qp: &QueuePair, joins: &[Arc<Join>]) {
+    let Some(mut groups) = qp.mcast_groups() else {
+        return;
+    };
+    for join in joins {
+        if let Some(group) = join.attached_lock().take() {
+            if !groups.contains(&group) {
+                groups.push(group);
             }
         }
     }

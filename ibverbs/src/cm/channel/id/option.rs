@@ -1,13 +1,10 @@
 //! `rdma_set_option`: the settings of a CM id, each with the value type the kernel reads.
 
-use std::ffi::c_void;
-use std::{mem, ptr};
-
 use rdmacm_sys as cm;
 
 use super::CmId;
 use crate::cm::PortSpace;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 
 /// A setting of a CM id, for [`CmId::set_option`] (`rdma_set_option`, level
 /// `RDMA_OPTION_ID`).
@@ -73,24 +70,28 @@ impl CmId {
                     max: 31,
                 });
             }
-            if matches!(self.ps, PortSpace::Udp | PortSpace::Ipoib) {
+            if matches!(self.port_space(), PortSpace::Udp | PortSpace::Ipoib) {
                 return Err(Error::InvalidArgument {
                     what: "RDMA_OPTION_ID_ACK_TIMEOUT",
                     reason: format!(
                         "an ACK timeout is for connected QPs; this id's port space is {:?} (UD)",
-                        self.ps
+                        self.port_space()
                     ),
                 });
             }
         }
         // The kernel reads a u8 for TOS and the ACK timeout, an int for the flags.
-        let rc = match option {
-            CmOption::Tos(v) => self.set_raw(cm::RDMA_OPTION_ID_TOS, &v),
-            CmOption::AckTimeout(v) => self.set_raw(cm::RDMA_OPTION_ID_ACK_TIMEOUT, &v),
-            CmOption::ReuseAddr(v) => self.set_raw(cm::RDMA_OPTION_ID_REUSEADDR, &i32::from(v)),
-            CmOption::AfOnly(v) => self.set_raw(cm::RDMA_OPTION_ID_AFONLY, &i32::from(v)),
+        let result = match option {
+            CmOption::Tos(v) => self.raw.set_option(cm::RDMA_OPTION_ID_TOS, &v),
+            CmOption::AckTimeout(v) => self.raw.set_option(cm::RDMA_OPTION_ID_ACK_TIMEOUT, &v),
+            CmOption::ReuseAddr(v) => self
+                .raw
+                .set_option(cm::RDMA_OPTION_ID_REUSEADDR, &i32::from(v)),
+            CmOption::AfOnly(v) => self
+                .raw
+                .set_option(cm::RDMA_OPTION_ID_AFONLY, &i32::from(v)),
         };
-        check("rdma_set_option", rc).map_err(|err| {
+        result.map_err(|err| {
             if err.raw_os_error() == Some(libc::EINVAL) {
                 Error::InvalidArgument {
                     what: option.name(),
@@ -100,20 +101,5 @@ impl CmId {
                 err
             }
         })
-    }
-
-    /// `rdma_set_option(RDMA_OPTION_ID, name, value, size_of::<T>())`.
-    fn set_raw<T: Copy>(&self, name: u32, value: &T) -> std::ffi::c_int {
-        // SAFETY: the id is live; value is size_of::<T>() readable bytes for the call,
-        // which only copies them (librdmacm hands them to the kernel, never writes them).
-        unsafe {
-            cm::rdma_set_option(
-                self.ptr(),
-                cm::RDMA_OPTION_ID as i32,
-                name as i32,
-                ptr::from_ref(value).cast_mut().cast::<c_void>(),
-                mem::size_of::<T>(),
-            )
-        }
     }
 }

@@ -1,0 +1,480 @@
+//! The FFI calls of a CM id (`struct rdma_cm_id`): every unsafe block of `channel/id/` but
+//! the lending of its QP (`lend.rs`, whose owner keeps the QP alive).
+//!
+//! [`RawCmId`] owns the id and what librdmacm's id points to or hands back: its QP
+//! (`id->qp`), the context of each multicast join (handed back in the join's events), the
+//! owner of a lent QP (feature `tokio`) and the hold on the id's device context. Its
+//! methods are safe because a live handle means a live id whose pointers are valid; its
+//! drop takes them apart in the order librdmacm needs (groups left, QP detached from the id
+//! and destroyed, the context released), then destroys the id.
+
+use std::cell::OnceCell;
+use std::ffi::c_void;
+use std::mem;
+use std::ptr::{self, NonNull};
+use std::sync::{Arc, MutexGuard};
+
+use rdmacm_sys as cm;
+
+#[cfg(feature = "tokio")]
+use super::lend::Keeper;
+use super::mcast::{group_addr, hand_over_groups, Join};
+use super::IdHandle;
+use crate::cm::channel::raw::ChannelInner;
+use crate::cm::device::{self, IdContext};
+use crate::cm::param::{check_private_data, ConnParam, Message};
+use crate::cm::raw::id_table;
+use crate::cm::PortSpace;
+use crate::context::Context;
+use crate::drop_error;
+use crate::error::{check, Error, Result};
+use crate::ffi;
+use crate::qp::{QueuePair, QueuePairBuilder};
+
+/// A CM id, owned: destroyed on drop (`rdma_destroy_id`, after its groups are left and its
+/// QP destroyed), unless the id was the last holder of a removed device, which then keeps
+/// it ([`IdContext::release`]).
+///
+/// `Send` but not `Sync` (its `OnceCell`): librdmacm updates the id's fields (its
+/// addresses, route) in calls on it, which must not run beside each other.
+pub(crate) struct RawCmId {
+    ptr: NonNull<cm::rdma_cm_id>,
+    ps: PortSpace,
+    /// Boxed: a QP carries its receive post table, and an id stays small inside a CM event.
+    /// librdmacm's `id->qp` points to it while it is here.
+    qp: Option<Box<QueuePair>>,
+    /// The multicast groups joined and not left, each the context of its join's events.
+    joins: Vec<Arc<Join>>,
+    /// The owner of a QP lent out of the id (`lend_qp`), kept while librdmacm may reach
+    /// the QP.
+    #[cfg(feature = "tokio")]
+    lent: Option<Keeper>,
+    /// The id's device context and its hold on it, once [`context`](Self::context) found
+    /// it: an id stays on the device it was bound to.
+    ctx: OnceCell<IdContext>,
+    // Dropped after the id is destroyed (fields drop after Drop::drop).
+    channel: Arc<ChannelInner>,
+}
+
+// SAFETY: an id may be used from any thread, one call at a time (it is not Sync); what it
+// owns (its QP, joins, lent QP's owner, context hold) is Send.
+unsafe impl Send for RawCmId {}
+
+impl RawCmId {
+    /// The owner of the live id `ptr` on `channel`, with nothing of its own yet. Only
+    /// [`create`](Self::create), [`adopt`](Self::adopt) and a kept id in `drop` make one:
+    /// each is the id's only owner.
+    fn owning(ptr: NonNull<cm::rdma_cm_id>, ps: PortSpace, channel: &Arc<ChannelInner>) -> Self {
+        RawCmId {
+            ptr,
+            ps,
+            qp: None,
+            joins: Vec::new(),
+            #[cfg(feature = "tokio")]
+            lent: None,
+            ctx: OnceCell::new(),
+            channel: Arc::clone(channel),
+        }
+    }
+
+    /// `rdma_create_id` on `channel` in port space `ps`, with `handle` as its context.
+    pub(crate) fn create(
+        channel: &Arc<ChannelInner>,
+        ps: PortSpace,
+        handle: IdHandle,
+    ) -> Result<Self> {
+        let mut raw = ptr::null_mut();
+        let rc = {
+            let _table = id_table();
+            // SAFETY: the channel is live; raw is a valid out pointer; the context is a
+            // number that librdmacm only hands back.
+            unsafe { cm::rdma_create_id(channel.ptr(), &mut raw, handle.as_context(), ps.raw()) }
+        };
+        check("rdma_create_id", rc)?;
+        let ptr = NonNull::new(raw).ok_or_else(|| Error::last("rdma_create_id"))?;
+        Ok(Self::owning(ptr, ps, channel))
+    }
+
+    /// Takes ownership of the new id of a connect request on `channel`, giving it `handle`
+    /// (librdmacm gave it the listening id's context).
+    ///
+    /// # Safety
+    /// `raw` must be the `id` of a connect request event read from `channel`, not yet
+    /// acknowledged, owned by nothing else.
+    pub(crate) unsafe fn adopt(
+        raw: *mut cm::rdma_cm_id,
+        channel: &Arc<ChannelInner>,
+        handle: IdHandle,
+    ) -> Self {
+        // SAFETY: a connect request's id is a live id of librdmacm (caller).
+        let ps = PortSpace::from_raw(unsafe { (*raw).ps.0 } as i32).unwrap_or(PortSpace::Tcp);
+        // SAFETY: as above; the id is ours, and librdmacm keeps but never reads the context.
+        unsafe { (*raw).context = handle.as_context() };
+        // SAFETY: an event's id is never null.
+        Self::owning(unsafe { NonNull::new_unchecked(raw) }, ps, channel)
+    }
+
+    /// The raw `rdma_cm_id`, valid while this lives.
+    pub(crate) fn ptr(&self) -> *mut cm::rdma_cm_id {
+        self.ptr.as_ptr()
+    }
+
+    /// The handle the id's context holds.
+    pub(crate) fn handle(&self) -> IdHandle {
+        // SAFETY: the id is live; its context was set when this RawCmId was made.
+        IdHandle::from_context(unsafe { (*self.ptr()).context })
+    }
+
+    /// The port space the id was created in.
+    pub(crate) fn port_space(&self) -> PortSpace {
+        self.ps
+    }
+
+    /// The device context the id is bound to (`verbs`), `None` before it is bound.
+    pub(crate) fn verbs(&self) -> Option<NonNull<ffi::ibv_context>> {
+        // SAFETY: the id is live; librdmacm sets its fields in calls on it, which take the
+        // id by reference and so do not run beside this one (RawCmId is not Sync).
+        NonNull::new(unsafe { (*self.ptr()).verbs })
+    }
+
+    /// The port of the id's device it is bound to (`port_num`, 0 before it is bound).
+    pub(crate) fn port_num(&self) -> u8 {
+        // SAFETY: as in `verbs`.
+        unsafe { (*self.ptr()).port_num }
+    }
+
+    /// Whether the id is bound to an iWARP device.
+    pub(crate) fn is_iwarp(&self) -> bool {
+        self.verbs().is_some_and(|verbs| {
+            // SAFETY: a bound id's context is open while the id lives, and so is its device.
+            let transport = unsafe { (*(*verbs.as_ptr()).device).transport_type };
+            transport == ffi::ibv_transport_type::IBV_TRANSPORT_IWARP
+        })
+    }
+
+    /// `rdma_migrate_id` to `channel`, which the id then holds (letting go of the old one).
+    pub(crate) fn migrate(&mut self, channel: &Arc<ChannelInner>) -> Result<()> {
+        // SAFETY: the id and the channel are live; the id's events on its old channel were
+        // acknowledged when read (RawEvent::ack), which rdma_migrate_id waits for.
+        check("rdma_migrate_id", unsafe {
+            cm::rdma_migrate_id(self.ptr(), channel.ptr())
+        })?;
+        self.channel = Arc::clone(channel);
+        Ok(())
+    }
+
+    /// `rdma_bind_addr` to `sa` (IP or AF_IB, by its family).
+    pub(crate) fn bind(&self, mut sa: libc::sockaddr_storage) -> Result<()> {
+        // SAFETY: the id is live; sa is a whole sockaddr_storage, larger than the sockaddr
+        // of any family.
+        check("rdma_bind_addr", unsafe {
+            cm::rdma_bind_addr(self.ptr(), ptr::addr_of_mut!(sa).cast())
+        })
+    }
+
+    /// `rdma_listen` with `backlog`.
+    pub(crate) fn listen(&self, backlog: i32) -> Result<()> {
+        // SAFETY: the id is live.
+        check("rdma_listen", unsafe {
+            cm::rdma_listen(self.ptr(), backlog)
+        })
+    }
+
+    /// `rdma_resolve_addr` of `dst` from `src` (IP or AF_IB, by their family) within `ms`.
+    pub(crate) fn resolve_addr(
+        &self,
+        mut src: Option<libc::sockaddr_storage>,
+        mut dst: libc::sockaddr_storage,
+        ms: i32,
+    ) -> Result<()> {
+        let src_ptr = src
+            .as_mut()
+            .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
+        // SAFETY: the id is live; the addresses are whole sockaddr_storages or null.
+        check("rdma_resolve_addr", unsafe {
+            cm::rdma_resolve_addr(self.ptr(), src_ptr, ptr::addr_of_mut!(dst).cast(), ms)
+        })
+    }
+
+    /// `rdma_resolve_route` within `ms`.
+    pub(crate) fn resolve_route(&self, ms: i32) -> Result<()> {
+        // SAFETY: the id is live.
+        check("rdma_resolve_route", unsafe {
+            cm::rdma_resolve_route(self.ptr(), ms)
+        })
+    }
+
+    /// `rdma_connect` with `param` (checked first).
+    pub(crate) fn connect(&self, param: &ConnParam<'_>) -> Result<()> {
+        let mut c = param.to_c(Message::Connect, self.ps)?;
+        // SAFETY: the id is live; c points into param, which outlives the call.
+        check("rdma_connect", unsafe {
+            cm::rdma_connect(self.ptr(), &mut c)
+        })
+    }
+
+    /// `rdma_accept` with `param` (checked first).
+    pub(crate) fn accept(&self, param: &ConnParam<'_>) -> Result<()> {
+        let mut c = param.to_c(Message::Accept, self.ps)?;
+        // SAFETY: the id is live; c points into param, which outlives the call.
+        check("rdma_accept", unsafe {
+            cm::rdma_accept(self.ptr(), &mut c)
+        })
+    }
+
+    /// `rdma_reject` with `private_data` (checked against the limit first).
+    pub(crate) fn reject(&self, private_data: &[u8]) -> Result<()> {
+        let len = check_private_data(private_data, Message::Reject, self.ps)?;
+        let data = if len == 0 {
+            ptr::null()
+        } else {
+            private_data.as_ptr().cast()
+        };
+        // SAFETY: the id is live; data is null or valid for len bytes.
+        check("rdma_reject", unsafe {
+            cm::rdma_reject(self.ptr(), data, len)
+        })
+    }
+
+    /// `rdma_disconnect`.
+    pub(crate) fn disconnect(&self) -> Result<()> {
+        // SAFETY: the id is live.
+        check("rdma_disconnect", unsafe {
+            cm::rdma_disconnect(self.ptr())
+        })
+    }
+
+    /// `rdma_notify` of `event`.
+    pub(crate) fn notify(&self, event: ffi::ibv_event_type) -> Result<()> {
+        // SAFETY: the id is live; the event is a value of enum ibv_event_type.
+        check("rdma_notify", unsafe { cm::rdma_notify(self.ptr(), event) })
+    }
+
+    /// The local address (`rdma_get_local_addr`), copied; of family `AF_UNSPEC` before
+    /// the id is bound.
+    pub(crate) fn local_addr(&self) -> libc::sockaddr_storage {
+        // SAFETY: the id is live; the address is the id's `route.addr` source, a union
+        // that holds a whole sockaddr_storage.
+        unsafe {
+            cm::rdma_get_local_addr(self.ptr())
+                .cast::<libc::sockaddr_storage>()
+                .read_unaligned()
+        }
+    }
+
+    /// The peer's address (`rdma_get_peer_addr`), copied; `AF_UNSPEC` before it is set.
+    pub(crate) fn peer_addr(&self) -> libc::sockaddr_storage {
+        // SAFETY: as in `local_addr`, for the destination.
+        unsafe {
+            cm::rdma_get_peer_addr(self.ptr())
+                .cast::<libc::sockaddr_storage>()
+                .read_unaligned()
+        }
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, name, value, size_of::<T>())`.
+    pub(crate) fn set_option<T: Copy>(&self, name: u32, value: &T) -> Result<()> {
+        // SAFETY: the id is live; value is size_of::<T>() readable bytes for the call,
+        // which only copies them (librdmacm hands them to the kernel, never writes them).
+        check("rdma_set_option", unsafe {
+            cm::rdma_set_option(
+                self.ptr(),
+                cm::RDMA_OPTION_ID as i32,
+                name as i32,
+                ptr::from_ref(value).cast_mut().cast::<c_void>(),
+                mem::size_of::<T>(),
+            )
+        })
+    }
+
+    /// The id's device context (librdmacm's, held open while the returned [`Context`] or
+    /// the id lives); fails before the id is bound to a device. The same each time.
+    pub(crate) fn context(&self) -> Result<Context> {
+        if let Some(held) = self.ctx.get() {
+            return Ok(held.ctx.clone());
+        }
+        let verbs = self.verbs().ok_or_else(|| Error::InvalidArgument {
+            what: "CM id",
+            reason: "not bound to a device yet (bind, resolve_addr or a connect request first)"
+                .into(),
+        })?;
+        // The hold is taken only if the cell is empty: each id counts once.
+        let held = self.ctx.get_or_init(|| device::context(verbs));
+        Ok(held.ctx.clone())
+    }
+
+    /// The id's QP, if [`create_qp`](Self::create_qp) made one (and it was not taken).
+    pub(crate) fn qp(&self) -> Option<&QueuePair> {
+        self.qp.as_deref()
+    }
+
+    /// `rdma_create_qp_ex`: the id's QP as `qp` describes, refused if the id has one (or
+    /// lent one), if `qp` does not fit the port space ([`QueuePairBuilder::check_for_cm`]),
+    /// before the id is bound, or with a PD of another device.
+    pub(crate) fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
+        #[cfg(feature = "tokio")]
+        let lent = self.lent.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let lent = false;
+        if self.qp.is_some() || lent {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: "already has a QP".into(),
+            });
+        }
+        qp.check_for_cm(self.ps)?;
+        let ctx = self.context()?;
+        ctx.check_same(qp.pd().context(), "protection domain")?;
+        // A join's event may be read meanwhile, which reads the id's QP pointer.
+        let _table = self.has_joins().then(id_table);
+        // SAFETY: the id is live, bound to a device (context() succeeded), without a QP
+        // (checked above), of a port space check_for_cm passed, and the PD is of its
+        // device (check_same); the QP is kept in self.qp, and take_qp and drop clear the
+        // id's pointer to it before it leaves.
+        let created = unsafe { qp.create_on_id(self.ptr, &ctx)? };
+        Ok(self.qp.insert(Box::new(created)))
+    }
+
+    /// Sets librdmacm's `id->qp` to null, under the id table `_table` (held so that no
+    /// event read meanwhile, a join's, which attaches the id's QP, sees it change).
+    fn clear_qp(&self, _table: &MutexGuard<'static, ()>) {
+        // SAFETY: the id is live; null points to no QP.
+        unsafe { (*self.ptr()).qp = ptr::null_mut() };
+    }
+
+    /// Takes the QP out of the id: it takes along the groups librdmacm attached it to
+    /// ([`hand_over_groups`]), and librdmacm's pointer to it is cleared, under the id table
+    /// (a join's event read after no longer attaches it).
+    pub(crate) fn take_qp(&mut self) -> Option<QueuePair> {
+        let qp = self.qp.take()?;
+        let table = id_table();
+        hand_over_groups(&qp, &self.joins);
+        self.clear_qp(&table);
+        Some(*qp)
+    }
+
+    /// Points librdmacm's `id->qp` at `qp`, a QP lent out of the id, and keeps `keeper`
+    /// until the id is destroyed (its pointer cleared first).
+    ///
+    /// # Safety
+    /// `qp` must live while `keeper` does.
+    #[cfg(feature = "tokio")]
+    pub(crate) unsafe fn lend(&mut self, qp: *mut ffi::ibv_qp, keeper: Keeper) {
+        {
+            let _table = id_table();
+            // SAFETY: the id is live; the QP lives while `keeper` does (caller), which the
+            // id holds until its drop clears the pointer again.
+            unsafe { (*self.ptr()).qp = qp };
+        }
+        self.lent = Some(keeper);
+    }
+
+    /// The multicast groups joined and not left.
+    pub(crate) fn joins(&self) -> &[Arc<Join>] {
+        &self.joins
+    }
+
+    /// Whether the id has joins (whose events read the id's QP pointer).
+    pub(crate) fn has_joins(&self) -> bool {
+        !self.joins.is_empty()
+    }
+
+    /// `rdma_join_multicast_ex` of `join`'s group as its flag says, `join` the context of
+    /// its events, kept until the group is left.
+    pub(crate) fn join(&mut self, join: Arc<Join>) -> Result<()> {
+        let mut addr = group_addr(join.group());
+        let mut attr = cm::rdma_cm_join_mc_attr_ex {
+            comp_mask: (cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_ADDRESS
+                | cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS)
+                .0,
+            join_flags: join.flag().raw().0,
+            addr: ptr::addr_of_mut!(addr).cast(),
+        };
+        let context = Arc::as_ptr(&join).cast_mut().cast();
+        // SAFETY: the id is live; attr and the address it points to outlive the call, which
+        // copies the address. The context is the Join, which stays alive (self.joins) until
+        // rdma_leave_multicast has returned, after the join's last event was acknowledged
+        // (leave_join); if the call fails, librdmacm forgets the join and no event carries
+        // the context.
+        check("rdma_join_multicast_ex", unsafe {
+            cm::rdma_join_multicast_ex(self.ptr(), &mut attr, context)
+        })?;
+        self.joins.push(join);
+        Ok(())
+    }
+
+    /// `rdma_leave_multicast` of the join at `at` in [`joins`](Self::joins), which it
+    /// leaves whatever the result.
+    pub(crate) fn leave(&mut self, at: usize) -> Result<()> {
+        let join = self.joins.swap_remove(at);
+        self.leave_join(join)
+    }
+
+    /// `rdma_leave_multicast` of `join`, taken out of the id's joins.
+    fn leave_join(&self, join: Arc<Join>) -> Result<()> {
+        let mut addr = group_addr(join.group());
+        let rc = {
+            // No event is read meanwhile: librdmacm's detaching the id's QP does not race
+            // with a join's event attaching it. An event read just before is acknowledged
+            // without the lock, so the call's wait for it ends.
+            let _table = id_table();
+            // SAFETY: the id is live and joined the group with these very address bytes;
+            // the join's events read are acknowledged by their readers, each once.
+            unsafe { cm::rdma_leave_multicast(self.ptr(), ptr::addr_of_mut!(addr).cast()) }
+        };
+        let result = check("rdma_leave_multicast", rc);
+        if result.is_err() {
+            // librdmacm freed its record of the join without waiting for the join's events:
+            // one read meanwhile may still carry the context, which so must never be freed.
+            mem::forget(join);
+        }
+        result
+    }
+
+    /// Leaves every group the id is still in (on drop), reporting failures.
+    fn leave_all(&mut self) {
+        for join in mem::take(&mut self.joins) {
+            let rc = match self.leave_join(join) {
+                Ok(()) => 0,
+                Err(err) => err.raw_os_error().unwrap_or(libc::EIO),
+            };
+            drop_error::report("rdma_leave_multicast", rc);
+        }
+    }
+}
+
+impl Drop for RawCmId {
+    fn drop(&mut self) {
+        // First, while the QP is still the id's: librdmacm detaches it from each group (a
+        // QP attached to a group cannot be destroyed), and no join's event comes after.
+        self.leave_all();
+        #[cfg(feature = "tokio")]
+        if let Some(keeper) = self.lent.take() {
+            // librdmacm must not reach the QP once it may be destroyed (with the owner's
+            // last clone).
+            self.clear_qp(&id_table());
+            drop(keeper);
+        }
+        if let Some(qp) = self.qp.take() {
+            // librdmacm must not reach the QP once it is destroyed.
+            self.clear_qp(&id_table());
+            drop(qp);
+        }
+        if let Some(held) = self.ctx.take() {
+            let mut kept = false;
+            held.release(|| {
+                kept = true;
+                // The kept id's owner from now on: this one returns without destroying it.
+                Self::owning(self.ptr, self.ps, &self.channel)
+            });
+            if kept {
+                return; // its device was removed: the context destroys the id when it goes
+            }
+        }
+        let _table = id_table();
+        // SAFETY: the id is live, has no QP, and its events were all acknowledged when they
+        // were read (RawEvent::ack), so this does not wait (nor, so, hold the table long).
+        let rc = unsafe { cm::rdma_destroy_id(self.ptr()) };
+        drop_error::report("rdma_destroy_id", rc);
+    }
+}
