@@ -14,7 +14,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use crate::c_tool;
 
@@ -27,6 +27,22 @@ pub struct Run {
     pub stderr: String,
     /// Exit status (`None`: killed by a signal).
     pub status: Option<i32>,
+}
+
+/// What a program did, its stderr less `libumad2sim`'s `sim_connect` line.
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        let stderr = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !(l.starts_with("ibwarn: ") && l.contains("sim_connect: attached")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        Run {
+            stdout: out.stdout,
+            stderr,
+            status: out.status.code(),
+        }
+    }
 }
 
 impl Run {
@@ -148,6 +164,14 @@ fn require_no_ca_place() {
     );
 }
 
+/// Fails unless `place` is there: the simulated fabric, or a way to hide every CA.
+pub fn require(place: Place) {
+    match place {
+        Place::Fabric | Place::At(_) => drop(topology()),
+        Place::NoCa => require_no_ca_place(),
+    }
+}
+
 /// Runs `program` as `tool` with `args` at `place`.
 fn run(program: PathBuf, tool: &str, args: &[&str], place: Place) -> Run {
     let mut cmd = match place {
@@ -179,20 +203,10 @@ fn run(program: PathBuf, tool: &str, args: &[&str], place: Place) -> Run {
             Ok(())
         });
     }
-    let out = cmd
-        .args(args)
+    cmd.args(args)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let stderr = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| !(l.starts_with("ibwarn: ") && l.contains("sim_connect: attached")))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    Run {
-        stdout: out.stdout,
-        stderr,
-        status: out.status.code(),
-    }
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+        .into()
 }
 
 /// Runs the C tool `tool` (infiniband-diags, by absolute path) with `args` at `place`.
@@ -229,10 +243,7 @@ pub fn compare_masked(
     place: Place,
     mask: impl Fn(&str) -> String,
 ) -> (Run, Run) {
-    match place {
-        Place::Fabric | Place::At(_) => drop(topology()),
-        Place::NoCa => require_no_ca_place(),
-    }
+    require(place);
     let c = run_c(tool, args, place);
     let ours = run_ours(tool, args, place);
     let call = format!("{tool} {}", args.join(" "));
