@@ -8,6 +8,7 @@ pub mod devinfo;
 pub mod fabric;
 #[cfg(test)]
 mod fuzz;
+pub mod ibdevices;
 pub mod ibdiag;
 pub mod ibstat;
 pub mod perftest;
@@ -16,6 +17,7 @@ pub mod sysfs;
 
 pub use devinfo::{ibv_devices, ibv_devinfo};
 pub use fabric::{ibnetdiscover, ibportstate, perfquery, sminfo, smpquery};
+pub use ibdevices::ibdevices;
 pub use ibstat::ibstat;
 pub use perftest::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,

@@ -1,8 +1,8 @@
-//! A device and its ports as `ibstat` shows them: the values, and their text.
+//! A device and its ports as `ibstat` and `ibdevices` show them: the values, and their text.
 
 use std::fmt::{self, Write};
 
-use rdma_verbs::PortAttr;
+use rdma_verbs::{PortAttr, Speed, Width};
 
 use super::names;
 
@@ -17,6 +17,10 @@ pub struct PortInfo {
     pub phys_state: &'static str,
     /// `Rate`.
     pub rate: String,
+    /// The active width (`ibdevices`' `Width`); `None` where the source does not tell.
+    pub width: Option<Width>,
+    /// The active speed (`ibdevices`' `Active speed`); `None` where the source does not tell.
+    pub speed: Option<Speed>,
     /// `Base lid`.
     pub lid: u16,
     /// `LMC`.
@@ -40,6 +44,8 @@ impl PortInfo {
             state: names::port_state(attr.state),
             phys_state: names::phys_state(attr.phys_state),
             rate: names::rate(attr.active_width, attr.active_speed)?,
+            width: Some(attr.active_width),
+            speed: Some(attr.active_speed),
             lid: attr.lid,
             lmc: attr.lmc,
             sm_lid: attr.sm_lid,
@@ -73,25 +79,45 @@ pub struct CaInfo {
     pub ports: Vec<PortInfo>,
 }
 
-/// The device header of `ibstat` (all `-s` prints).
-pub fn write_header(out: &mut impl Write, ca: &CaInfo) -> fmt::Result {
+/// Which tool prints a device: the two share its identity and each port's state and rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `ibstat`: also the hardware version, and each port's LIDs, capability mask, GUID and
+    /// link layer.
+    Ibstat,
+    /// `ibdevices`: also each port's width and active speed.
+    Ibdevices,
+}
+
+/// The device header (all that `ibstat -s` prints).
+pub fn write_header(out: &mut impl Write, ca: &CaInfo, layout: Layout) -> fmt::Result {
     writeln!(out, "{} '{}'", ca.node_type, ca.name)?;
     writeln!(out, "\t{} type: {}", ca.node_type, ca.ca_type)?;
     writeln!(out, "\tNumber of ports: {}", ca.num_ports)?;
     writeln!(out, "\tFirmware version: {}", ca.fw_ver)?;
-    writeln!(out, "\tHardware version: {}", ca.hw_ver)?;
+    if layout == Layout::Ibstat {
+        writeln!(out, "\tHardware version: {}", ca.hw_ver)?;
+    }
     writeln!(out, "\tNode GUID: 0x{:016x}", ca.node_guid)?;
     writeln!(out, "\tSystem image GUID: 0x{:016x}", ca.sys_image_guid)
 }
 
-/// A port block of `ibstat`: indented under its device, or `alone` as `ibstat CA PORT`
-/// prints it.
-pub fn write_port(out: &mut impl Write, port: &PortInfo, alone: bool) -> fmt::Result {
+/// A port block: indented under its device, or `alone` as `ibstat CA PORT` prints it.
+pub fn write_port(
+    out: &mut impl Write,
+    port: &PortInfo,
+    alone: bool,
+    layout: Layout,
+) -> fmt::Result {
     let (head, pre) = if alone { ("", "") } else { ("\t", "\t\t") };
     writeln!(out, "{head}Port {}:", port.port)?;
     writeln!(out, "{pre}State: {}", port.state)?;
     writeln!(out, "{pre}Physical state: {}", port.phys_state)?;
     writeln!(out, "{pre}Rate: {}", port.rate)?;
+    if layout == Layout::Ibdevices {
+        writeln!(out, "{pre}Width: {}", names::width(port.width))?;
+        return writeln!(out, "{pre}Active speed: {}", names::speed(port.speed));
+    }
     writeln!(out, "{pre}Base lid: {}", port.lid)?;
     writeln!(out, "{pre}LMC: {}", port.lmc)?;
     writeln!(out, "{pre}SM lid: {}", port.sm_lid)?;
@@ -136,13 +162,44 @@ mod tests {
     fn ibstat_of_rxe() {
         let ca = rxe();
         let mut out = String::new();
-        write_header(&mut out, &ca).unwrap();
+        write_header(&mut out, &ca, Layout::Ibstat).unwrap();
         assert_eq!(out, IBSTAT_S);
-        write_port(&mut out, &ca.ports[0], false).unwrap();
+        write_port(&mut out, &ca.ports[0], false, Layout::Ibstat).unwrap();
         assert_eq!(out, IBSTAT);
         let mut alone = String::from("CA: 'rxe0'\n");
-        write_port(&mut alone, &ca.ports[0], true).unwrap();
+        write_port(&mut alone, &ca.ports[0], true, Layout::Ibstat).unwrap();
         assert_eq!(alone, IBSTAT_PORT);
+    }
+
+    #[test]
+    fn ibdevices_of_rxe() {
+        let ca = rxe();
+        let mut out = String::new();
+        write_header(&mut out, &ca, Layout::Ibdevices).unwrap();
+        write_port(&mut out, &ca.ports[0], false, Layout::Ibdevices).unwrap();
+        assert_eq!(out, IBDEVICES);
+    }
+
+    /// A 4X EDR port, and one whose source tells neither width nor speed.
+    #[test]
+    fn ibdevices_ports() {
+        let edr = PortInfo::new(1, &port(2, 32), 1).unwrap();
+        let mut out = String::new();
+        write_port(&mut out, &edr, false, Layout::Ibdevices).unwrap();
+        let unknown = PortInfo {
+            port: 2,
+            width: None,
+            speed: None,
+            ..edr
+        };
+        write_port(&mut out, &unknown, false, Layout::Ibdevices).unwrap();
+        assert_eq!(
+            out,
+            "\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 100\n\
+             \t\tWidth: 4X\n\t\tActive speed: EDR (25 Gb/s per lane)\n\
+             \tPort 2:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 100\n\
+             \t\tWidth: unknown\n\t\tActive speed: unknown\n"
+        );
     }
 
     const IBSTAT: &str = "\
@@ -173,6 +230,21 @@ mod tests {
         \tHardware version: \n\
         \tNode GUID: 0x020000fffe000000\n\
         \tSystem image GUID: 0x020000fffe000000\n\
+    ";
+
+    const IBDEVICES: &str = "\
+        CA 'rxe0'\n\
+        \tCA type: \n\
+        \tNumber of ports: 1\n\
+        \tFirmware version: \n\
+        \tNode GUID: 0x020000fffe000000\n\
+        \tSystem image GUID: 0x020000fffe000000\n\
+        \tPort 1:\n\
+        \t\tState: Active\n\
+        \t\tPhysical state: LinkUp\n\
+        \t\tRate: 2.5\n\
+        \t\tWidth: 1X\n\
+        \t\tActive speed: SDR (2.5 Gb/s per lane)\n\
     ";
 
     const IBSTAT_PORT: &str = "\

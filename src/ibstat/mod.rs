@@ -13,7 +13,8 @@
 //! for libibumad alone), is read through libibumad as the C tool reads it ([`umad`]).
 //!
 //! The program is here; its command line is in [`options`], where the values come from in
-//! [`verbs`] and [`umad`], what it prints in [`ca`] and [`names`].
+//! [`verbs`] and [`umad`], what it prints in [`ca`] and [`names`]. `ibdevices`
+//! ([`mod@crate::ibdevices`]) shows the same devices from the same sources.
 
 use std::ffi::OsString;
 use std::fmt::Write;
@@ -28,6 +29,7 @@ pub mod options;
 pub mod umad;
 pub mod verbs;
 
+use ca::{CaInfo, Layout};
 use options::Command;
 
 /// `ibstat` with these arguments (program name first): prints device and port status, as
@@ -75,7 +77,7 @@ fn run(args: &[OsString]) -> i32 {
 }
 
 /// A device `ibstat` shows, and where its values come from.
-enum Device {
+pub(crate) enum Device {
     /// Verbs (and sysfs): a device verbs lists, not InfiniBand (rxe, RoCE).
     Verbs {
         /// Its name.
@@ -88,17 +90,29 @@ enum Device {
 }
 
 impl Device {
-    fn name(&self) -> &str {
+    /// Its name.
+    pub(crate) fn name(&self) -> &str {
         match self {
             Device::Verbs { name, .. } => name,
             Device::Umad(ca) => &ca.name,
+        }
+    }
+
+    /// Its values; `None` for a device `ibstat` skips silently (node type 0); why they
+    /// cannot be read, as `ibstat`'s fatal message.
+    pub(crate) fn info(&self) -> Result<Option<CaInfo>, String> {
+        match self {
+            Device::Verbs { name, node_type } => verbs::query_ca(name, node_type)
+                .map(Some)
+                .map_err(|err| format!("stat of IB device '{name}' failed: {err}")),
+            Device::Umad(ca) => Ok(umad::ca_info(ca)),
         }
     }
 }
 
 /// The devices to show, sorted by name: `ca`, or every device if `None`; the status after
 /// saying why not if they cannot be listed or `ca` is not one of them.
-fn select(out: &mut Output, ca: Option<String>) -> Result<Vec<Device>, i32> {
+pub(crate) fn select(out: &mut Output, ca: Option<String>) -> Result<Vec<Device>, i32> {
     let umad: Vec<ibumad::Ca> = ibumad::ca_names()
         .unwrap_or_default()
         .iter()
@@ -162,18 +176,10 @@ fn print_port_guids(out: &mut Output, selected: &[Device]) -> i32 {
 fn print_cas(out: &mut Output, selected: &[Device], port: i32, short: bool) -> i32 {
     for device in selected {
         let name = device.name();
-        let info = match device {
-            Device::Verbs { name, node_type } => match verbs::query_ca(name, node_type) {
-                Ok(info) => info,
-                Err(err) => {
-                    let msg = format!("stat of IB device '{name}' failed: {err}");
-                    return ibdiag::panic(out, "main", &msg);
-                }
-            },
-            Device::Umad(ca) => match umad::ca_info(ca) {
-                Some(info) => info,
-                None => continue,
-            },
+        let info = match device.info() {
+            Ok(Some(info)) => info,
+            Ok(None) => continue,
+            Err(msg) => return ibdiag::panic(out, "main", &msg),
         };
         let node_type = info.node_type;
         if !short && port >= 0 {
@@ -185,13 +191,13 @@ fn print_cas(out: &mut Output, selected: &[Device], port: i32, short: bool) -> i
                 return ibdiag::panic(out, "main", &msg);
             };
             let _ = writeln!(out, "{node_type}: '{name}'");
-            let _ = ca::write_port(out, p, true);
+            let _ = ca::write_port(out, p, true, Layout::Ibstat);
             continue;
         }
-        let _ = ca::write_header(out, &info);
+        let _ = ca::write_header(out, &info, Layout::Ibstat);
         if !short {
             for p in &info.ports {
-                let _ = ca::write_port(out, p, false);
+                let _ = ca::write_port(out, p, false, Layout::Ibstat);
             }
         }
     }

@@ -54,16 +54,9 @@ pub fn link_layer(link_layer: LinkLayer) -> &'static str {
 /// and so `ibstat`, fails.
 pub fn rate(width: Width, speed: Speed) -> Option<String> {
     let lanes = width.lanes()?;
-    // Tenths of Gb/s per lane, as in the kernel's rate_show().
-    let lane = match speed {
-        Speed::Ddr => 50,
-        Speed::Qdr | Speed::Fdr10 => 100,
-        Speed::Fdr => 140,
-        Speed::Edr => 250,
-        Speed::Hdr => 500,
-        Speed::Ndr => 1000,
-        _ => 25,
-    };
+    // Tenths of Gb/s per lane, as in the kernel's rate_show(), where an unknown speed counts
+    // as SDR.
+    let lane = speed.lane_gbps().map_or(25, |gbps| (gbps * 10.0) as u32);
     let gbps = lane * lanes / 10;
     Some(if speed == Speed::Fdr10 {
         format!("{gbps} (FDR10)")
@@ -73,6 +66,26 @@ pub fn rate(width: Width, speed: Speed) -> Option<String> {
     } else {
         gbps.to_string()
     })
+}
+
+/// The `Width` value `ibdevices` prints: the lanes, such as `4X`; `unknown` where the source
+/// does not tell.
+pub fn width(width: Option<Width>) -> String {
+    width.map_or_else(|| "unknown".to_owned(), |w| w.to_string())
+}
+
+/// The `Active speed` value `ibdevices` prints: the IBTA name and the data rate of one lane
+/// that [`rate`] counts, such as `EDR (25 Gb/s per lane)` or `SDR (2.5 Gb/s per lane)`;
+/// `unknown` where the source does not tell, `unknown speed (N)` for a value verbs does not
+/// name.
+pub fn speed(speed: Option<Speed>) -> String {
+    match speed {
+        None => "unknown".to_owned(),
+        Some(speed) => match speed.lane_gbps() {
+            Some(gbps) => format!("{speed} ({gbps} Gb/s per lane)"),
+            None => speed.to_string(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +113,39 @@ mod tests {
         // The kernel counts an unknown speed as SDR, and fails on an unknown width.
         assert_eq!(rate_of(2, 0).unwrap(), "10");
         assert_eq!(rate_of(3, 1), None);
+    }
+
+    #[test]
+    fn widths_and_speeds() {
+        assert_eq!(width(Some(Width::X4)), "4X");
+        assert_eq!(width(Some(Width::X12)), "12X");
+        assert_eq!(width(None), "unknown");
+        assert_eq!(speed(Some(Speed::Sdr)), "SDR (2.5 Gb/s per lane)");
+        assert_eq!(speed(Some(Speed::Fdr10)), "FDR10 (10 Gb/s per lane)");
+        assert_eq!(speed(Some(Speed::Fdr)), "FDR (14 Gb/s per lane)");
+        assert_eq!(speed(Some(Speed::Edr)), "EDR (25 Gb/s per lane)");
+        assert_eq!(speed(Some(Speed::Ndr)), "NDR (100 Gb/s per lane)");
+        assert_eq!(speed(Some(Speed::from_raw(3))), "unknown speed (3)");
+        assert_eq!(speed(None), "unknown");
+    }
+
+    /// Width times the lane rate `speed` prints is the rate `rate` prints, for every width
+    /// and named speed.
+    #[test]
+    fn width_times_speed_is_the_rate() {
+        for w in [1, 16, 2, 4, 8] {
+            for s in [1, 2, 4, 8, 16, 32, 64, 128] {
+                let (w, s) = (Width::from_raw(w), Speed::from_raw(s));
+                let lanes = f64::from(w.lanes().unwrap());
+                let total = lanes * s.lane_gbps().unwrap();
+                let rate = rate(w, s).unwrap();
+                let number = rate.split(' ').next().unwrap();
+                assert_eq!(number.parse::<f64>().unwrap(), total, "{w} {s}");
+                let text = speed(Some(s));
+                let lane = text.split(['(', ' ']).nth(2).unwrap();
+                assert_eq!(lane.parse::<f64>().unwrap() * lanes, total, "{text}");
+            }
+        }
     }
 
     #[test]

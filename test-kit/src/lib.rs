@@ -15,6 +15,7 @@
 //!   fabric of `scripts/with-ibsim` (or with no CA at all);
 //! - [`fabric_runs`]: sequences of commands on a simulated fabric of their own (state
 //!   changes, another attachment point), C's and ours compared step by step;
+//! - [`ibdevices`]: our `ibdevices` against C `ibstat`, field by field, on any device;
 //! - [`feature`](mod@feature): device capabilities only some kernels' rxe has, and what the
 //!   kernel scripts/with-rdma booted is expected to have.
 //!
@@ -26,6 +27,7 @@ pub mod fabric;
 pub mod fabric_runs;
 pub mod feature;
 pub mod hello;
+pub mod ibdevices;
 pub mod net;
 pub mod programs;
 pub mod run;
