@@ -4,6 +4,10 @@
 //! writes it with plain accesses: every byte is reached through `AtomicU8` / `AtomicUsize`
 //! (aligned words for the bulk, bytes for the ends). Relaxed ordering is enough; the order
 //! against the HCA comes from completions, as in C.
+//!
+//! A raw file of the folder besides `raw.rs`, kept apart because copying through a pointer
+//! into memory the HCA shares is its whole purpose: its callers are `raw.rs`'s
+//! `Registration`, on ranges it has checked against the registered memory.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 

@@ -16,34 +16,16 @@
 use std::fmt;
 use std::fs::OpenOptions;
 use std::ops::RangeBounds;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr::NonNull;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use crate::drop_error;
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi;
 use crate::mr::mapping::Mapping;
 use crate::mr::page_size;
+use crate::mr::raw::{udmabuf_create, RawMr};
 use crate::pd::ProtectionDomain;
 use crate::types::AccessFlags;
 use crate::wr::{DeviceMemory, RemoteMemory, Sge};
-
-/// `struct udmabuf_create` of `<linux/udmabuf.h>`.
-#[repr(C)]
-struct UdmabufCreate {
-    memfd: u32,
-    flags: u32,
-    offset: u64,
-    size: u64,
-}
-
-/// `UDMABUF_FLAGS_CLOEXEC`.
-const UDMABUF_FLAGS_CLOEXEC: u32 = 1;
-/// `UDMABUF_CREATE`: `_IOW('u', 0x42, struct udmabuf_create)`.
-const UDMABUF_CREATE: libc::c_ulong = (1 << 30)
-    | ((std::mem::size_of::<UdmabufCreate>() as libc::c_ulong) << 16)
-    | ((b'u' as libc::c_ulong) << 8)
-    | 0x42;
 
 /// A dma-buf: an open file descriptor of the kernel's shared DMA buffers, closed on drop.
 #[derive(Debug)]
@@ -104,20 +86,8 @@ impl DmaBuf {
                     source: e,
                 },
             })?;
-        let arg = UdmabufCreate {
-            memfd: fd.as_raw_fd() as u32,
-            flags: UDMABUF_FLAGS_CLOEXEC,
-            offset: offset as u64,
-            size: len as u64,
-        };
-        // SAFETY: arg is a valid struct udmabuf_create that the kernel only reads.
-        let raw = unsafe { libc::ioctl(dev.as_raw_fd(), UDMABUF_CREATE, &arg) };
-        if raw < 0 {
-            return Err(Error::last("ioctl(UDMABUF_CREATE)"));
-        }
         Ok(DmaBuf {
-            // SAFETY: the ioctl returned a new fd that nothing else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            fd: udmabuf_create(&dev, fd, offset, len)?,
             len: len as u64,
         })
     }
@@ -148,17 +118,13 @@ impl AsFd for DmaBuf {
 /// A memory region over a dma-buf (`ibv_reg_dmabuf_mr`), which it keeps open;
 /// deregistered (`ibv_dereg_mr`) on drop, then the dma-buf is closed.
 pub struct DmaBufRegion {
-    raw: NonNull<ffi::ibv_mr>,
+    /// Deregistered first on drop, then the dma-buf is closed and the PD let go.
+    raw: RawMr,
     len: usize,
     iova: u64,
     _buf: DmaBuf,
     _pd: ProtectionDomain,
 }
-
-// SAFETY: the MR handle may be used from any thread; the crate never reaches its memory.
-unsafe impl Send for DmaBufRegion {}
-// SAFETY: &DmaBufRegion only reads the handle's keys.
-unsafe impl Sync for DmaBufRegion {}
 
 impl ProtectionDomain {
     /// Registers `len` bytes of `buf` from `offset`, at device address `iova`
@@ -202,11 +168,8 @@ impl ProtectionDomain {
             what: "access flags",
             reason: format!("{access:?} does not fit in an int"),
         })?;
-        // SAFETY: the PD is live and the fd open; the kernel checks the dma-buf and range.
-        let raw = unsafe {
-            ffi::ibv_reg_dmabuf_mr(self.ptr(), offset, len, iova, buf.fd.as_raw_fd(), bits)
-        };
-        let raw = check_ptr("ibv_reg_dmabuf_mr", raw).map_err(|e| match e.raw_os_error() {
+        let raw = RawMr::dmabuf(self, buf.fd.as_fd(), offset, len, iova, bits);
+        let raw = raw.map_err(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT) => Error::Unsupported {
                 what: "dma-buf memory regions (ibv_reg_dmabuf_mr)",
                 missing: "dma-buf registration (the provider or its kernel driver \
@@ -215,8 +178,7 @@ impl ProtectionDomain {
             _ => e,
         })?;
         if let Some(sinks) = self.context().read_sinks() {
-            // SAFETY: the MR was just registered.
-            sinks.note(unsafe { raw.as_ref() }.lkey, access);
+            sinks.note(raw.lkey(), access);
         }
         Ok(DmaBufRegion {
             raw,
@@ -231,22 +193,17 @@ impl ProtectionDomain {
 impl DmaBufRegion {
     /// The raw `ibv_mr`, valid while the region lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_mr {
-        self.raw.as_ptr()
-    }
-
-    fn mr(&self) -> &ffi::ibv_mr {
-        // SAFETY: the MR is registered while self lives.
-        unsafe { self.raw.as_ref() }
+        self.raw.ptr()
     }
 
     /// The local key.
     pub fn lkey(&self) -> u32 {
-        self.mr().lkey
+        self.raw.lkey()
     }
 
     /// The remote key.
     pub fn rkey(&self) -> u32 {
-        self.mr().rkey
+        self.raw.rkey()
     }
 
     /// Length in bytes.
@@ -282,13 +239,11 @@ impl DmaBufRegion {
 }
 
 impl Drop for DmaBufRegion {
+    // The lkey leaves the read sinks; then the fields deregister the MR and close the fd.
     fn drop(&mut self) {
         if let Some(sinks) = self._pd.context().read_sinks() {
             sinks.forget(self.lkey());
         }
-        // SAFETY: the MR is registered and not used after this.
-        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
-        drop_error::report("ibv_dereg_mr", rc);
     }
 }
 

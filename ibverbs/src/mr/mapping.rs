@@ -11,6 +11,11 @@
 //! (tmpfs) memfds sealed with `F_SEAL_SHRINK`, where a punched hole reads back as zeros
 //! ([`MemoryRule::SealedShmemFile`]); any other file goes through the `unsafe`
 //! [`Mapping::file_unchecked`], whose caller promises that every page stays backed.
+//!
+//! A raw file of the folder besides `raw.rs`, kept apart because its unsafety is its whole
+//! purpose: the `mmap`, `munmap`, `memfd_create` and `fcntl` calls of memory the mapping
+//! owns, the checks that decide which files may be mapped, and the mapping's
+//! [`RegistrableMemory`] promise, all in one place.
 
 use std::fmt;
 use std::fs::File;

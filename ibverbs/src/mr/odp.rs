@@ -12,10 +12,10 @@ use std::fmt;
 use std::ops::RangeBounds;
 use std::ptr::NonNull;
 
-use crate::drop_error;
-use crate::error::{check, check_ptr, Error, Result};
+use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::mr::mapping::huge_page_size;
+use crate::mr::raw::RawMr;
 use crate::mr::{check_access, page_size, MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::types::AccessFlags;
@@ -145,14 +145,8 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
         if sge.is_empty() {
             return Err(invalid("the range is empty"));
         }
-        let mut raw = ffi::ibv_sge {
-            addr: sge.addr(),
-            length: sge.len(),
-            lkey: sge.lkey(),
-        };
         let flags = if wait { ADVISE_MR_FLAG_FLUSH } else { 0 };
-        // SAFETY: the PD is live, and raw is one SGE of this registered region.
-        let rc = unsafe { ffi::ibv_advise_mr(self.pd().ptr(), advice.raw(), flags, &mut raw, 1) };
+        let rc = self.raw.reg().advise(advice.raw(), flags, &sge);
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "prefetch advice (ibv_advise_mr)",
@@ -173,14 +167,10 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
 /// start of the page where it starts ([`MemoryRule::OdpPageAligned`]), that is the memory
 /// from the start of the entry's first page.
 pub struct ImplicitOdp {
-    raw: NonNull<ffi::ibv_mr>,
+    /// Deregistered on drop, before the PD is let go.
+    raw: RawMr,
     pd: ProtectionDomain,
 }
-
-// SAFETY: the MR handle may be used from any thread; it owns no memory.
-unsafe impl Send for ImplicitOdp {}
-// SAFETY: shared access only reads the keys.
-unsafe impl Sync for ImplicitOdp {}
 
 impl ProtectionDomain {
     /// Registers the whole address space for on-demand paging (`ibv_reg_mr(pd, NULL,
@@ -210,11 +200,8 @@ impl ProtectionDomain {
                 missing: "IBV_ODP_SUPPORT_IMPLICIT in general_odp_caps",
             });
         }
-        // SAFETY: the PD is live; a null address with SIZE_MAX is the implicit form, which
-        // registers no memory of ours.
-        let raw = unsafe { ffi::ibv_reg_mr(self.ptr(), std::ptr::null_mut(), usize::MAX, bits) };
         Ok(ImplicitOdp {
-            raw: check_ptr("ibv_reg_mr", raw)?,
+            raw: RawMr::implicit_odp(self, bits)?,
             pd: self.clone(),
         })
     }
@@ -223,21 +210,12 @@ impl ProtectionDomain {
 impl ImplicitOdp {
     /// The local key.
     pub fn lkey(&self) -> u32 {
-        // SAFETY: the MR is registered while self lives.
-        unsafe { self.raw.as_ref() }.lkey
+        self.raw.lkey()
     }
 
     /// The protection domain the region is registered in.
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
-    }
-}
-
-impl Drop for ImplicitOdp {
-    fn drop(&mut self) {
-        // SAFETY: the MR is registered and not used after this.
-        let rc = unsafe { ffi::ibv_dereg_mr(self.raw.as_ptr()) };
-        drop_error::report("ibv_dereg_mr", rc);
     }
 }
 

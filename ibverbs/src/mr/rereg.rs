@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::ffi;
+use crate::mr::raw::Registration;
 use crate::mr::{MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::types::AccessFlags;
@@ -93,7 +94,7 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// of the call is [`Error::Rereg`], whose [`ReregState`] says whether the region changed
     /// or is left invalid.
     pub fn rereg(&mut self, change: &Rereg) -> Result<()> {
-        let reg = self.registration_mut().ok_or_else(|| {
+        let reg = self.raw.registration_mut().ok_or_else(|| {
             invalid(
                 "memory region",
                 "a memory window is bound to it; deallocate the window first",
@@ -108,70 +109,23 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
                 "it is on-demand paged; register a new region instead",
             ));
         }
-        let mut flags = 0;
-        let mut bits = 0;
-        if let Some(access) = change.access {
-            bits = check_access(access)?;
-            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_ACCESS.0;
-        }
-        let (mut addr, mut len) = (std::ptr::null_mut::<u8>(), 0);
-        if let Some(range) = &change.range {
-            if range.start >= range.end {
-                return Err(invalid(
-                    "range",
-                    format!("{range:?} is empty or inverted; a region has at least 1 byte"),
-                ));
-            }
-            if range.end > reg.mem_len {
-                return Err(Error::OutOfRange {
-                    what: "range end",
-                    value: range.end as u64,
-                    min: 1,
-                    max: reg.mem_len as u64,
-                });
-            }
-            // SAFETY: range.start < range.end <= mem_len: inside the owned memory.
-            addr = unsafe { reg.mem.as_ptr().add(range.start) };
-            len = range.end - range.start;
-            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_TRANSLATION.0;
-        }
-        let mut pd = std::ptr::null_mut();
-        if let Some(new) = &change.pd {
-            if new.context().ptr() != reg.pd.context().ptr() {
-                return Err(Error::Mismatch {
-                    what: "protection domain",
-                    owner: "device context",
-                });
-            }
-            pd = new.ptr();
-            flags |= ffi::ibv_rereg_mr_flags::IBV_REREG_MR_CHANGE_PD.0;
-        }
-        if flags == 0 {
+        if change.access.is_none() && change.range.is_none() && change.pd.is_none() {
             return Err(invalid(
                 "rereg",
                 "nothing to change: give new access, a range or a PD",
             ));
         }
-        // SAFETY: the MR is registered.
-        let old_lkey = unsafe { reg.raw.as_ref() }.lkey;
-        // SAFETY: the MR is registered and no window holds it; the PD (if any) is live and
-        // of the same context; the range lies inside the owned memory, which stays mapped
-        // until deregistration.
-        let rc = unsafe {
-            ffi::ibv_rereg_mr(reg.raw.as_ptr(), flags as i32, pd, addr.cast(), len, bits)
-        };
-        let source = std::io::Error::last_os_error();
-        let apply = |reg: &mut crate::mr::Registration<B>| {
+        let bits = change.access.map(check_access).transpose()?;
+        let old_lkey = reg.lkey();
+        // Refuses a range outside the memory, or a PD of another context, before the call.
+        let (rc, source) = reg.rereg(bits, change.range.as_ref(), change.pd.as_ref())?;
+        let apply = |reg: &mut Registration<B>| {
             if let Some(access) = change.access {
                 reg.access = access;
             }
             if let Some(sinks) = reg.pd.context().read_sinks() {
                 sinks.forget(old_lkey);
-                // SAFETY: the MR is registered (re-registered with its new key).
-                sinks.note(unsafe { reg.raw.as_ref() }.lkey, reg.access);
-            }
-            if change.range.is_some() {
-                reg.len = len;
+                sinks.note(reg.lkey(), reg.access);
             }
             if let Some(new) = &change.pd {
                 reg.pd = new.clone();
