@@ -7,19 +7,20 @@
 //! region's registration from the bind call on. `ibv_dealloc_mw` invalidates the window;
 //! then the regions are released.
 
+mod raw; // the FFI calls of memory windows: every unsafe block of the window
+
 use std::fmt;
 use std::ops::RangeBounds;
-use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::drop_error;
-use crate::error::{check, check_ptr, Error, Result};
+use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::mr::{MemoryRegion, RegistrableMemory};
 use crate::pd::ProtectionDomain;
 use crate::qp::QueuePair;
 use crate::types::AccessFlags;
 use crate::wr::{RemoteMemory, SendRequest};
+use raw::{BindInfo, RawMw};
 
 /// The kind of a memory window (`enum ibv_mw_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,17 +34,13 @@ pub enum MwType {
 /// A memory window (`ibv_alloc_mw`). It keeps the regions it is bound to registered until
 /// it is dropped (`ibv_dealloc_mw`).
 pub struct MemoryWindow {
-    raw: NonNull<ffi::ibv_mw>,
+    /// Deallocated first on drop.
+    raw: RawMw,
     /// The registrations of the regions the window was bound to; dropped after the window
     /// is deallocated, before the PD.
     regions: Mutex<Vec<Arc<dyn Send + Sync>>>,
     pd: ProtectionDomain,
 }
-
-// SAFETY: memory windows may be used from any thread.
-unsafe impl Send for MemoryWindow {}
-// SAFETY: &self methods only read the handle.
-unsafe impl Sync for MemoryWindow {}
 
 impl ProtectionDomain {
     /// Allocates a memory window (`ibv_alloc_mw`).
@@ -52,9 +49,7 @@ impl ProtectionDomain {
             MwType::Type1 => ffi::ibv_mw_type::IBV_MW_TYPE_1,
             MwType::Type2 => ffi::ibv_mw_type::IBV_MW_TYPE_2,
         };
-        // SAFETY: the PD is live.
-        let raw = unsafe { ffi::ibv_alloc_mw(self.ptr(), kind) };
-        let raw = check_ptr("ibv_alloc_mw", raw).map_err(|e| {
+        let raw = RawMw::alloc(self, kind).map_err(|e| {
             e.or_unsupported("memory windows (ibv_alloc_mw)", "alloc_mw in its provider")
         })?;
         Ok(MemoryWindow {
@@ -68,20 +63,18 @@ impl ProtectionDomain {
 impl MemoryWindow {
     /// The raw `ibv_mw`, valid while the window lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_mw {
-        self.raw.as_ptr()
+        self.raw.ptr()
     }
 
     /// The remote key of the last `ibv_bind_mw` (type 1) or allocation; a type 2 window
     /// takes the key given to [`SendRequest::bind_mw`].
     pub fn rkey(&self) -> u32 {
-        // SAFETY: the MW is live.
-        unsafe { self.raw.as_ref() }.rkey
+        self.raw.rkey()
     }
 
     /// The window's kind.
     pub fn kind(&self) -> MwType {
-        // SAFETY: the MW is live.
-        match unsafe { self.raw.as_ref() }.type_ {
+        match self.raw.kind() {
             ffi::ibv_mw_type::IBV_MW_TYPE_1 => MwType::Type1,
             _ => MwType::Type2,
         }
@@ -111,14 +104,6 @@ impl MemoryWindow {
     }
 }
 
-impl Drop for MemoryWindow {
-    fn drop(&mut self) {
-        // SAFETY: the MW is live; deallocating it revokes remote access through it.
-        let rc = unsafe { ffi::ibv_dealloc_mw(self.raw.as_ptr()) };
-        drop_error::report("ibv_dealloc_mw", rc);
-    }
-}
-
 impl fmt::Debug for MemoryWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryWindow")
@@ -129,21 +114,16 @@ impl fmt::Debug for MemoryWindow {
 
 /// The `ibv_mw_bind_info` for `range` of `mr`, checked to lie in the region and share the PD;
 /// the window keeps the region registered from here on.
-fn bind_info<B: RegistrableMemory + Send + 'static>(
+fn bind_info<'a, B: RegistrableMemory + Send + 'static>(
     mw: &MemoryWindow,
-    mr: &MemoryRegion<B>,
+    mr: &'a MemoryRegion<B>,
     range: impl RangeBounds<usize>,
     access: AccessFlags,
-) -> Result<ffi::ibv_mw_bind_info> {
+) -> Result<BindInfo<'a>> {
     mw.pd.check_same(mr.pd(), "memory region")?;
-    let sge = mr.sge(range)?;
+    let info = BindInfo::new(mr, range, access)?;
     mw.keep(mr);
-    Ok(ffi::ibv_mw_bind_info {
-        mr: mr.ptr(),
-        addr: sge.addr(),
-        length: sge.len().into(),
-        mw_access_flags: access.bits(),
-    })
+    Ok(info)
 }
 
 impl QueuePair {
@@ -164,19 +144,14 @@ impl QueuePair {
         mw.check_kind(MwType::Type1, "QueuePair::bind_mw")?;
         mw.pd.check_same(self.pd(), "queue pair")?;
         let info = bind_info(mw, mr, range, access)?;
-        let mut bind = ffi::ibv_mw_bind {
-            wr_id,
-            send_flags: ffi::ibv_send_flags::IBV_SEND_SIGNALED.0,
-            bind_info: info,
-        };
-        // SAFETY: the QP, MW and MR are live and share the PD (checked).
-        let rc = unsafe { ffi::ibv_bind_mw(self.ptr(), mw.ptr(), &mut bind) };
+        let rc = mw.raw.bind(self, wr_id, &info);
         check("ibv_bind_mw", rc).map_err(|e| {
             e.or_unsupported(
                 "type 1 memory window binds (ibv_bind_mw)",
                 "bind_mw in its provider",
             )
         })?;
+        let info = info.get();
         Ok(RemoteMemory {
             addr: info.addr,
             len: info.length,
@@ -209,7 +184,7 @@ impl<'a> SendRequest<'a> {
             ffi::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
                 mw: mw.ptr(),
                 rkey,
-                bind_info: info,
+                bind_info: info.get(),
             },
         ))
     }
