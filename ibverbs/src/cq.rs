@@ -3,16 +3,21 @@
 pub(crate) mod channel; // CompletionChannel (ibv_create_comp_channel)
 pub(crate) mod ex; // ExtendedCq (ibv_create_cq_ex, ibv_start_poll)
 pub(crate) mod modify; // moderation: CompletionQueue::modify (ibv_modify_cq)
+mod raw; // the FFI calls of CQs, channels and extended CQs: every unsafe block of the folder
+
+#[cfg(feature = "cm")]
+pub(crate) use raw::poll_fds; // the blocking stream's wait
+pub(crate) use raw::CqInner;
+#[cfg(feature = "tokio")]
+pub(crate) use raw::{set_nonblocking, RawChannel}; // a context's async fd, the reactor
 
 use std::fmt;
-use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::context::Context;
 use crate::cq::channel::CompletionChannel;
-use crate::drop_error;
-use crate::error::{check, check_ptr, Error, Result};
+use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::types::WcOpcode;
 use crate::types::WcStatus;
@@ -66,9 +71,7 @@ impl WorkCompletion {
     /// The immediate data in host order, if the completion carries any.
     pub fn imm_data(&self) -> Option<u32> {
         if self.raw.wc_flags & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0 {
-            // SAFETY: the union holds imm_data when IBV_WC_WITH_IMM is set; both members
-            // are u32 anyway.
-            Some(u32::from_be(unsafe { self.raw.__bindgen_anon_1.imm_data }))
+            Some(u32::from_be(raw::imm_data(&self.raw)))
         } else {
             None
         }
@@ -129,55 +132,6 @@ pub struct CompletionQueue {
     inner: Arc<CqInner>,
 }
 
-pub(crate) struct CqInner {
-    raw: NonNull<ffi::ibv_cq>,
-    ctx: Context,
-    // Kept alive while the CQ uses it; dropped after the CQ.
-    channel: Option<CompletionChannel>,
-}
-
-// SAFETY: CQs may be used from any thread; ibv_poll_cq and ibv_req_notify_cq are
-// thread-safe.
-unsafe impl Send for CqInner {}
-// SAFETY: as above.
-unsafe impl Sync for CqInner {}
-
-impl Drop for CqInner {
-    fn drop(&mut self) {
-        if let Some(channel) = &self.channel {
-            channel.unregister(self.raw.as_ptr());
-        }
-        // SAFETY: no QP uses the CQ any more (each holds an Arc). Every event read for it
-        // was acknowledged by the thread that read it (or will be, and ibv_destroy_cq waits
-        // for that).
-        let rc = unsafe { ffi::ibv_destroy_cq(self.raw.as_ptr()) };
-        drop_error::report("ibv_destroy_cq", rc);
-    }
-}
-
-impl CqInner {
-    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
-        self.raw.as_ptr()
-    }
-
-    pub(crate) fn context(&self) -> &Context {
-        &self.ctx
-    }
-}
-
-/// The error of an `ibv_poll_cq` that returned `rc`: a negative errno, or a count over the
-/// entries asked for, which is what libibverbs's stub for a provider without `poll_cq`
-/// returns (`EOPNOTSUPP`, positive). Kept off the polling path.
-#[cold]
-#[inline(never)]
-fn poll_error(rc: i32) -> Error {
-    Error::Verb {
-        verb: "ibv_poll_cq",
-        source: std::io::Error::from_raw_os_error(rc.saturating_abs()),
-    }
-    .or_unsupported("ibv_poll_cq", "poll_cq in its provider")
-}
-
 impl Context {
     /// Creates a completion queue with at least `min_entries` entries, optionally reporting
     /// completion events to `channel` (`ibv_create_cq`).
@@ -189,17 +143,9 @@ impl Context {
         min_entries: u32,
         channel: Option<&CompletionChannel>,
     ) -> Result<CompletionQueue> {
-        if let Some(channel) = channel {
-            self.check_same(channel.context(), "completion channel")?;
-        }
+        let origin = raw::CqOrigin::new(self, channel)?;
         let cqe = self.checked_cqe(min_entries)?;
-        let chan = channel.map_or(std::ptr::null_mut(), |c| c.ptr());
-        // SAFETY: the context is open; the channel (if any) belongs to it and is kept alive
-        // by the CQ.
-        let raw = unsafe { ffi::ibv_create_cq(self.ptr(), cqe, std::ptr::null_mut(), chan, 0) };
-        let raw = check_ptr("ibv_create_cq", raw)?;
-        // SAFETY: raw was just created on this context with `channel`.
-        Ok(unsafe { CompletionQueue::from_created(self, raw, channel) })
+        origin.create_cq(cqe)
     }
 
     /// `min_entries` as the `cqe` of a CQ, or [`Error::DeviceLimit`] over `max_cqe`.
@@ -223,35 +169,13 @@ impl CompletionQueue {
         self.inner.ptr()
     }
 
-    /// Takes ownership of `raw`, registering it with `channel`.
-    ///
-    /// # Safety
-    /// `raw` is a live CQ of `ctx`, created with `channel` (if any), owned by nobody else.
-    pub(crate) unsafe fn from_created(
-        ctx: &Context,
-        raw: NonNull<ffi::ibv_cq>,
-        channel: Option<&CompletionChannel>,
-    ) -> Self {
-        if let Some(channel) = channel {
-            channel.register(raw.as_ptr());
-        }
-        CompletionQueue {
-            inner: Arc::new(CqInner {
-                raw,
-                ctx: ctx.clone(),
-                channel: channel.cloned(),
-            }),
-        }
-    }
-
     pub(crate) fn inner(&self) -> &Arc<CqInner> {
         &self.inner
     }
 
     /// The number of entries the CQ actually has.
     pub fn capacity(&self) -> u32 {
-        // SAFETY: the CQ is live.
-        u32::try_from(unsafe { (*self.ptr()).cqe }).unwrap_or(0)
+        u32::try_from(self.cqe()).unwrap_or(0)
     }
 
     /// Polls up to `wc.len()` completions into `wc` (`ibv_poll_cq`) and returns the filled
@@ -259,34 +183,13 @@ impl CompletionQueue {
     /// gives [`Error::Unsupported`].
     #[inline]
     pub fn poll<'w>(&self, wc: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
-        let n = self.poll_count(wc)?;
-        // SAFETY: poll_count returns at most wc.len().
-        Ok(unsafe { wc.get_unchecked_mut(..n) })
-    }
-
-    /// [`poll`](Self::poll), returning how many entries were filled: at most `wc.len()`.
-    #[inline]
-    fn poll_count(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
-        let max = i32::try_from(wc.len()).unwrap_or(i32::MAX);
-        // SAFETY: the CQ is live; wc has room for `max` entries and WorkCompletion is
-        // repr(transparent) over ibv_wc.
-        let n = unsafe { ffi::ibv_poll_cq(self.ptr(), max, wc.as_mut_ptr().cast()) };
-        // 0..=max, in one compare (a negative errno is a large u32). Over `max` is no count
-        // of entries written: a provider writes at most `max` into `wc`, and libibverbs's
-        // stub for a missing `poll_cq` returns EOPNOTSUPP (95) having written none.
-        if n as u32 <= max as u32 {
-            Ok(n as usize)
-        } else {
-            Err(poll_error(n))
-        }
+        self.poll_filled(wc)
     }
 
     /// Requests a completion event for the next completion, or the next solicited one
     /// (`ibv_req_notify_cq`).
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
-        // SAFETY: the CQ is live.
-        let rc = unsafe { ffi::ibv_req_notify_cq(self.ptr(), i32::from(solicited_only)) };
-        check("ibv_req_notify_cq", rc)
+        check("ibv_req_notify_cq", self.req_notify_cq(solicited_only))
             .map_err(|e| e.or_unsupported("ibv_req_notify_cq", "req_notify_cq in its provider"))
     }
 
@@ -335,7 +238,7 @@ impl CompletionQueue {
         timeout: Option<Duration>,
     ) -> Result<&'w mut [WorkCompletion]> {
         let min = wc.len().min(1);
-        let n = self.poll_min(wc, min, timeout, self.inner.channel.as_ref())?;
+        let n = self.poll_min(wc, min, timeout, self.inner.channel())?;
         Ok(&mut wc[..n])
     }
 
@@ -357,12 +260,12 @@ impl CompletionQueue {
             });
         }
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut n = self.poll_count(wc)?;
+        let mut n = self.poll_cq(wc)?;
         while n < min {
             match channel {
                 Some(channel) => {
                     self.req_notify(false)?;
-                    n += self.poll_count(&mut wc[n..])?;
+                    n += self.poll_cq(&mut wc[n..])?;
                     if n >= min || !channel.take_event(self.ptr(), deadline)? {
                         break;
                     }
@@ -370,7 +273,7 @@ impl CompletionQueue {
                 None if deadline.is_some_and(|d| Instant::now() >= d) => break,
                 None => std::hint::spin_loop(),
             }
-            n += self.poll_count(&mut wc[n..])?;
+            n += self.poll_cq(&mut wc[n..])?;
         }
         Ok(n)
     }
@@ -396,13 +299,10 @@ impl CompletionQueue {
 
     /// The CQ's channel; [`Error::InvalidArgument`] if it has none.
     pub(crate) fn channel(&self) -> Result<&CompletionChannel> {
-        self.inner
-            .channel
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: "completion queue",
-                reason: "it was created without a completion channel".into(),
-            })
+        self.inner.channel().ok_or_else(|| Error::InvalidArgument {
+            what: "completion queue",
+            reason: "it was created without a completion channel".into(),
+        })
     }
 }
 

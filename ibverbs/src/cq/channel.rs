@@ -23,14 +23,13 @@
 
 use std::fmt;
 use std::os::fd::RawFd;
-use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use super::raw::{poll_fds, CqEvent, RawChannel};
 use crate::context::Context;
-use crate::drop_error;
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi;
 use crate::wake::wake_all;
 
@@ -48,8 +47,9 @@ pub struct CompletionChannel {
 }
 
 struct Inner {
-    raw: NonNull<ffi::ibv_comp_channel>,
-    ctx: Context,
+    /// The C object and its context; shared with the fd's registration with tokio's
+    /// reactor (the `tokio` feature), which keeps the fd open while it is registered.
+    raw: Arc<RawChannel>,
     /// Shared with the [`FanOut`] waker the reactor holds.
     events: Arc<Mutex<Events>>,
     /// Signalled after every read of the fd.
@@ -78,52 +78,20 @@ struct Slot {
     waker: Option<Waker>,
 }
 
-// SAFETY: channels may be used from any thread; the event state is behind a mutex.
-unsafe impl Send for Inner {}
-// SAFETY: as above; ibv_get_cq_event and ibv_ack_cq_events are thread-safe.
-unsafe impl Sync for Inner {}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Off the reactor before the fd closes.
-        #[cfg(feature = "tokio")]
-        drop(self.reactor.take());
-        // SAFETY: every CQ using the channel holds a clone, so none is left.
-        let rc = unsafe { ffi::ibv_destroy_comp_channel(self.raw.as_ptr()) };
-        drop_error::report("ibv_destroy_comp_channel", rc);
-    }
-}
-
 impl Context {
     /// Creates a completion event channel (`ibv_create_comp_channel`) with a non-blocking
     /// descriptor.
     pub fn create_comp_channel(&self) -> Result<CompletionChannel> {
-        // SAFETY: the context is open.
-        let raw = unsafe { ffi::ibv_create_comp_channel(self.ptr()) };
-        let channel = CompletionChannel {
+        Ok(CompletionChannel {
             inner: Arc::new(Inner {
-                raw: check_ptr("ibv_create_comp_channel", raw)?,
-                ctx: self.clone(),
+                raw: Arc::new(RawChannel::create(self)?),
                 events: Arc::default(),
                 read_done: Condvar::new(),
                 #[cfg(feature = "tokio")]
                 reactor: std::sync::OnceLock::new(),
             }),
-        };
-        set_nonblocking(channel.fd())?;
-        Ok(channel)
+        })
     }
-}
-
-/// Sets `O_NONBLOCK` on `fd` (`fcntl`).
-pub(crate) fn set_nonblocking(fd: RawFd) -> Result<()> {
-    // SAFETY: fd is the channel's open descriptor.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(Error::last("fcntl"));
-    }
-    Ok(())
 }
 
 impl CompletionChannel {
@@ -132,51 +100,23 @@ impl CompletionChannel {
     /// Reading events from it directly (`ibv_get_cq_event`) bypasses the demultiplexing:
     /// the CQs of the channel then miss those events.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_comp_channel {
-        self.inner.raw.as_ptr()
+        self.inner.raw.ptr()
     }
 
     /// The context the channel belongs to.
     pub fn context(&self) -> &Context {
-        &self.inner.ctx
-    }
-
-    /// The channel's file descriptor, to wait for its readiness in an event loop of the
-    /// caller's (`poll`, `epoll`, a reactor's registration); once it is readable, take the
-    /// event through the crate: [`CompletionQueue::wait_timeout`] with a zero timeout (or
-    /// [`poll_wait`](crate::CompletionQueue::poll_wait)), for each CQ of the channel.
-    ///
-    /// ```no_run
-    /// # fn f(ctx: rdma_verbs::Context) -> rdma_verbs::Result<()> {
-    /// let channel = ctx.create_comp_channel()?;
-    /// let cq = ctx.create_cq(16, Some(&channel))?;
-    /// cq.req_notify(false)?;
-    /// // SAFETY: the fd is only polled for readiness; the event is taken by wait_timeout.
-    /// let fd = unsafe { channel.raw_fd() };
-    /// let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    /// // SAFETY: pfd is one valid pollfd.
-    /// if unsafe { libc::poll(&mut pfd, 1, 1000) } == 1 {
-    ///     cq.wait_timeout(std::time::Duration::ZERO)?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// The descriptor may only be waited on for readiness. The caller must not read from it
-    /// (`read`, `ibv_get_cq_event`, anything that does), duplicate it for anything that
-    /// reads, close it, or change its flags (it stays non-blocking). An event read past the
-    /// channel is never acknowledged, and `ibv_destroy_cq` then blocks forever in the CQ's
-    /// drop; a blocking descriptor stalls the channel's reads. It is open while the channel
-    /// lives.
-    ///
-    /// [`CompletionQueue::wait_timeout`]: crate::CompletionQueue::wait_timeout
-    pub unsafe fn raw_fd(&self) -> RawFd {
-        self.fd()
+        self.inner.raw.context()
     }
 
     /// The channel's descriptor, for the crate's own waits.
     pub(crate) fn fd(&self) -> RawFd {
-        // SAFETY: the channel is live; libibverbs sets fd at creation and never changes it.
-        unsafe { (*self.ptr()).fd }
+        self.inner.raw.fd()
+    }
+
+    /// The C object, for the fd's registration with tokio's reactor.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn raw(&self) -> &Arc<RawChannel> {
+        &self.inner.raw
     }
 
     /// The fd's registration with tokio's reactor (set by the first async CQ).
@@ -252,14 +192,10 @@ impl CompletionChannel {
             let mut events = self.lock();
             events.reading = false;
             idle = matches!(read, Ok(None));
-            let woken = match read {
-                Ok(Some(from)) => events.count(from),
-                _ => None,
-            };
+            let woken = read.map(|event| event.and_then(|event| events.count(event)));
             self.inner.read_done.notify_all();
             drop(events);
-            wake_all(woken);
-            read?;
+            wake_all(woken?);
         }
     }
 
@@ -269,30 +205,29 @@ impl CompletionChannel {
     #[cfg(feature = "tokio")]
     pub(crate) fn drain(&self, wakes: &mut Vec<Waker>) -> Result<()> {
         let mut events = self.lock();
-        while let Some(from) = self.get_event()? {
-            wakes.extend(events.count(from));
+        while let Some(event) = self.inner.raw.get_event()? {
+            wakes.extend(events.count(event));
         }
         Ok(())
     }
 
     /// Reads one event, waiting up to `timeout` (forever if `None`) for the fd to become
     /// readable (`poll`). `None` if there was none (timeout, interrupt).
-    fn read_event(&self, timeout: Option<Duration>) -> Result<Option<*mut ffi::ibv_cq>> {
-        if let Some(cq) = self.get_event()? {
-            return Ok(Some(cq));
+    fn read_event(&self, timeout: Option<Duration>) -> Result<Option<CqEvent>> {
+        if let Some(event) = self.inner.raw.get_event()? {
+            return Ok(Some(event));
         }
         let ms = timeout.map_or(-1, |t| {
             // Round up, so a short timeout still waits.
             i32::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
         });
-        let mut pfd = libc::pollfd {
+        let mut pfd = [libc::pollfd {
             fd: self.fd(),
             events: libc::POLLIN,
             revents: 0,
-        };
-        // SAFETY: pfd is one valid pollfd for the duration of the call.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
-            n if n > 0 => self.get_event(),
+        }];
+        match poll_fds(&mut pfd, ms) {
+            n if n > 0 => self.inner.raw.get_event(),
             0 => Ok(None),
             _ => match std::io::Error::last_os_error() {
                 err if err.kind() == std::io::ErrorKind::Interrupted => Ok(None),
@@ -303,23 +238,6 @@ impl CompletionChannel {
             },
         }
     }
-
-    /// Reads one event if one is queued (`ibv_get_cq_event` on the non-blocking fd).
-    fn get_event(&self) -> Result<Option<*mut ffi::ibv_cq>> {
-        let mut cq = std::ptr::null_mut();
-        let mut cq_ctx = std::ptr::null_mut();
-        // SAFETY: the channel is live; the out pointers are valid.
-        if unsafe { ffi::ibv_get_cq_event(self.ptr(), &mut cq, &mut cq_ctx) } == 0 {
-            return Ok(Some(cq));
-        }
-        match std::io::Error::last_os_error() {
-            err if err.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            source => Err(Error::Verb {
-                verb: "ibv_get_cq_event",
-                source,
-            }),
-        }
-    }
 }
 
 impl Events {
@@ -327,19 +245,18 @@ impl Events {
         self.pending.iter_mut().find(|slot| slot.key == cq as usize)
     }
 
-    /// Counts an event just read for `from` and acknowledges it; returns its async waiter,
+    /// Counts an event just read for its CQ and acknowledges it; returns its async waiter,
     /// to be woken once the lock is released.
     #[must_use = "the waiter must be woken"]
-    fn count(&mut self, from: *mut ffi::ibv_cq) -> Option<Waker> {
-        let waker = self.slot(from).and_then(|slot| {
+    fn count(&mut self, event: CqEvent) -> Option<Waker> {
+        let waker = self.slot(event.cq()).and_then(|slot| {
             slot.pending += 1;
             slot.waker.take()
         });
-        // SAFETY: `from` is a CQ of this channel whose event was just read. Its
-        // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live; it
-        // is acknowledged under the lock, after being counted, so its address cannot be
-        // reused by a new CQ in between. Nothing of the caller's runs before it.
-        unsafe { ffi::ibv_ack_cq_events(from, 1) };
+        // Acknowledged here (`ibv_ack_cq_events`, the event's drop), under the lock, after
+        // being counted, so the CQ's address cannot be reused by a new CQ in between.
+        // Nothing of the caller's runs before it.
+        drop(event);
         waker
     }
 

@@ -16,11 +16,10 @@
 //! a completion read from it borrows the session, so it cannot be read after the session
 //! moved on or closed.
 
-use std::marker::PhantomData;
 use std::ops::Deref;
-use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
+use super::raw::{self, CqOrigin, CurrentWc, RawCqEx, RawSession};
 use crate::context::Context;
 use crate::cq::channel::CompletionChannel;
 use crate::cq::CompletionQueue;
@@ -65,68 +64,11 @@ bitflags::bitflags! {
     }
 }
 
-/// Each field with its C name and whether the provider set its `read_*` function.
-fn readers(cq: &ffi::ibv_cq_ex) -> [(WcFields, &'static str, bool); 11] {
-    [
-        (
-            WcFields::BYTE_LEN,
-            "IBV_WC_EX_WITH_BYTE_LEN",
-            cq.read_byte_len.is_some(),
-        ),
-        (
-            WcFields::IMM,
-            "IBV_WC_EX_WITH_IMM",
-            cq.read_imm_data.is_some(),
-        ),
-        (
-            WcFields::QP_NUM,
-            "IBV_WC_EX_WITH_QP_NUM",
-            cq.read_qp_num.is_some(),
-        ),
-        (
-            WcFields::SRC_QP,
-            "IBV_WC_EX_WITH_SRC_QP",
-            cq.read_src_qp.is_some(),
-        ),
-        (
-            WcFields::SLID,
-            "IBV_WC_EX_WITH_SLID",
-            cq.read_slid.is_some(),
-        ),
-        (WcFields::SL, "IBV_WC_EX_WITH_SL", cq.read_sl.is_some()),
-        (
-            WcFields::DLID_PATH_BITS,
-            "IBV_WC_EX_WITH_DLID_PATH_BITS",
-            cq.read_dlid_path_bits.is_some(),
-        ),
-        (
-            WcFields::COMPLETION_TIMESTAMP,
-            "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP",
-            cq.read_completion_ts.is_some(),
-        ),
-        (
-            WcFields::CVLAN,
-            "IBV_WC_EX_WITH_CVLAN",
-            cq.read_cvlan.is_some(),
-        ),
-        (
-            WcFields::FLOW_TAG,
-            "IBV_WC_EX_WITH_FLOW_TAG",
-            cq.read_flow_tag.is_some(),
-        ),
-        (
-            WcFields::COMPLETION_TIMESTAMP_WALLCLOCK,
-            "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK",
-            cq.read_completion_wallclock_ns.is_some(),
-        ),
-    ]
-}
-
 /// A completion queue made by `ibv_create_cq_ex`, polled field by field in a
 /// [`PollSession`]. Derefs to the [`CompletionQueue`] it also is.
 pub struct ExtendedCq {
-    cq: CompletionQueue,
-    fields: WcFields,
+    /// The CQ and its fields, checked at creation.
+    raw: RawCqEx,
     /// Whether sessions step with `ibv_end_poll` + `ibv_start_poll` instead of
     /// `ibv_next_poll` (rxe: see [`RXE_VENDOR_ID`]).
     restart: bool,
@@ -141,7 +83,7 @@ pub struct ExtendedCq {
 const RXE_VENDOR_ID: u32 = 0xff_ffff;
 
 // ExtendedCq is Send and Sync through its parts: the raw `ibv_cq_ex` is the CQ's own
-// pointer (reached through `cq`), and sessions need `&mut self`.
+// pointer (reached through `raw`), and sessions need `&mut self`.
 
 impl Context {
     /// Creates an extended completion queue with at least `min_entries` entries whose
@@ -164,9 +106,7 @@ impl Context {
         fields: WcFields,
         channel: Option<&CompletionChannel>,
     ) -> Result<ExtendedCq> {
-        if let Some(channel) = channel {
-            self.check_same(channel.context(), "completion channel")?;
-        }
+        let origin = CqOrigin::new(self, channel)?;
         let unknown = fields.bits() & !WcFields::all().bits();
         if unknown != 0 {
             return Err(unknown_fields(unknown));
@@ -179,56 +119,15 @@ impl Context {
                 missing: "completion_timestamp_mask in ibv_device_attr_ex",
             });
         }
-        let mut attr = ffi::ibv_cq_init_attr_ex {
-            cqe: cqe as u32,
-            channel: channel.map_or(std::ptr::null_mut(), |c| c.ptr()),
-            wc_flags: fields.bits(),
-            ..Default::default()
-        };
-        // SAFETY: the context is open, attr is a valid attribute set (no comp_mask
-        // extensions), and the channel (if any) belongs to the context and is kept alive by
-        // the CQ.
-        let raw = unsafe { ffi::ibv_create_cq_ex(self.ptr(), &mut attr) };
-        let Some(raw) = NonNull::new(raw) else {
-            let err = Error::last("ibv_create_cq_ex");
+        let raw = origin.create_cq_ex(cqe, fields).map_err(|err| {
             if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
-                return Err(refused(fields));
+                refused(fields)
+            } else {
+                err
             }
-            return Err(err);
-        };
-        let base = NonNull::new(ffi::ibv_cq_ex_to_cq(raw.as_ptr())).unwrap_or(raw.cast());
-        // SAFETY: raw was just created on this context with `channel`; from here the CQ
-        // owns it and destroys it on every path.
-        let cq = unsafe { CompletionQueue::from_created(self, base, channel) };
-        // SAFETY: raw is live (owned by cq); the provider filled its operations.
-        let ops = unsafe { raw.as_ref() };
-        let core = ops.start_poll.is_some()
-            && ops.next_poll.is_some()
-            && ops.end_poll.is_some()
-            && ops.read_opcode.is_some()
-            && ops.read_vendor_err.is_some()
-            && ops.read_wc_flags.is_some();
-        if !core {
-            return Err(Error::Unsupported {
-                what: "extended CQ polling (ibv_start_poll)",
-                missing: "start_poll, next_poll, end_poll and the core readers in its provider",
-            });
-        }
-        if let Some((_, name, _)) = readers(ops)
-            .into_iter()
-            .find(|&(flag, _, set)| fields.contains(flag) && !set)
-        {
-            return Err(Error::Unsupported {
-                what: "an extended CQ field",
-                missing: name,
-            });
-        }
+        })?;
         let restart = self.device_limits()?.vendor_id == RXE_VENDOR_ID;
-        Ok(ExtendedCq {
-            cq,
-            fields,
-            restart,
-        })
+        Ok(ExtendedCq { raw, restart })
     }
 }
 
@@ -282,7 +181,7 @@ impl Deref for ExtendedCq {
     type Target = CompletionQueue;
 
     fn deref(&self) -> &CompletionQueue {
-        &self.cq
+        self.raw.cq()
     }
 }
 
@@ -290,23 +189,22 @@ impl ExtendedCq {
     /// The raw `ibv_cq_ex`, valid while the CQ lives.
     #[inline]
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq_ex {
-        // ibv_cq_ex begins with the ibv_cq of the same object.
-        self.cq.ptr().cast()
+        self.raw.ptr()
     }
 
     /// The fields the CQ was created with.
     pub fn fields(&self) -> WcFields {
-        self.fields
+        self.raw.fields()
     }
 
     /// The CQ as a plain [`CompletionQueue`] (also reached through `Deref`).
     pub fn cq(&self) -> &CompletionQueue {
-        &self.cq
+        self.raw.cq()
     }
 
     /// [`CompletionQueue::resize`] (`ibv_resize_cq`).
     pub fn resize(&mut self, min_entries: u32) -> Result<()> {
-        self.cq.resize(min_entries)
+        self.raw.resize(min_entries)
     }
 
     /// Runs a poll session: `f` reads completions one by one with [`PollSession::next_wc`]
@@ -331,11 +229,7 @@ impl ExtendedCq {
         f: impl FnOnce(&mut PollSession<'_>) -> Result<R>,
     ) -> Result<R> {
         let mut session = PollSession {
-            cq: NonNull::new(self.ptr()).unwrap_or(NonNull::dangling()),
-            fields: self.fields,
-            restart: self.restart,
-            state: State::Idle,
-            _cq: PhantomData,
+            raw: self.raw.session(self.restart),
         };
         f(&mut session)
         // `session` is dropped here on every path, unwinding included, ending it if open.
@@ -373,33 +267,15 @@ impl ExtendedCq {
 impl std::fmt::Debug for ExtendedCq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtendedCq")
-            .field("cq", &self.cq)
-            .field("fields", &self.fields)
+            .field("cq", self.raw.cq())
+            .field("fields", &self.raw.fields())
             .finish()
     }
 }
 
-/// Where a [`PollSession`] is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// `ibv_start_poll` not called yet.
-    Idle,
-    /// A completion is current: the provider holds the CQ's lock.
-    Current,
-    /// `ibv_next_poll` found no more (or failed): the lock is still held.
-    Drained,
-    /// `ibv_start_poll` found nothing (or failed): no lock held, nothing to end.
-    Closed,
-}
-
 /// An open poll of an [`ExtendedCq`], inside [`ExtendedCq::poll_session`].
 pub struct PollSession<'cq> {
-    cq: NonNull<ffi::ibv_cq_ex>,
-    fields: WcFields,
-    /// Step with end + start instead of `ibv_next_poll` (rxe).
-    restart: bool,
-    state: State,
-    _cq: PhantomData<&'cq mut ExtendedCq>,
+    raw: RawSession<'cq>,
 }
 
 impl PollSession<'_> {
@@ -409,110 +285,27 @@ impl PollSession<'_> {
     /// completion borrows the session: it cannot be read after the next call.
     #[inline]
     pub fn next_wc(&mut self) -> Result<Option<ExCompletion<'_>>> {
-        let cq = self.cq.as_ptr();
-        if self.state == State::Current && self.restart {
-            // SAFETY: cq is inside a successful start_poll; this ends it, consuming the
-            // current completion, and the start below begins the next poll.
-            unsafe { ffi::ibv_end_poll(cq) };
-            self.state = State::Idle;
-        }
-        let rc = match self.state {
-            State::Idle => {
-                let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
-                // SAFETY: cq is a live extended CQ (borrowed mutably by this session), not in
-                // a poll; its start_poll was checked at creation.
-                let rc = unsafe { ffi::ibv_start_poll(cq, &mut attr) };
-                // On any failure start_poll has released what it took: no end_poll then.
-                self.state = if rc == 0 {
-                    State::Current
-                } else {
-                    State::Closed
-                };
-                rc
-            }
-            State::Current => {
-                // SAFETY: cq is inside a successful start_poll.
-                let rc = unsafe { ffi::ibv_next_poll(cq) };
-                if rc != 0 {
-                    self.state = State::Drained;
-                }
-                rc
-            }
-            State::Drained | State::Closed => return Ok(None),
-        };
-        match rc {
-            0 => Ok(Some(ExCompletion {
-                cq: self.cq,
-                fields: self.fields,
-                _session: PhantomData,
-            })),
-            libc::ENOENT => Ok(None),
-            rc => Err(poll_error(self.state, rc)),
-        }
-    }
-}
-
-/// The error of a failed `ibv_start_poll` / `ibv_next_poll`, kept off the polling path.
-#[cold]
-#[inline(never)]
-fn poll_error(state: State, rc: i32) -> Error {
-    let verb = if state == State::Closed {
-        "ibv_start_poll"
-    } else {
-        "ibv_next_poll"
-    };
-    Error::errno(verb, rc.abs())
-}
-
-impl Drop for PollSession<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if matches!(self.state, State::Current | State::Drained) {
-            // SAFETY: cq is inside a successful start_poll, not yet ended.
-            unsafe { ffi::ibv_end_poll(self.cq.as_ptr()) };
-        }
+        self.raw.next().map(|wc| wc.map(|wc| ExCompletion { wc }))
     }
 }
 
 /// The current completion of a [`PollSession`], read field by field (`ibv_wc_read_*`).
 /// Fields the CQ was not created with read as `None`.
 pub struct ExCompletion<'s> {
-    cq: NonNull<ffi::ibv_cq_ex>,
-    fields: WcFields,
-    _session: PhantomData<&'s mut ()>,
-}
-
-/// Reads field `$read` if the CQ has `$flag`.
-macro_rules! read_field {
-    ($self:ident, $flag:ident, $read:ident) => {
-        if $self.fields.contains(WcFields::$flag) {
-            // SAFETY: the completion is current (it borrows its open session) and the CQ was
-            // created with the field, whose reader was checked to be set.
-            Some(unsafe { ffi::$read($self.cq.as_ptr()) })
-        } else {
-            None
-        }
-    };
+    wc: CurrentWc<'s>,
 }
 
 impl ExCompletion<'_> {
-    #[inline]
-    fn raw(&self) -> &ffi::ibv_cq_ex {
-        // SAFETY: the CQ is live while its session is; start/next_poll wrote wr_id and
-        // status, and nothing writes them while the completion is borrowed.
-        unsafe { self.cq.as_ref() }
-    }
-
     /// The `wr_id` of the request that completed (`cq->wr_id`).
     #[inline]
     pub fn wr_id(&self) -> u64 {
-        self.raw().wr_id
+        self.wc.wr_id()
     }
 
     /// The status (`cq->status`).
     #[inline]
     pub fn status(&self) -> WcStatus {
-        WcStatus(self.raw().status)
+        WcStatus(self.wc.status())
     }
 
     /// Whether the request succeeded.
@@ -544,22 +337,19 @@ impl ExCompletion<'_> {
     /// The operation as the C value (`ibv_wc_read_opcode`).
     #[inline]
     pub(crate) fn opcode_raw(&self) -> ffi::ibv_wc_opcode {
-        // SAFETY: the completion is current; read_opcode was checked at creation.
-        unsafe { ffi::ibv_wc_read_opcode(self.cq.as_ptr()) }
+        self.wc.opcode()
     }
 
     /// The provider's vendor error code (`ibv_wc_read_vendor_err`).
     #[inline]
     pub fn vendor_err(&self) -> u32 {
-        // SAFETY: as in opcode.
-        unsafe { ffi::ibv_wc_read_vendor_err(self.cq.as_ptr()) }
+        self.wc.vendor_err()
     }
 
     /// The `IBV_WC_*` flags of the completion (`ibv_wc_read_wc_flags`).
     #[inline]
     pub fn wc_flags(&self) -> u32 {
-        // SAFETY: as in opcode.
-        unsafe { ffi::ibv_wc_read_wc_flags(self.cq.as_ptr()) }
+        self.wc.wc_flags()
     }
 
     /// Whether a 40-byte GRH precedes the data (UD receives; `IBV_WC_GRH`): the address of
@@ -574,7 +364,7 @@ impl ExCompletion<'_> {
     /// Bytes received or transferred (`ibv_wc_read_byte_len`).
     #[inline]
     pub fn byte_len(&self) -> Option<u32> {
-        read_field!(self, BYTE_LEN, ibv_wc_read_byte_len)
+        self.wc.byte_len()
     }
 
     /// The immediate data in host order, if the CQ has [`WcFields::IMM`] and the completion
@@ -584,67 +374,63 @@ impl ExCompletion<'_> {
         if self.wc_flags() & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 == 0 {
             return None;
         }
-        read_field!(self, IMM, ibv_wc_read_imm_data).map(u32::from_be)
+        self.wc.imm_data().map(u32::from_be)
     }
 
     /// The local QP number (`ibv_wc_read_qp_num`).
     #[inline]
     pub fn qp_num(&self) -> Option<u32> {
-        read_field!(self, QP_NUM, ibv_wc_read_qp_num)
+        self.wc.qp_num()
     }
 
     /// The sender's QP number (UD receives; `ibv_wc_read_src_qp`).
     #[inline]
     pub fn src_qp(&self) -> Option<u32> {
-        read_field!(self, SRC_QP, ibv_wc_read_src_qp)
+        self.wc.src_qp()
     }
 
     /// The sender's LID (`ibv_wc_read_slid`).
     #[inline]
     pub fn slid(&self) -> Option<u32> {
-        read_field!(self, SLID, ibv_wc_read_slid)
+        self.wc.slid()
     }
 
     /// The service level (`ibv_wc_read_sl`).
     #[inline]
     pub fn sl(&self) -> Option<u8> {
-        read_field!(self, SL, ibv_wc_read_sl)
+        self.wc.sl()
     }
 
     /// The destination LID path bits (`ibv_wc_read_dlid_path_bits`).
     #[inline]
     pub fn dlid_path_bits(&self) -> Option<u8> {
-        read_field!(self, DLID_PATH_BITS, ibv_wc_read_dlid_path_bits)
+        self.wc.dlid_path_bits()
     }
 
     /// The device's timestamp of the completion, in its clock's ticks
     /// (`ibv_wc_read_completion_ts`).
     #[inline]
     pub fn completion_ts(&self) -> Option<u64> {
-        read_field!(self, COMPLETION_TIMESTAMP, ibv_wc_read_completion_ts)
+        self.wc.completion_ts()
     }
 
     /// The completion's wall-clock time in nanoseconds
     /// (`ibv_wc_read_completion_wallclock_ns`).
     #[inline]
     pub fn completion_wallclock_ns(&self) -> Option<u64> {
-        read_field!(
-            self,
-            COMPLETION_TIMESTAMP_WALLCLOCK,
-            ibv_wc_read_completion_wallclock_ns
-        )
+        self.wc.completion_wallclock_ns()
     }
 
     /// The customer VLAN (`ibv_wc_read_cvlan`).
     #[inline]
     pub fn cvlan(&self) -> Option<u16> {
-        read_field!(self, CVLAN, ibv_wc_read_cvlan)
+        self.wc.cvlan()
     }
 
     /// The flow tag (`ibv_wc_read_flow_tag`).
     #[inline]
     pub fn flow_tag(&self) -> Option<u32> {
-        read_field!(self, FLOW_TAG, ibv_wc_read_flow_tag)
+        self.wc.flow_tag()
     }
 }
 
@@ -667,13 +453,7 @@ impl Context {
     /// puts its free-running counter in `tv_nsec`). Fails with [`Error::Unsupported`] where
     /// the provider has no `query_rt_values` (`EOPNOTSUPP`).
     pub fn query_raw_clock(&self) -> Result<Duration> {
-        let mut values = ffi::ibv_values_ex {
-            comp_mask: ffi::ibv_values_mask::IBV_VALUES_MASK_RAW_CLOCK.0,
-            // SAFETY: timespec is plain integers, valid zeroed.
-            raw_clock: unsafe { std::mem::zeroed() },
-        };
-        // SAFETY: the context is open and values is a writable ibv_values_ex.
-        let rc = unsafe { ffi::ibv_query_rt_values_ex(self.ptr(), &mut values) };
+        let (rc, raw_clock) = raw::query_raw_clock(self);
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "the device clock (ibv_query_rt_values_ex)",
@@ -681,8 +461,8 @@ impl Context {
             });
         }
         crate::error::check("ibv_query_rt_values_ex", rc)?;
-        let secs = u64::try_from(values.raw_clock.tv_sec).unwrap_or(0);
-        let nanos = u64::try_from(values.raw_clock.tv_nsec).unwrap_or(0);
+        let secs = u64::try_from(raw_clock.tv_sec).unwrap_or(0);
+        let nanos = u64::try_from(raw_clock.tv_nsec).unwrap_or(0);
         Ok(Duration::from_secs(secs) + Duration::from_nanos(nanos))
     }
 }

@@ -2,7 +2,6 @@
 
 use crate::cq::CompletionQueue;
 use crate::error::{check, Error, Result};
-use crate::ffi;
 
 impl CompletionQueue {
     /// Resizes the CQ to at least `min_entries` entries (`ibv_resize_cq`);
@@ -24,9 +23,7 @@ impl CompletionQueue {
                 max: u64::try_from(max).unwrap_or(0),
             });
         }
-        // SAFETY: the CQ is live, and `&mut self` keeps every poll of it (and reads of its
-        // `cqe`) out while the provider swaps its buffer.
-        let rc = unsafe { ffi::ibv_resize_cq(self.ptr(), cqe) };
+        let rc = self.resize_cq(cqe);
         let errno = if rc < 0 {
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
         } else {
@@ -87,15 +84,7 @@ impl CompletionQueue {
                 });
             }
         }
-        let mut attr = ffi::ibv_modify_cq_attr {
-            attr_mask: ffi::ibv_cq_attr_mask::IBV_CQ_ATTR_MODERATE.0,
-            moderate: ffi::ibv_moderate_cq {
-                cq_count: count,
-                cq_period: period_us,
-            },
-        };
-        // SAFETY: the CQ is live and attr is a valid moderation request.
-        let rc = unsafe { ffi::ibv_modify_cq(self.ptr(), &mut attr) };
+        let rc = self.moderate_cq(count, period_us);
         if rc == libc::EOPNOTSUPP {
             return Err(Error::Unsupported {
                 what: "CQ moderation (ibv_modify_cq)",

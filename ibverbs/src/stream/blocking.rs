@@ -11,6 +11,7 @@ use super::setup::{self, conn_param, invalid_data, qp};
 use super::wire::Hello;
 use super::StreamConfig;
 use crate::cm::{CmEvent, CmEventKind, CmId, EventChannel, PortSpace};
+use crate::cq::poll_fds;
 use crate::error::{Error, Result};
 use crate::{CompletionQueue, QueuePair};
 
@@ -186,8 +187,7 @@ impl RdmaStream {
             events: libc::POLLIN,
             revents: 0,
         });
-        // SAFETY: two valid pollfds; both fds are open while the stream lives.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, self.keepalive) };
+        let ready = poll_fds(&mut fds, self.keepalive);
         if ready < 0 {
             let err = Error::last("poll");
             return match err.raw_os_error() {

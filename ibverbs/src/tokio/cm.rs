@@ -25,7 +25,7 @@ use futures_core::Stream;
 
 use super::cq::AsyncCq;
 use super::ops::AsyncQp;
-use super::reactor::{reactor_error, register, BorrowedFdOf};
+use super::raw::{reactor_error, register, Registered};
 use crate::cm::{
     CmEvent, CmEventKind, CmId, ConnParam, EventChannel, IbAddr, IdHandle, MulticastJoinFlag,
     PortSpace, UdPeer,
@@ -42,12 +42,19 @@ pub struct AsyncCmChannel {
 }
 
 struct Shared {
-    /// Off the reactor before the channel (whose ids keep its fd open) is dropped.
-    fd: AsyncFd<BorrowedFdOf>,
+    /// The event channel on the reactor: the registration holds it, so its fd stays open
+    /// while registered.
+    fd: AsyncFd<Registered<EventChannel>>,
     /// The waker the reactor holds: wakes every waiting id.
     fan_out: Waker,
     ids: Arc<Mutex<Ids>>,
-    channel: EventChannel,
+}
+
+impl Shared {
+    /// The event channel.
+    fn channel(&self) -> &EventChannel {
+        self.fd.get_ref().owner()
+    }
 }
 
 /// The events read for each id of the channel and not yet taken.
@@ -105,26 +112,17 @@ impl AsyncCmChannel {
     /// current tokio runtime's reactor; fails with [`Error::InvalidArgument`] outside one or
     /// in one without an I/O driver.
     pub fn new() -> Result<Self> {
-        let channel = EventChannel::new()?;
-        let raw = BorrowedFdOf(channel.fd());
-        // SAFETY: the fd is the channel's, open while an id or handle of it lives; the
-        // registration is dropped before the channel handle it is kept with.
-        let fd = unsafe { register(raw, "async CM event channel") }?;
+        let fd = register(EventChannel::new()?, "async CM event channel")?;
         let ids = Arc::new(Mutex::new(Ids::default()));
         let fan_out = Waker::from(Arc::new(FanOut(Arc::clone(&ids))));
         Ok(AsyncCmChannel {
-            shared: Arc::new(Shared {
-                fd,
-                fan_out,
-                ids,
-                channel,
-            }),
+            shared: Arc::new(Shared { fd, fan_out, ids }),
         })
     }
 
     /// Creates an id on the channel (`rdma_create_id`) in port space `ps`.
     pub fn create_id(&self, ps: PortSpace) -> Result<AsyncCmId> {
-        let id = self.shared.channel.create_id(ps)?;
+        let id = self.shared.channel().create_id(ps)?;
         lock(&self.shared.ids)
             .0
             .insert(id.handle(), Queue::default());
@@ -193,7 +191,7 @@ impl AsyncCmChannel {
     fn drain(&self) -> Result<()> {
         let mut dropped = Vec::new();
         let mut woken = Vec::new();
-        while let Some(event) = self.shared.channel.try_get_event()? {
+        while let Some(event) = self.shared.channel().try_get_event()? {
             let mut ids = lock(&self.shared.ids);
             let Some(queue) = ids.0.get_mut(&event.id) else {
                 dropped.push(event);
@@ -466,7 +464,7 @@ impl std::fmt::Debug for AsyncCmId {
 impl std::fmt::Debug for AsyncCmChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncCmChannel")
-            .field("channel", &self.shared.channel)
+            .field("channel", self.shared.channel())
             .finish()
     }
 }

@@ -2,14 +2,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Waker};
 
 use ::tokio::io::unix::AsyncFd;
 use futures_core::Stream;
 
-use super::reactor::{reactor_error, register, BorrowedFdOf};
+use super::raw::{reactor_error, register, Registered};
 use crate::cq::channel::CompletionChannel;
-use crate::cq::{CompletionQueue, WorkCompletion};
+use crate::cq::{CompletionQueue, RawChannel, WorkCompletion};
 use crate::error::Result;
 use crate::wake::wake_all;
 
@@ -28,7 +29,7 @@ const POLLS_PER_YIELD: u32 = 32;
 /// channel, shared by its CQs), and the waker the reactor wakes when it is readable (every
 /// task waiting on a CQ of the channel).
 pub(crate) struct ChannelFd {
-    fd: AsyncFd<BorrowedFdOf>,
+    fd: AsyncFd<Registered<Arc<RawChannel>>>,
     fan_out: Waker,
 }
 
@@ -70,10 +71,7 @@ impl AsyncCq {
             // Under the channel's lock, so that it is registered once.
             let _events = channel.lock();
             if channel.reactor().get().is_none() {
-                let raw = BorrowedFdOf(channel.fd());
-                // SAFETY: the fd is the channel's, open until ibv_destroy_comp_channel, which
-                // runs after the channel drops this registration.
-                let fd = unsafe { register(raw, "async completion queue") }?;
+                let fd = register(Arc::clone(channel.raw()), "async completion queue")?;
                 // Cannot fail: set under the lock after checking it was empty.
                 let fan_out = channel.fan_out();
                 let _ = channel.reactor().set(ChannelFd { fd, fan_out });

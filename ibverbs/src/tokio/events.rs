@@ -6,9 +6,10 @@ use std::task::{Context as TaskContext, Poll};
 use ::tokio::io::unix::AsyncFd;
 use futures_core::Stream;
 
-use super::reactor::{reactor_error, register, BorrowedFdOf};
+use super::raw::{reactor_error, register, Registered};
 use crate::context::async_event::AsyncEvent;
 use crate::context::Context;
+use crate::cq::set_nonblocking;
 use crate::error::Result;
 
 /// The asynchronous events of a device (`ibv_get_async_event`, each acknowledged with
@@ -21,9 +22,9 @@ use crate::error::Result;
 /// registration of the fd. Other readers of the context's events
 /// ([`Context::wait_async_event`]) take events from the stream.
 pub struct AsyncEvents {
-    // Dropped first: off the reactor before the context (maybe its last handle) closes.
-    fd: AsyncFd<BorrowedFdOf>,
-    ctx: Context,
+    /// The context's async fd on the reactor; the registration holds the context, so it
+    /// comes off the reactor before the context (maybe its last handle) closes.
+    fd: AsyncFd<Registered<Context>>,
 }
 
 impl AsyncEvents {
@@ -33,16 +34,14 @@ impl AsyncEvents {
     /// tokio runtime or in one without an I/O driver, and with the reactor's error
     /// (`EEXIST`) while another stream of the context exists.
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
-        let raw = ctx.async_fd();
-        // SAFETY: the fd is the context's, open until the context closes, which the clone
-        // kept in the stream delays until the registration is dropped (or forever, if the
-        // stream is leaked).
-        let fd = unsafe { register(BorrowedFdOf(raw), "async event stream") }?;
-        crate::cq::channel::set_nonblocking(raw)?;
-        Ok(AsyncEvents {
-            fd,
-            ctx: ctx.clone(),
-        })
+        let fd = register(ctx.clone(), "async event stream")?;
+        set_nonblocking(ctx.async_fd())?;
+        Ok(AsyncEvents { fd })
+    }
+
+    /// The context.
+    fn ctx(&self) -> &Context {
+        self.fd.get_ref().owner()
     }
 
     /// The next event.
@@ -56,7 +55,7 @@ impl AsyncEvents {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(ready) => ready.map_err(reactor_error)?,
             };
-            match self.ctx.try_get_async_event()? {
+            match self.ctx().try_get_async_event()? {
                 Some(event) => return Poll::Ready(Ok(event)),
                 None => ready.clear_ready(),
             }
@@ -75,7 +74,7 @@ impl Stream for AsyncEvents {
 impl std::fmt::Debug for AsyncEvents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncEvents")
-            .field("device", &self.ctx.name())
+            .field("device", &self.ctx().name())
             .finish()
     }
 }

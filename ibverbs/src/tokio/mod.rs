@@ -101,7 +101,7 @@ pub mod cm;
 mod cq;
 mod events;
 mod ops;
-mod reactor;
+mod raw; // the system calls of the tokio module: every unsafe block of the folder
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod stream;
@@ -112,3 +112,4 @@ pub(crate) use cq::ChannelFd;
 pub use cq::{AsyncCq, CompletionStream, PollCq, DEFAULT_SPIN};
 pub use events::AsyncEvents;
 pub use ops::{AsyncQp, Op, Settle};
+pub(crate) use raw::OwnsFd;

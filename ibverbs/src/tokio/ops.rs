@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
 
 use super::cq::AsyncCq;
+use super::raw::qp_queues;
 use crate::cq::WorkCompletion;
 use crate::error::{Error, Result};
 use crate::mr::{AlignedBuffer, MemoryRegion, RegistrableMemory};
@@ -121,11 +122,7 @@ impl<B: RegistrableMemory> AsyncQp<B> {
     /// later one under the same `wr_id`, could not be told from the table's). Completions
     /// still on the CQ (of QPs destroyed before: no live one has any) are discarded.
     pub fn new(qp: QueuePair, cq: AsyncCq) -> Result<Self> {
-        // SAFETY: the QP is live; libibverbs set its CQ and SRQ pointers at creation.
-        let (send_cq, recv_cq, srq) = unsafe {
-            let raw = &*qp.ptr();
-            (raw.send_cq, raw.recv_cq, raw.srq)
-        };
+        let (send_cq, recv_cq, srq) = qp_queues(&qp);
         let refused = |reason: &str| {
             Err(Error::InvalidArgument {
                 what: "async queue pair",
