@@ -1,49 +1,24 @@
 //! Shared receive queues: `struct ibv_srq`.
 
+mod raw; // the FFI calls of the SRQ (RawSrq): every unsafe block of `srq`
+
 use std::fmt;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::context::device_attr::DeviceCapFlags;
-use crate::drop_error;
-use crate::error::{check, check_ptr, Error, Result, WrError};
+use crate::error::{Error, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
-use crate::wr::limits::RecvLimits;
 use crate::wr::post_error::PostError;
-use crate::wr::{post_list, Limits, RecvRequest};
+use crate::wr::RecvRequest;
+use raw::RawSrq;
 
 /// A shared receive queue (`ibv_create_srq`): receives that several QPs draw from.
 ///
 /// Clones share the SRQ; it is destroyed after the last clone and the last QP using it.
 #[derive(Clone)]
 pub struct SharedReceiveQueue {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    raw: NonNull<ffi::ibv_srq>,
-    /// The requests it holds: what `ibv_create_srq` granted (it writes it back into the
-    /// request), then what `ibv_query_srq` reports after a resize.
-    max_wr: AtomicU32,
-    /// Scatter/gather entries per request, as granted.
-    max_sge: u32,
-    limits: RecvLimits,
-    pd: ProtectionDomain,
-}
-
-// SAFETY: SRQs may be used from any thread; posting is thread-safe.
-unsafe impl Send for Inner {}
-// SAFETY: as above.
-unsafe impl Sync for Inner {}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // SAFETY: QPs using the SRQ hold a clone, so none is left.
-        let rc = unsafe { ffi::ibv_destroy_srq(self.raw.as_ptr()) };
-        drop_error::report("ibv_destroy_srq", rc);
-    }
+    inner: Arc<RawSrq>,
 }
 
 impl ProtectionDomain {
@@ -74,24 +49,8 @@ impl ProtectionDomain {
                 });
             }
         }
-        // Zeroed in place, padding included: ibv_cmd_create_srq copies the whole struct into
-        // an ibv_srq_init_attr_ex, whose comp_mask lies in this struct's tail padding, which
-        // a struct literal leaves uninitialised.
-        let mut attr = std::mem::MaybeUninit::<ffi::ibv_srq_init_attr>::zeroed();
-        // SAFETY: all zero bytes are a valid ibv_srq_init_attr (integers, a null pointer).
-        let attr = unsafe { attr.assume_init_mut() };
-        attr.attr.max_wr = max_wr;
-        attr.attr.max_sge = max_sge;
-        // SAFETY: the PD is live and attr is initialised.
-        let raw = unsafe { ffi::ibv_create_srq(self.ptr(), attr) };
         Ok(SharedReceiveQueue {
-            inner: Arc::new(Inner {
-                raw: check_ptr("ibv_create_srq", raw)?,
-                max_wr: AtomicU32::new(attr.attr.max_wr),
-                max_sge: attr.attr.max_sge,
-                limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge),
-                pd: self.clone(),
-            }),
+            inner: Arc::new(RawSrq::create(self, max_wr, max_sge)?),
         })
     }
 }
@@ -99,36 +58,31 @@ impl ProtectionDomain {
 impl SharedReceiveQueue {
     /// The raw `ibv_srq`, valid while the SRQ lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_srq {
-        self.inner.raw.as_ptr()
+        self.inner.ptr()
     }
 
     /// The protection domain.
     pub fn pd(&self) -> &ProtectionDomain {
-        &self.inner.pd
+        self.inner.pd()
     }
 
     /// Requests the SRQ holds: as `ibv_create_srq` granted them (at least what was asked),
     /// or after a [resize](Self::resize) as `ibv_query_srq` reports them (rxe's query
     /// reports its ring's whole capacity, which can be more than the create granted).
     pub fn max_wr(&self) -> u32 {
-        self.inner.max_wr.load(Ordering::Relaxed)
+        self.inner.max_wr()
     }
 
     /// Scatter/gather entries per request, as created: the most `post_recv` accepts.
     pub fn max_sge(&self) -> u32 {
-        self.inner.max_sge
+        self.inner.max_sge()
     }
 
     /// The SRQ's attributes now (`ibv_query_srq`): its size, entries per request and
     /// limit (0 once the limit event fired, or if none was set). A provider that cannot
     /// query an SRQ (siw) gives [`Error::Unsupported`].
     pub fn query(&self) -> Result<SrqAttributes> {
-        let mut attr = ffi::ibv_srq_attr::default();
-        // SAFETY: the SRQ is live and attr is writable.
-        check("ibv_query_srq", unsafe {
-            ffi::ibv_query_srq(self.ptr(), &mut attr)
-        })
-        .map_err(|e| match e.raw_os_error() {
+        let attr = self.inner.query().map_err(|e| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP) => Error::Unsupported {
                 what: "querying a shared receive queue (ibv_query_srq)",
                 missing: "query_srq in its provider (refused with EOPNOTSUPP; siw has none)",
@@ -164,7 +118,8 @@ impl SharedReceiveQueue {
             srq_limit: limit,
             ..Default::default()
         };
-        self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_LIMIT)
+        self.inner
+            .modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_LIMIT)
     }
 
     /// Resizes the SRQ to hold at least `max_wr` requests (`ibv_modify_srq` with
@@ -211,7 +166,10 @@ impl SharedReceiveQueue {
             max_wr,
             ..Default::default()
         };
-        match self.modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_MAX_WR) {
+        match self
+            .inner
+            .modify(&mut attr, ffi::ibv_srq_attr_mask::IBV_SRQ_MAX_WR)
+        {
             Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
                 return Err(Error::InvalidArgument {
                     what: "SRQ size",
@@ -225,53 +183,15 @@ impl SharedReceiveQueue {
             other => other?,
         }
         let granted = self.query()?.max_wr;
-        self.inner.max_wr.store(granted, Ordering::Relaxed);
+        self.inner.set_max_wr(granted);
         Ok(())
-    }
-
-    fn modify(&self, attr: &mut ffi::ibv_srq_attr, mask: ffi::ibv_srq_attr_mask) -> Result<()> {
-        // SAFETY: the SRQ is live and attr is initialised; mask names the fields set.
-        check("ibv_modify_srq", unsafe {
-            ffi::ibv_modify_srq(self.ptr(), attr, mask.0 as i32)
-        })
     }
 
     /// Posts a list of receive requests (`ibv_post_srq_recv`). Every request is first
     /// checked against [`max_sge`](Self::max_sge) and the 2^31-byte message limit; if one
     /// is refused ([`Error::Request`](crate::Error::Request)), none is posted.
     pub fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
-        let queue = || {
-            (
-                "ibv_post_srq_recv",
-                Limits::<RecvRequest<'_>>::depth(&*self.inner),
-            )
-        };
-        post_list(wrs, &*self.inner, queue, |head, bad| {
-            // SAFETY: the SRQ is live; every request was checked against its limits and
-            // every SGE borrows a live registered region.
-            unsafe { ffi::ibv_post_srq_recv(self.ptr(), head, bad) }
-        })
-    }
-}
-
-/// The limits of the SRQ's receives: those it was created with, and its current depth for
-/// the error of a post that found it full.
-impl Limits<RecvRequest<'_>> for Inner {
-    #[inline(always)]
-    fn deny(&self) -> u64 {
-        self.limits.deny()
-    }
-
-    fn depth(&self) -> u32 {
-        self.max_wr.load(Ordering::Relaxed)
-    }
-
-    fn fits(&self, wr: &RecvRequest<'_>) -> bool {
-        self.limits.fits(wr)
-    }
-
-    fn refusal(&self, wr: &RecvRequest<'_>) -> WrError {
-        self.limits.refusal(wr)
+        self.inner.post_recv(wrs)
     }
 }
 
@@ -290,10 +210,8 @@ pub struct SrqAttributes {
 
 impl fmt::Debug for SharedReceiveQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: the SRQ is live.
-        let handle = unsafe { (*self.ptr()).handle };
         f.debug_struct("SharedReceiveQueue")
-            .field("handle", &handle)
+            .field("handle", &self.inner.handle())
             .finish()
     }
 }
