@@ -14,32 +14,25 @@ pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
+mod raw; // the FFI calls of the QP (RawQp): every unsafe block of the folder but ex/'s
 mod recv; // posting receives: QueuePair::post_recv
 
 use std::fmt;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::context::port::Mtu;
-use crate::cq::CqInner;
-use crate::drop_error;
-use crate::error::{check, Error, Result};
+use crate::error::Result;
 use crate::ffi;
 use crate::pd::ProtectionDomain;
-use crate::qp::ex::ExSend;
 use crate::route::Endpoint;
-use crate::srq::SharedReceiveQueue;
 use crate::types::Gid;
-use crate::types::QpState;
 use crate::types::QpType;
 use crate::types::SendOps;
-use crate::wr::limits::SendLimits;
 use crate::wr::post_error::PostError;
-use crate::wr::{post_list, Limits, RecvRequest, SendRequest};
+use crate::wr::{RecvRequest, SendRequest};
 pub use builder::{QueuePairBuilder, DEFAULT_QKEY};
 pub use connect::ConnectOptions;
-use recv::RecvQueue;
+use raw::RawQp;
 
 /// A queue pair in INIT: it can take receives but not send yet. See the module docs.
 pub struct PreparedQueuePair {
@@ -91,16 +84,10 @@ type McastGroups = Vec<(Gid, u16)>;
 ///
 /// It keeps its PD, CQs and SRQ alive. Posting is thread-safe (`&self`).
 pub struct QueuePair {
-    raw: NonNull<ffi::ibv_qp>,
-    /// The extended view and its batches' limits, for QPs built with send ops (boxed: a
-    /// QP stays small inside a CM event).
-    qp_ex: Option<Box<ExSend>>,
-    send_ops: SendOps,
+    /// The QP itself, destroyed when this drops (after Drop::drop detached it from its
+    /// multicast groups), with its PD, CQs and SRQ and the limits its posts check.
+    raw: RawQp,
     qp_type: QpType,
-    /// The capabilities `ibv_create_qp` granted (it writes them back into the request).
-    caps: ffi::ibv_qp_cap,
-    send_limits: SendLimits,
-    recv: RecvQueue,
     port: u8,
     gid_index: u8,
     gid: Gid,
@@ -109,59 +96,32 @@ pub struct QueuePair {
     /// Whether the port's link layer is Ethernet (RoCE), where every packet has a GRH.
     roce: bool,
     psn: u32,
-    pd: ProtectionDomain,
     /// The multicast groups a UD QP is attached to, detached before it is destroyed (boxed:
     /// only UD QPs have one, and a QP stays small inside a CM event).
     mcast: Option<Box<Mutex<McastGroups>>>,
-    /// Whether a request was ever posted (or offered to be posted) on the QP: a
-    /// `tokio::AsyncQp` wraps only a QP without one, so that every completion with its number
-    /// is of a request it posted.
-    posted: AtomicBool,
-    // Dropped after the QP is destroyed (fields drop after Drop::drop).
-    _send_cq: Arc<CqInner>,
-    _recv_cq: Arc<CqInner>,
-    _srq: Option<SharedReceiveQueue>,
 }
-
-// SAFETY: QPs may be used from any thread; posting and modifying are thread-safe in
-// libibverbs.
-unsafe impl Send for QueuePair {}
-// SAFETY: as above.
-unsafe impl Sync for QueuePair {}
 
 impl QueuePair {
     /// The raw `ibv_qp`, valid while the QP lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_qp {
-        self.raw.as_ptr()
+        self.raw.ptr()
     }
 
-    /// Records that a request is being posted (see the `posted` field).
-    #[inline(always)]
-    pub(crate) fn mark_posted(&self) {
-        self.posted.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether a request was ever posted on the QP.
+    /// Whether a request was ever posted (or offered to be posted) on the QP: a
+    /// `tokio::AsyncQp` wraps only a QP without one.
     #[cfg(feature = "tokio")]
     pub(crate) fn has_posted(&self) -> bool {
-        self.posted.load(Ordering::Relaxed)
+        self.raw.has_posted()
     }
 
     /// The QP number.
     pub fn qp_num(&self) -> u32 {
-        // SAFETY: the QP is live.
-        unsafe { self.raw.as_ref() }.qp_num
-    }
-
-    /// The extended view and the limits of its batches, for QPs built with send ops.
-    #[inline]
-    pub(crate) fn qp_ex(&self) -> Option<&ExSend> {
-        self.qp_ex.as_deref()
+        self.raw.qp_num()
     }
 
     /// The operations the extended send API was enabled for (empty if none).
     pub fn send_ops(&self) -> SendOps {
-        self.send_ops
+        self.raw.send_ops()
     }
 
     /// The transport.
@@ -171,17 +131,17 @@ impl QueuePair {
 
     /// The protection domain.
     pub fn pd(&self) -> &ProtectionDomain {
-        &self.pd
+        self.raw.pd()
     }
 
     /// Send queue size as created (the provider grants at least what was asked).
     pub fn max_send_wr(&self) -> u32 {
-        self.caps.max_send_wr
+        self.raw.caps().max_send_wr
     }
 
     /// Receive queue size as created.
     pub fn max_recv_wr(&self) -> u32 {
-        self.caps.max_recv_wr
+        self.raw.caps().max_recv_wr
     }
 
     /// Scatter/gather entries per send request as created: the most [`post_send`]
@@ -189,18 +149,18 @@ impl QueuePair {
     ///
     /// [`post_send`]: QueuePair::post_send
     pub fn max_send_sge(&self) -> u32 {
-        self.caps.max_send_sge
+        self.raw.caps().max_send_sge
     }
 
     /// Scatter/gather entries per receive request as created: the most `post_recv`
     /// accepts.
     pub fn max_recv_sge(&self) -> u32 {
-        self.caps.max_recv_sge
+        self.raw.caps().max_recv_sge
     }
 
     /// Inline data limit as created: the most bytes an inline request may carry.
     pub fn max_inline_data(&self) -> u32 {
-        self.caps.max_inline_data
+        self.raw.caps().max_inline_data
     }
 
     /// Whether the port's link layer is Ethernet (RoCE).
@@ -262,25 +222,16 @@ impl QueuePair {
         attr: &mut ffi::ibv_qp_attr,
         mask: ffi::ibv_qp_attr_mask,
     ) -> Result<()> {
-        self.transition(attr, mask)
+        // SAFETY: the caller keeps the capabilities (this function's contract).
+        unsafe { self.raw.modify(attr, mask) }
     }
 
     /// `ibv_modify_qp` for the typed transitions, which keep the promises of
     /// [`modify`](Self::modify). A failed state change is [`Error::Transition`].
+    ///
+    /// [`Error::Transition`]: crate::Error::Transition
     fn transition(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask) -> Result<()> {
-        // SAFETY: the QP is live and attr is initialised.
-        let rc = unsafe { ffi::ibv_modify_qp(self.ptr(), attr, mask.0 as i32) };
-        match check("ibv_modify_qp", rc) {
-            Err(Error::Verb { source, .. })
-                if mask.0 & ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 != 0 =>
-            {
-                Err(Error::Transition {
-                    to: QpState::from_raw(attr.qp_state),
-                    source,
-                })
-            }
-            other => other,
-        }
+        self.raw.transition(attr, mask)
     }
 
     /// Moves the QP to ERROR, which flushes every outstanding request.
@@ -300,26 +251,21 @@ impl QueuePair {
     /// [`Error::QueueFull`] when the send queue is full, [`Error::Unsupported`] when it has
     /// no `post_send` (or no support for the first request's operation: nothing was
     /// posted), else [`Error::Post`].
+    ///
+    /// [`Error::Request`]: crate::Error::Request
+    /// [`Error::QueueFull`]: crate::Error::QueueFull
+    /// [`Error::Unsupported`]: crate::Error::Unsupported
+    /// [`Error::Post`]: crate::Error::Post
     #[inline]
     pub fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
-        self.mark_posted();
-        let queue = || ("ibv_post_send", self.send_limits.depth());
-        post_list(wrs, &self.send_limits, queue, |head, bad| {
-            // SAFETY: the QP is live; every request was checked against its limits, the
-            // list is linked and every SGE it references borrows a live registered region
-            // (or was vouched for by Sge::from_raw).
-            unsafe { ffi::ibv_post_send(self.ptr(), head, bad) }
-        })
+        self.raw.post_send(wrs)
     }
 }
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
         self.detach_all_mcast();
-        // SAFETY: the QP is live. Destroying it stops the HCA from touching any memory its
-        // outstanding requests referenced.
-        let rc = unsafe { ffi::ibv_destroy_qp(self.raw.as_ptr()) };
-        drop_error::report("ibv_destroy_qp", rc);
+        // The QP is destroyed as `raw` drops, next.
     }
 }
 

@@ -10,14 +10,13 @@
 pub(crate) mod limits; // the requirement words and the queues' limits
 mod post; // checking, linking and posting a list of requests
 pub(crate) mod post_error; // PostError
+mod raw; // the raw reads of requests and the post call: every unsafe block of the folder
 mod recv; // RecvRequest
 mod sge; // Sge and the memory of its entries
 
-pub(crate) use post::{
-    check_each, post_failed, post_list, post_many, refused, Frame, Limits, Linked,
-};
+pub(crate) use post::{check_each, post_failed, post_list, post_many, refused, Limits, Linked};
+pub(crate) use raw::{ColdBox, Frame, SendParts, SgList};
 pub use recv::RecvRequest;
-use sge::sg_list;
 pub use sge::{DeviceMemory, HostMemory, Sge, SgeMemory};
 
 use std::marker::PhantomData;
@@ -107,12 +106,13 @@ impl<'a> SendRequest<'a> {
         let mut raw = ffi::ibv_send_wr::default();
         raw.wr_id = wr_id;
         raw.opcode = opcode;
-        raw.sg_list = sg_list(sges);
         // A list longer than i32::MAX cannot be posted; posting refuses the clamp, which is
         // more than any queue's max_send_sge.
-        raw.num_sge = i32::try_from(sges.len()).unwrap_or(i32::MAX);
+        let sg = SgList::new(sges);
+        raw.sg_list = sg.as_ptr();
+        raw.num_sge = sg.len() as i32;
         SendRequest {
-            need: send_need(opcode, raw.sg_list, raw.num_sge as u32) | M::NEED,
+            need: send_need(opcode, sg) | M::NEED,
             raw,
             _borrows: PhantomData,
         }
@@ -285,7 +285,7 @@ impl<'a> SendRequest<'a> {
     pub fn inline(mut self) -> Self {
         let inline = ffi::ibv_send_flags::IBV_SEND_INLINE;
         if self.raw.send_flags & inline.0 == 0 {
-            self.need = inline_need(self.need, self.raw.sg_list, self.raw.num_sge as u32);
+            self.need = inline_need(self.need, self.sg());
         }
         self.flag(inline)
     }
@@ -334,105 +334,6 @@ impl<'a> SendRequest<'a> {
     /// Whether an entry of the request is of [`DeviceMemory`].
     pub(crate) fn device_memory(&self) -> bool {
         self.need & DEVICE_MEMORY != 0
-    }
-}
-
-/// What checking and posting read of one send request: the fields of its `ibv_send_wr`
-/// (the union members of its operation only), or of a [`BatchRequest`](crate::BatchRequest),
-/// which has no `ibv_send_wr`; and whether its entries are of [`DeviceMemory`].
-#[derive(Clone, Copy)]
-pub(crate) struct SendParts {
-    pub(crate) wr_id: u64,
-    pub(crate) opcode: ffi::ibv_wr_opcode,
-    pub(crate) flags: u32,
-    /// Never dangling ([`sg_list`]), `num_sge` entries long.
-    pub(crate) sg_list: *const ffi::ibv_sge,
-    pub(crate) num_sge: u32,
-    pub(crate) device: bool,
-    /// Of RDMA operations and atomics.
-    pub(crate) remote_addr: u64,
-    pub(crate) rkey: u32,
-    /// Big-endian, as in the request.
-    pub(crate) imm: u32,
-    /// Of atomics; an atomic write's 8 bytes ride in `compare_add`.
-    pub(crate) compare_add: u64,
-    pub(crate) swap: u64,
-    /// Of a UD send: its address handle (null: none) and remote QP.
-    pub(crate) ah: *mut ffi::ibv_ah,
-    pub(crate) remote_qpn: u32,
-    pub(crate) remote_qkey: u32,
-}
-
-impl SendParts {
-    /// The parts of an operation over `sges`: no flags, no remote, no address.
-    #[inline(always)]
-    pub(crate) fn new<M: SgeMemory>(
-        wr_id: u64,
-        opcode: ffi::ibv_wr_opcode,
-        sges: &[Sge<'_, M>],
-    ) -> Self {
-        SendParts {
-            wr_id,
-            opcode,
-            flags: 0,
-            sg_list: sg_list(sges),
-            // More than u32::MAX entries is more than any queue's max_send_sge: the check
-            // refuses the clamp.
-            num_sge: u32::try_from(sges.len()).unwrap_or(u32::MAX),
-            device: M::NEED & DEVICE_MEMORY != 0,
-            remote_addr: 0,
-            rkey: 0,
-            imm: 0,
-            compare_add: 0,
-            swap: 0,
-            ah: std::ptr::null_mut(),
-            remote_qpn: 0,
-            remote_qkey: 0,
-        }
-    }
-
-    /// The parts of `wr`.
-    #[inline(always)]
-    pub(crate) fn of(wr: &SendRequest<'_>) -> Self {
-        use ffi::ibv_wr_opcode as O;
-        let raw = &wr.raw;
-        let mut parts = SendParts {
-            wr_id: raw.wr_id,
-            opcode: raw.opcode,
-            flags: raw.send_flags,
-            sg_list: raw.sg_list,
-            // Never negative: the constructors set it from a slice length.
-            num_sge: raw.num_sge as u32,
-            device: wr.device_memory(),
-            // SAFETY: the member is a plain 32-bit number, zeroed or written by the
-            // constructor.
-            imm: unsafe { raw.__bindgen_anon_1.imm_data },
-            ..SendParts::new::<HostMemory>(0, raw.opcode, NO_ENTRIES)
-        };
-        // SAFETY: each arm reads the member of the `wr` union its opcode's constructor
-        // wrote whole; a send's `ud` member is zeroed unless SendRequest::ud wrote it.
-        unsafe {
-            match raw.opcode {
-                O::IBV_WR_RDMA_WRITE | O::IBV_WR_RDMA_WRITE_WITH_IMM | O::IBV_WR_RDMA_READ => {
-                    let rdma = raw.wr.rdma;
-                    (parts.remote_addr, parts.rkey) = (rdma.remote_addr, rdma.rkey);
-                }
-                O::IBV_WR_ATOMIC_CMP_AND_SWP
-                | O::IBV_WR_ATOMIC_FETCH_AND_ADD
-                | O::IBV_WR_ATOMIC_WRITE => {
-                    let atomic = raw.wr.atomic;
-                    (parts.remote_addr, parts.rkey) = (atomic.remote_addr, atomic.rkey);
-                    (parts.compare_add, parts.swap) = (atomic.compare_add, atomic.swap);
-                }
-                O::IBV_WR_SEND | O::IBV_WR_SEND_WITH_IMM => {
-                    let ud = raw.wr.ud;
-                    (parts.ah, parts.remote_qpn, parts.remote_qkey) =
-                        (ud.ah, ud.remote_qpn, ud.remote_qkey);
-                }
-                _ => {}
-            }
-        }
-        parts
     }
 }
 

@@ -1,7 +1,7 @@
 //! The full `ibv_query_qp`: a typed snapshot of a queue pair's attributes.
 
 use crate::context::port::Mtu;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::ffi;
 use crate::qp::{PreparedQueuePair, QueuePair};
 use crate::types::AccessFlags;
@@ -89,14 +89,10 @@ impl QueuePair {
     /// `ibv_qp_attr_mask` below `IBV_QP_RATE_LIMIT`) and the attributes it was created
     /// with.
     pub fn query(&self) -> Result<QpAttributes> {
-        let mut attr = ffi::ibv_qp_attr::default();
-        let mut init = ffi::ibv_qp_init_attr::default();
         // Every attribute bit below IBV_QP_RATE_LIMIT, the first one libibverbs' query
         // command cannot carry (it refuses masks with it, EOPNOTSUPP).
         let mask = ffi::ibv_qp_attr_mask::IBV_QP_RATE_LIMIT.0 - 1;
-        // SAFETY: the QP is live and the out structs are writable.
-        let rc = unsafe { ffi::ibv_query_qp(self.ptr(), &mut attr, mask as i32, &mut init) };
-        check("ibv_query_qp", rc)?;
+        let (attr, init) = self.raw.query(mask)?;
         let ah = &attr.ah_attr;
         Ok(QpAttributes {
             qp_type: self.qp_type(),

@@ -1,46 +1,39 @@
 //! Building a queue pair: [`QueuePairBuilder`] (`ibv_create_qp`, `ibv_create_qp_ex`) and
 //! its move to INIT, giving a [`PreparedQueuePair`].
 
-use std::ptr::NonNull;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
+use super::raw::{QpInit, RawQp};
 use super::{create_flags, inline_limit, random_psn, PreparedQueuePair, QueuePair};
 use crate::context::device_attr::DeviceCapFlags;
 use crate::context::gid::GidEntry;
 use crate::context::port::{LinkLayer, PortAttr};
 use crate::context::port_cache::SourceGid;
 use crate::cq::CompletionQueue;
-use crate::error::{check_ptr, Error, IwarpRule, Result};
+use crate::error::{Error, IwarpRule, Result};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::qp::create_flags::QpCreateFlags;
-use crate::qp::ex::ExSend;
-use crate::qp::recv::RecvQueue;
 use crate::srq::SharedReceiveQueue;
 use crate::types::AccessFlags;
 use crate::types::QpType;
 use crate::types::SendOps;
-use crate::wr::limits::{RecvLimits, SendLimits};
-/// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
-/// it: the creation flags, the extended send API or the inline data the provider refused,
-/// named; else `err`.
+
+/// The error of the failed creation of a QP of `init`, `err` as the provider gave it: the
+/// creation flags, the extended send API or the inline data the provider refused, named;
+/// else `err`.
 #[cold]
-pub(super) fn creation_error(
-    ctx: *mut ffi::ibv_context,
-    init: &ffi::ibv_qp_init_attr_ex,
-    err: Error,
-) -> Error {
+pub(super) fn creation_error(init: &QpInit<'_>, err: Error) -> Error {
     let send_ops = ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
-    match create_flags::creation_error(ctx, init, err) {
+    match create_flags::creation_error(init, err) {
         err @ Error::Unsupported { .. } => err,
-        err if init.comp_mask & send_ops != 0 && err.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+        err if init.attr().comp_mask & send_ops != 0
+            && err.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+        {
             Error::Unsupported {
                 what: "the extended send API (QueuePairBuilder::send_ops)",
                 missing: "create_qp_ex in its provider (ibv_create_qp_ex refused with EOPNOTSUPP)",
             }
         }
-        err => inline_limit::creation_error(ctx, init, err),
+        err => inline_limit::creation_error(init, err),
     }
 }
 
@@ -187,30 +180,16 @@ impl<'a> QueuePairBuilder<'a> {
     /// Creating many QPs queries the port once, as C programs do.
     pub fn build(self) -> Result<PreparedQueuePair> {
         let ctx = self.pd.context();
-        self.check_parts()?;
+        let init = self.check_parts()?;
         let port_num = self.port.unwrap_or(1);
         let source = match self.gid_index {
             Some(index) => SourceGid::Index(index),
             None => SourceGid::Default,
         };
         let (port, gid) = ctx.port_gid(port_num, source)?;
-        let mut init = self.init_attr();
-        let attr_asked = init;
-        // SAFETY: the PD is live and the CQs and SRQ belong to its context (checked); they
-        // are kept alive by the QueuePair below for as long as the QP exists.
-        let raw = unsafe { ffi::ibv_create_qp_ex(ctx.ptr(), &mut init) };
-        let verb = if self.send_ops.is_empty() {
-            "ibv_create_qp"
-        } else {
-            "ibv_create_qp_ex"
-        };
-        let raw =
-            check_ptr(verb, raw).map_err(|err| creation_error(ctx.ptr(), &attr_asked, err))?;
-        // SAFETY: raw was just created from init on the builder's objects.
-        let qp = unsafe { self.wrap(raw, &init, port_num, &gid, &port) };
-        if let Some(ex) = qp.qp_ex() {
-            ex.check_provider()?;
-        }
+        let mut raw = RawQp::create(&init).map_err(|err| creation_error(&init, err))?;
+        raw.enable_batches()?;
+        let qp = self.wrap(raw, port_num, &gid, &port);
 
         use ffi::ibv_qp_attr_mask as M;
         let mut attr = ffi::ibv_qp_attr {
@@ -237,15 +216,11 @@ impl<'a> QueuePairBuilder<'a> {
         self.pd
     }
 
-    /// Checks that the CQs and SRQ are of the PD's device and that the device has the
-    /// send operations asked for.
-    pub(super) fn check_parts(&self) -> Result<()> {
+    /// Checks that the CQs and SRQ are of the PD's device ([`QpInit::new`]) and that the
+    /// device has the send operations asked for: the creation attributes of the QP.
+    pub(super) fn check_parts(&self) -> Result<QpInit<'a>> {
+        let init = QpInit::new(self)?;
         let ctx = self.pd.context();
-        ctx.check_same(self.send_cq.inner().context(), "send completion queue")?;
-        ctx.check_same(self.recv_cq.inner().context(), "receive completion queue")?;
-        if let Some(srq) = self.srq {
-            self.pd.check_same(srq.pd(), "shared receive queue")?;
-        }
         if ctx.is_iwarp() {
             if self.qp_type != QpType::Rc {
                 return Err(Error::Iwarp(IwarpRule::RcOnly {
@@ -270,79 +245,21 @@ impl<'a> QueuePairBuilder<'a> {
                 missing: "IB_UVERBS_DEVICE_ATOMIC_WRITE in device_cap_flags_ex",
             });
         }
-        Ok(())
+        Ok(init)
     }
 
-    /// The creation attributes (`ibv_qp_init_attr_ex`) of the builder's QP.
-    pub(super) fn init_attr(&self) -> ffi::ibv_qp_init_attr_ex {
-        let mut init = ffi::ibv_qp_init_attr_ex {
-            send_cq: self.send_cq.ptr(),
-            recv_cq: self.recv_cq.ptr(),
-            srq: self.srq.map_or(std::ptr::null_mut(), |s| s.ptr()),
-            cap: self.caps,
-            qp_type: self.qp_type.raw(),
-            sq_sig_all: i32::from(self.sq_sig_all),
-            comp_mask: ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0,
-            pd: self.pd.ptr(),
-            ..Default::default()
-        };
-        if !self.send_ops.is_empty() {
-            init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
-            init.send_ops_flags = self.send_ops.bits();
-        }
-        if !self.create_flags.is_empty() {
-            init.comp_mask |= ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_CREATE_FLAGS.0;
-            init.create_flags = self.create_flags.bits();
-        }
-        init
-    }
-
-    /// The [`QueuePair`] that owns `raw` (destroyed on drop) and keeps the builder's PD,
-    /// CQs and SRQ alive; it sends from `gid` of `port_num`.
-    ///
-    /// # Safety
-    /// `raw` must be a live QP created from `init` (which the creation filled with the
-    /// granted capabilities), from [`init_attr`](Self::init_attr), destroyed by nothing
-    /// else.
-    pub(super) unsafe fn wrap(
+    /// The [`QueuePair`] of `raw`, created from the builder; it sends from `gid` of
+    /// `port_num`.
+    pub(super) fn wrap(
         &self,
-        raw: NonNull<ffi::ibv_qp>,
-        init: &ffi::ibv_qp_init_attr_ex,
+        raw: RawQp,
         port_num: u8,
         gid: &GidEntry,
         port: &PortAttr,
     ) -> QueuePair {
-        let mut send_limits = SendLimits::new(self.qp_type, &init.cap, self.pd.ptr());
-        if let Some(sinks) = self.pd.context().read_sinks() {
-            // SAFETY: the sinks are the context's, which the QP keeps alive through its PD
-            // for as long as it (and so its limits) lives.
-            send_limits = unsafe { send_limits.for_iwarp(sinks) };
-        }
-        let qp_ex = if self.send_ops.is_empty() {
-            None
-        } else {
-            // SAFETY: raw is a live QP created with ibv_create_qp_ex (caller).
-            NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(raw.as_ptr()) }).map(|qpx| {
-                Box::new(ExSend {
-                    qpx,
-                    limits: send_limits.for_batch(self.send_ops),
-                })
-            })
-        };
         QueuePair {
             raw,
-            qp_ex,
-            send_ops: self.send_ops,
             qp_type: self.qp_type,
-            caps: init.cap,
-            send_limits,
-            recv: RecvQueue::new(
-                raw.as_ptr(),
-                match self.srq {
-                    Some(_) => RecvLimits::srq(),
-                    None => RecvLimits::new(init.cap.max_recv_wr, init.cap.max_recv_sge),
-                },
-            ),
             port: port_num,
             gid_index: gid.index,
             gid: gid.gid,
@@ -350,12 +267,7 @@ impl<'a> QueuePairBuilder<'a> {
             active_mtu: port.active_mtu,
             roce: port.link_layer == LinkLayer::Ethernet,
             psn: random_psn(),
-            pd: self.pd.clone(),
-            _send_cq: Arc::clone(self.send_cq.inner()),
-            _recv_cq: Arc::clone(self.recv_cq.inner()),
-            _srq: self.srq.cloned(),
             mcast: (self.qp_type == QpType::Ud).then(Box::default),
-            posted: AtomicBool::new(false),
         }
     }
 }

@@ -1,17 +1,14 @@
 //! A [`QueuePair`] on a CM id (`rdma_create_qp_ex`): the builder's QP, which librdmacm
 //! creates on the id's device and port and moves through its states; a child of `qp` so
-//! that it fills the same private fields as [`QueuePairBuilder::build`].
+//! that it fills the same private fields as [`QueuePairBuilder::build`]. The calls on the id
+//! are in `qp/raw.rs` (`CmQpId`, and `create_on_id`, the unsafe way in).
 
-use std::ptr::NonNull;
-
-use rdmacm_sys as cm;
-
+use super::raw::CmQpId;
 use super::{QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
 use crate::context::port_cache::SourceGid;
 use crate::context::Context;
-use crate::error::{check, Error, Result};
-use crate::types::Gid;
+use crate::error::{Error, Result};
 use crate::types::QpType;
 
 impl QueuePairBuilder<'_> {
@@ -51,54 +48,26 @@ impl QueuePairBuilder<'_> {
         Ok(())
     }
 
-    /// Creates the QP on `id` (`rdma_create_qp_ex`); librdmacm moves it to INIT (a UD QP
-    /// of the UDP port space at once to RTS), and on connect or accept to RTS. The QP sends
-    /// from the GID of the id's route.
-    ///
-    /// # Safety
-    /// `id` must be a live id bound to a device, without a QP, of the port space
-    /// [`check_for_cm`](Self::check_for_cm) passed; the builder's PD must be of the id's
-    /// device (`ctx`, its context). On success the id's `qp` is the returned QP, which
-    /// the caller must clear before the QP drops (librdmacm must not reach it after).
-    pub(crate) unsafe fn create_on_id(
-        &self,
-        id: NonNull<cm::rdma_cm_id>,
-        ctx: &Context,
-    ) -> Result<QueuePair> {
-        self.check_parts()?;
-        // SAFETY: the id is live (caller); librdmacm set its port and route when it bound
-        // the id to its device.
-        let (port_num, sgid) = unsafe {
-            let id = id.as_ptr();
-            let ibaddr = (*id).route.addr.addr.ibaddr.as_ref();
-            ((*id).port_num, Gid::from_raw(ibaddr.sgid))
-        };
+    /// Creates the QP on `id` (see [`create_on_id`](Self::create_on_id)), whose context is
+    /// `ctx`.
+    pub(super) fn create_on(&self, id: CmQpId, ctx: &Context) -> Result<QueuePair> {
+        let init = self.check_parts()?;
+        let (port_num, sgid) = id.route();
         let (port, gid) = ctx.port_gid(port_num, SourceGid::Route(sgid))?;
-        let mut init = self.init_attr();
-        let asked = init;
-        // SAFETY: the id is live and bound to the PD's device (caller); the CQs and SRQ are
-        // of it (check_parts); they are kept alive by the QueuePair below.
-        let rc = unsafe { cm::rdma_create_qp_ex(id.as_ptr(), &mut init) };
-        check("rdma_create_qp_ex", rc)
-            .map_err(|err| super::builder::creation_error(ctx.ptr(), &asked, err))?;
-        // SAFETY: the id is live and now has a QP.
-        let raw = unsafe { (*id.as_ptr()).qp };
-        let Some(raw) = NonNull::new(raw) else {
+        let raw = id
+            .create_qp(&init)
+            .map_err(|err| super::builder::creation_error(&init, err))?;
+        let Some(mut raw) = raw else {
             return Err(Error::InvalidArgument {
                 what: "rdma_create_qp_ex",
                 reason: "returned no QP".into(),
             });
         };
-        // SAFETY: raw was just created from init on the builder's objects; librdmacm does
-        // not destroy it (rdma_destroy_qp is never called on a QP that was wrapped).
-        let qp = unsafe { self.wrap(raw, &init, port_num, &gid, &port) };
-        if let Some(ex) = qp.qp_ex() {
-            if let Err(err) = ex.check_provider() {
-                // SAFETY: the id is live; librdmacm must not reach the QP once it drops.
-                unsafe { (*id.as_ptr()).qp = std::ptr::null_mut() };
-                return Err(err);
-            }
+        if let Err(err) = raw.enable_batches() {
+            // librdmacm must not reach the QP once it drops.
+            id.forget_qp();
+            return Err(err);
         }
-        Ok(qp)
+        Ok(self.wrap(raw, port_num, &gid, &port))
     }
 }

@@ -146,7 +146,7 @@ impl PreparedQueuePair {
                 reason: "a UD queue pair has no peer to connect to; use ready()".into(),
             });
         }
-        if qp.pd.context().is_iwarp() {
+        if qp.pd().context().is_iwarp() {
             return Err(Error::Iwarp(IwarpRule::ConnectThroughRdmaCm));
         }
         opts.check()?;
@@ -227,7 +227,7 @@ impl PreparedQueuePair {
 impl QueuePair {
     /// The read/atomic depths asked for, clamped to the device's.
     fn rd_atomic_limits(&self, opts: &ConnectOptions) -> Result<(u8, u8)> {
-        let dev = self.pd.context().device_limits()?;
+        let dev = self.pd().context().device_limits()?;
         let clamp = |want: u8, max: i32| want.min(u8::try_from(max.max(1)).unwrap_or(u8::MAX));
         Ok((
             clamp(opts.max_rd_atomic, dev.max_qp_init_rd_atom),

@@ -6,6 +6,7 @@
 
 use bitflags::bitflags;
 
+use super::raw::QpInit;
 use super::QueuePairBuilder;
 use crate::error::Error;
 use crate::ffi;
@@ -35,23 +36,16 @@ impl QueuePairBuilder<'_> {
     }
 }
 
-/// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
-/// it: [`Error::Unsupported`] when `init` asked for creation flags and a QP of the same
+/// The error of the failed creation of a QP of `init`, `err` as the provider gave it:
+/// [`Error::Unsupported`] when `init` asked for creation flags and a QP of the same
 /// attributes without them is created; else `err`.
 #[cold]
 #[inline(never)]
-pub(super) fn creation_error(
-    ctx: *mut ffi::ibv_context,
-    init: &ffi::ibv_qp_init_attr_ex,
-    err: Error,
-) -> Error {
-    if init.create_flags == 0 {
+pub(super) fn creation_error(init: &QpInit<'_>, err: Error) -> Error {
+    if init.attr().create_flags == 0 {
         return err;
     }
-    let mut attr = *init;
-    attr.create_flags = 0;
-    attr.comp_mask &= !ffi::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_CREATE_FLAGS.0;
-    if !super::inline_limit::creates(ctx, attr) {
+    if !super::inline_limit::creates(&init.without_create_flags()) {
         return err;
     }
     Error::Unsupported {

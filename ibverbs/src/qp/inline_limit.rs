@@ -6,43 +6,25 @@
 //! creating (and at once destroying) QPs of the same attributes with less: at most 33
 //! creations, on the error path only.
 
-use crate::drop_error;
+use super::raw::{QpInit, RawQp};
 use crate::error::Error;
-use crate::ffi;
 
-/// Whether a QP of `attr` (a variation of a creation its caller vouched for: live PD, CQs
-/// and SRQ of the open context `ctx`) is created; one that is, is destroyed at once.
-pub(super) fn creates(ctx: *mut ffi::ibv_context, mut attr: ffi::ibv_qp_init_attr_ex) -> bool {
-    // SAFETY: the context is open and the attributes' objects are live and of it (caller).
-    let qp = unsafe { ffi::ibv_create_qp_ex(ctx, &mut attr) };
-    if qp.is_null() {
-        return false;
-    }
-    // SAFETY: the QP was just created, and nothing else knows it.
-    let rc = unsafe { ffi::ibv_destroy_qp(qp) };
-    drop_error::report("ibv_destroy_qp", rc);
-    true
+/// Whether a QP of `init` is created; one that is, is destroyed at once.
+pub(super) fn creates(init: &QpInit<'_>) -> bool {
+    RawQp::create(init).is_ok()
 }
 
-/// The error of the failed creation of a QP of `init` in `ctx`, `err` as the provider gave
-/// it: [`Error::DeviceLimit`] naming the largest `max_inline_data` the provider creates
-/// such a QP with, when asking for less than `init`'s lets it create one; else `err`.
+/// The error of the failed creation of a QP of `init`, `err` as the provider gave it:
+/// [`Error::DeviceLimit`] naming the largest `max_inline_data` the provider creates such a
+/// QP with, when asking for less than `init`'s lets it create one; else `err`.
 #[cold]
 #[inline(never)]
-pub(super) fn creation_error(
-    ctx: *mut ffi::ibv_context,
-    init: &ffi::ibv_qp_init_attr_ex,
-    err: Error,
-) -> Error {
-    let asked = init.cap.max_inline_data;
+pub(super) fn creation_error(init: &QpInit<'_>, err: Error) -> Error {
+    let asked = init.attr().cap.max_inline_data;
     if asked == 0 || err.raw_os_error() != Some(libc::EINVAL) {
         return err;
     }
-    let creates = |max_inline_data: u32| {
-        let mut attr = *init;
-        attr.cap.max_inline_data = max_inline_data;
-        creates(ctx, attr)
-    };
+    let creates = |max_inline_data: u32| creates(&init.with_max_inline_data(max_inline_data));
     if !creates(0) {
         return err;
     }

@@ -21,7 +21,6 @@
 
 use crate::drop_error;
 use crate::error::{check, Error, Result};
-use crate::ffi;
 use crate::qp::QueuePair;
 use crate::types::Gid;
 
@@ -93,11 +92,7 @@ impl QueuePair {
                 max: max.into(),
             });
         }
-        let raw = gid.to_raw();
-        // SAFETY: the QP is live and raw is a valid GID for the call.
-        check("ibv_attach_mcast", unsafe {
-            ffi::ibv_attach_mcast(self.ptr(), &raw, lid)
-        })?;
+        check("ibv_attach_mcast", self.raw.attach_mcast(gid, lid))?;
         groups.push((gid, lid));
         Ok(())
     }
@@ -117,11 +112,7 @@ impl QueuePair {
                 reason: format!("the queue pair is not attached to {gid} (LID {lid:#x})"),
             });
         };
-        let raw = gid.to_raw();
-        // SAFETY: the QP is live and attached to the group.
-        check("ibv_detach_mcast", unsafe {
-            ffi::ibv_detach_mcast(self.ptr(), &raw, lid)
-        })?;
+        check("ibv_detach_mcast", self.raw.detach_mcast(gid, lid))?;
         groups.swap_remove(at);
         Ok(())
     }
@@ -136,10 +127,7 @@ impl QueuePair {
     /// Detaches the QP from every group it is still in (before `ibv_destroy_qp`).
     pub(crate) fn detach_all_mcast(&mut self) {
         for (gid, lid) in self.take_mcast_groups() {
-            let raw = gid.to_raw();
-            // SAFETY: the QP is live and attached to the group.
-            let rc = unsafe { ffi::ibv_detach_mcast(self.ptr(), &raw, lid) };
-            drop_error::report("ibv_detach_mcast", rc);
+            drop_error::report("ibv_detach_mcast", self.raw.detach_mcast(gid, lid));
         }
     }
 }

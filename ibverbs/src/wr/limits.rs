@@ -19,12 +19,12 @@
 //! exact check, for the rest), so that a QP posts one receive through a table indexed by it.
 //! Working out which limit a refused request broke is left to a cold function.
 
-use crate::context::read_sinks::ReadSinks;
+use crate::context::Context;
 use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::types::QpType;
 use crate::types::{SendOps, WrOpcode};
-use crate::wr::{Limits, RecvRequest, SendParts, SendRequest};
+use crate::wr::{Limits, RecvRequest, SendParts, SendRequest, SgList};
 
 /// The longest message RDMA carries: 2^31 bytes.
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
@@ -50,12 +50,12 @@ const SEND_SGE: u32 = 16;
 /// 64 bytes in a `max_inline_data` of 64, takes the fast check.
 const SEND_INLINE: u32 = 32;
 
-/// The requirement word of a send of raw `opcode` over the `n` entries at `sges` (a
-/// request's never-dangling list), without inline data. An atomic (one entry) whose result
-/// entry is not 8 bytes takes the exact check, which refuses it.
+/// The requirement word of a send of raw `opcode` over the list `sg`, without inline data.
+/// An atomic (one entry) whose result entry is not 8 bytes takes the exact check, which
+/// refuses it.
 #[inline]
-pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    let total = total_len(sges, n);
+pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sg: SgList<'_>) -> u64 {
+    let (total, n) = (sg.total_len(), sg.len());
     if opcode.0 >= 8
         || n >= 16
         || total > MAX_MESSAGE
@@ -66,15 +66,15 @@ pub(crate) fn send_need(opcode: ffi::ibv_wr_opcode, sges: *const ffi::ibv_sge, n
     ANY_SEND | 1 << (SEND_OP + opcode.0) | 1 << (SEND_SGE + n)
 }
 
-/// The requirement word `need` of a send over the `n` entries at `sges` once it carries
-/// its data inline (called once per request). From [`DEVICE_MEMORY`], it is [`SLOW`]: the
-/// exact check refuses it.
+/// The requirement word `need` of a send over the list `sg` once it carries its data
+/// inline (called once per request). From [`DEVICE_MEMORY`], it is [`SLOW`]: the exact
+/// check refuses it.
 #[inline]
-pub(crate) fn inline_need(need: u64, sges: *const ffi::ibv_sge, n: u32) -> u64 {
+pub(crate) fn inline_need(need: u64, sg: SgList<'_>) -> u64 {
     if need & (SLOW | DEVICE_MEMORY) != 0 {
         return SLOW | need & DEVICE_MEMORY;
     }
-    let total = total_len(sges, n);
+    let total = sg.total_len();
     if total > 1 << 15 {
         return SLOW;
     }
@@ -91,14 +91,14 @@ pub(crate) const RECV_CLASSES: usize = 16;
 /// denied by every receive queue.
 const RECV_SLOW: u64 = 1 << (RECV_CLASSES - 1);
 
-/// The requirement word of a receive over the `n` entries at `sges`: `1 << n` for `n`
+/// The requirement word of a receive over the `n` entries of `sg`: `1 << n` for `n`
 /// under 15 and a total of at most 2^31 bytes, else [`RECV_SLOW`]. Always one bit below
 /// [`RECV_CLASSES`]: the QP's post path indexes a table with it. The total is summed
 /// whatever `n` (it cannot overflow, see the module docs): skipping it for long lists made
 /// the compiler load [`RECV_SLOW`] twice on the path of one entry.
 #[inline]
-pub(crate) fn recv_need(sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    let total = total_len(sges, n);
+pub(crate) fn recv_need(sg: SgList<'_>) -> u64 {
+    let (total, n) = (sg.total_len(), sg.len());
     if n >= RECV_SLOW.trailing_zeros() || total > MAX_MESSAGE {
         RECV_SLOW
     } else {
@@ -148,7 +148,7 @@ fn has(mask: u32, op: u32) -> bool {
 }
 
 /// The send queue limits of a queue pair.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SendLimits {
     /// The requirement bits the QP does not grant (see the module docs).
     deny: u64,
@@ -161,10 +161,9 @@ pub(crate) struct SendLimits {
     /// The granted `max_send_wr`.
     depth: u32,
     qp_type: QpType,
-    /// On iWARP (no atomics), the regions a read may not land in: its context's, which
-    /// the QP keeps alive (through its PD) while these limits are used; null on other
-    /// transports.
-    sinks: *const ReadSinks,
+    /// On iWARP (no atomics), the QP's context, whose read sinks are the regions a read may
+    /// not land in; `None` on other transports.
+    iwarp: Option<Context>,
     /// The QP's protection domain, which UD address handles must share.
     pd: *mut ffi::ibv_pd,
     /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
@@ -182,29 +181,25 @@ impl SendLimits {
             max_inline: cap.max_inline_data,
             depth: cap.max_send_wr,
             qp_type,
-            sinks: std::ptr::null(),
+            iwarp: None,
             pd,
             send_ops: None,
         }
         .with_deny()
     }
 
-    /// These limits on an iWARP device whose regions `sinks` lists: without atomics
-    /// ([`IwarpRule::NoAtomics`]), and every read's sink checked
-    /// ([`IwarpRule::ReadSinkNeedsRemoteWrite`]) by the exact check.
-    ///
-    /// # Safety
-    /// `sinks` must outlive every use of these limits (the QP's context's, which the QP
-    /// keeps alive).
-    pub(crate) unsafe fn for_iwarp(mut self, sinks: &ReadSinks) -> Self {
-        self.sinks = sinks;
+    /// These limits on `ctx`, of an iWARP device: without atomics
+    /// ([`IwarpRule::NoAtomics`]), and every read's sink checked against the context's
+    /// read sinks ([`IwarpRule::ReadSinkNeedsRemoteWrite`]) by the exact check.
+    pub(crate) fn for_iwarp(mut self, ctx: &Context) -> Self {
+        self.iwarp = Some(ctx.clone());
         self.ops = op_bits(self.transport_ops() & !ops::BATCH_ONLY);
         self.with_deny()
     }
 
     /// Whether the QP's device is iWARP ([`for_iwarp`](Self::for_iwarp)).
     fn is_iwarp(&self) -> bool {
-        !self.sinks.is_null()
+        self.iwarp.is_some()
     }
 
     /// The operations of the QP's transport on its device.
@@ -276,14 +271,14 @@ impl SendLimits {
     /// The exact check of a request's `parts`. Inlined where a batch request is pushed,
     /// whose operation and flags are then known: the tests that cannot fail fold away.
     #[inline(always)]
-    pub(crate) fn fits_parts(&self, p: &SendParts) -> bool {
+    pub(crate) fn fits_parts(&self, p: &SendParts<'_>) -> bool {
         let inline = p.flags & ffi::ibv_send_flags::IBV_SEND_INLINE.0;
         // The operation's bit in `ops`: IBV_SEND_INLINE is 8, so `inline << 2` is 32 or 0.
         let bit = p.opcode.0.wrapping_add(inline << 2);
         debug_assert!(p.opcode.0 < 32 && inline >> 3 <= 1);
         self.ops.wrapping_shr(bit) & 1 != 0
-            && !(p.device && inline != 0)
-            && p.num_sge <= self.max_sge
+            && !(p.device() && inline != 0)
+            && p.num_sge() <= self.max_sge
             && fits_total(p, self.max_total[(inline >> 3) as usize])
             && (self.qp_type != QpType::Ud || self.address_fits(p))
             && aligned(p)
@@ -292,7 +287,7 @@ impl SendLimits {
 
     /// Whether `p`, if a read on iWARP, lands in regions with remote write.
     #[inline(always)]
-    fn sink_fits(&self, p: &SendParts) -> bool {
+    fn sink_fits(&self, p: &SendParts<'_>) -> bool {
         if !self.is_iwarp() || p.opcode != ffi::ibv_wr_opcode::IBV_WR_RDMA_READ {
             return true;
         }
@@ -301,29 +296,21 @@ impl SendLimits {
 
     /// [`sink_fits`](Self::sink_fits) of a read on iWARP.
     #[inline(never)]
-    fn sinks_allow(&self, p: &SendParts) -> bool {
-        // SAFETY: sinks outlives these limits (for_iwarp); the list holds num_sge entries
-        // (it is a request's slice of them, or one empty entry for none).
-        let (sinks, sges) = unsafe {
-            (
-                &*self.sinks,
-                std::slice::from_raw_parts(p.sg_list, p.num_sge as usize),
-            )
-        };
-        sinks.allow(sges)
+    fn sinks_allow(&self, p: &SendParts<'_>) -> bool {
+        let sinks = self.iwarp.as_ref().and_then(Context::read_sinks);
+        sinks.map_or(true, |sinks| sinks.allow(p.sg().entries()))
     }
 
     /// Whether a UD send's address handle is set and of the QP's PD.
     #[inline(always)]
-    fn address_fits(&self, p: &SendParts) -> bool {
-        // SAFETY: a non-null handle is that of an AddressHandle the request borrows.
-        !p.ah.is_null() && unsafe { (*p.ah).pd } == self.pd
+    fn address_fits(&self, p: &SendParts<'_>) -> bool {
+        p.has_address_in(self.pd)
     }
 
     /// Which limit `p` broke (it did not fit).
     #[cold]
     #[inline(never)]
-    pub(crate) fn refusal_parts(&self, p: SendParts) -> WrError {
+    pub(crate) fn refusal_parts(&self, p: SendParts<'_>) -> WrError {
         let p = &p;
         let opcode = WrOpcode::from_raw(p.opcode);
         let op = p.opcode.0;
@@ -358,16 +345,16 @@ impl SendLimits {
         if inline && !has(ops::INLINE, op) {
             return WrError::InlineNotSupported { opcode };
         }
-        if inline && p.device {
+        if inline && p.device() {
             return WrError::InlineFromDeviceMemory { opcode };
         }
-        if p.num_sge > self.max_sge {
+        if p.num_sge() > self.max_sge {
             return WrError::TooManySge {
-                requested: p.num_sge,
+                requested: p.num_sge(),
                 max: self.max_sge,
             };
         }
-        let total = total_len(p.sg_list, p.num_sge);
+        let total = p.sg().total_len();
         if inline && total > self.max_total[1] {
             return WrError::InlineTooLarge {
                 total,
@@ -393,7 +380,7 @@ impl SendLimits {
                 addr: p.remote_addr,
             };
         }
-        if p.ah.is_null() {
+        if p.ah().is_null() {
             WrError::MissingAddressHandle
         } else {
             WrError::ForeignAddressHandle
@@ -404,8 +391,8 @@ impl SendLimits {
 /// Whether the entries of `p` add up to at most `max` bytes and, for an atomic, to the
 /// 8 bytes of its result.
 #[inline(always)]
-fn fits_total(p: &SendParts, max: u64) -> bool {
-    let total = total_len(p.sg_list, p.num_sge);
+fn fits_total(p: &SendParts<'_>, max: u64) -> bool {
+    let total = p.sg().total_len();
     total <= max && (!has(ops::ATOMICS, p.opcode.0) || total == ATOMIC_RESULT)
 }
 
@@ -417,7 +404,7 @@ fn op_bits(mask: u32) -> u64 {
 
 /// Whether an atomic write's remote address is 8-byte aligned (other requests always are).
 #[inline(always)]
-fn aligned(p: &SendParts) -> bool {
+fn aligned(p: &SendParts<'_>) -> bool {
     p.opcode != ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE || p.remote_addr % 8 == 0
 }
 
@@ -494,17 +481,15 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
     }
 
     fn fits(&self, wr: &RecvRequest<'_>) -> bool {
-        let raw = wr.as_raw();
-        // Never negative: RecvRequest::new sets it from a slice length.
-        let n = raw.num_sge as u32;
-        n < self.sge_bound && total_len(raw.sg_list, n) <= MAX_MESSAGE
+        let sg = wr.sg();
+        sg.len() < self.sge_bound && sg.total_len() <= MAX_MESSAGE
     }
 
     #[cold]
     #[inline(never)]
     fn refusal(&self, wr: &RecvRequest<'_>) -> WrError {
-        let raw = wr.as_raw();
-        let n = raw.num_sge as u32;
+        let sg = wr.sg();
+        let n = sg.len();
         if self.sge_bound == 0 {
             WrError::ReceivesFromSrq
         } else if n > self.max_sge {
@@ -514,32 +499,11 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
             }
         } else {
             WrError::MessageTooLong {
-                total: total_len(raw.sg_list, n),
+                total: sg.total_len(),
                 max: MAX_MESSAGE,
             }
         }
     }
-}
-
-/// The sum of the lengths of the `n` entries at `sges`.
-#[inline(always)]
-fn total_len(sges: *const ffi::ibv_sge, n: u32) -> u64 {
-    if n <= 1 {
-        // SAFETY: a request's list is never dangling, even when empty (wr::sg_list), and an
-        // empty one points at an entry of length 0.
-        u64::from(unsafe { (*sges).length })
-    } else {
-        // SAFETY: a request's list is the slice of Sges it borrows (Sge is a transparent
-        // ibv_sge), at least `n` long.
-        sum_lengths(unsafe { std::slice::from_raw_parts(sges, n as usize) })
-    }
-}
-
-/// The sum of the lengths of `sges`, a list of several entries (inline: a call here would
-/// make every constructor save registers around it).
-#[inline]
-fn sum_lengths(sges: &[ffi::ibv_sge]) -> u64 {
-    sges.iter().map(|s| u64::from(s.length)).sum()
 }
 
 #[cfg(test)]
@@ -561,7 +525,7 @@ mod tests {
             max_inline_data: 64,
         };
         let post = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
-        let batch = post.for_batch(SendOps::SEND);
+        let batch = post.clone().for_batch(SendOps::SEND);
         let host = [Sge::<HostMemory>::new(0x1000, 16, 1)];
         let device = [Sge::<DeviceMemory>::new(0x1000, 16, 1)];
         for limits in [post, batch] {
@@ -600,12 +564,9 @@ mod tests {
             };
             let limits = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
             for total in (0..=70).chain([127, 128, 129, 220, 221, (1 << 15) - 1, 1 << 15]) {
-                let sge = ffi::ibv_sge {
-                    addr: 0x1000,
-                    length: total,
-                    lkey: 1,
-                };
-                let need = inline_need(send_need(write, &sge, 1), &sge, 1);
+                let sges = [Sge::<HostMemory>::new(0x1000, total, 1)];
+                let sg = SgList::new(&sges);
+                let need = inline_need(send_need(write, sg), sg);
                 let fits = u64::from(total) <= u64::from(max_inline);
                 if need & limits.deny == 0 {
                     assert!(fits, "{total} bytes passed the fast check of {max_inline}");

@@ -1,11 +1,12 @@
 //! Posting a list of requests: the check against the queue's limits, the linking and the
 //! provider's call, shared by the send and receive queues and the SRQ.
 
-use std::mem::MaybeUninit;
 use std::ptr;
 
 use crate::error::{Error, Result, WrError};
 use crate::wr::post_error::PostError;
+use crate::wr::raw::post_linked;
+use crate::wr::Frame;
 
 /// The limits a queue checks its work requests `W` against before posting them.
 pub(crate) trait Limits<W> {
@@ -112,56 +113,6 @@ fn post_checked<W: Linked, L: Limits<W>>(
     post_linked::<W>(post, wrs.len(), head, queue)
 }
 
-/// Posts the checked list of `len` requests linked from `head` (the first of a slice of
-/// `W`) with `post` and maps a failure.
-#[inline(always)]
-fn post_linked<W: Linked>(
-    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
-    len: usize,
-    head: *mut W::Raw,
-    queue: impl Fn() -> (&'static str, u32) + Copy,
-) -> Result<(), PostError> {
-    let mut frame = Frame::new((queue, head, len));
-    match post(head, frame.bad()) {
-        0 => Ok(()),
-        rc => {
-            let (queue, head, len) = frame.keep;
-            let (verb, depth) = queue();
-            // SAFETY: the provider failed, so it wrote `bad`.
-            let bad = unsafe { frame.bad.assume_init() };
-            Err(post_error::<W>(verb, head, len, bad, rc, depth))
-        }
-    }
-}
-
-/// What a post keeps across the provider call for its error path (`K`), in the frame next
-/// to `bad`: the provider gets the frame's address (it writes `bad` only), so
-/// `K` is stored once before the call and loaded on failure, instead of living in
-/// callee-saved registers (each saved, moved and restored on every post).
-#[repr(C)]
-pub(crate) struct Frame<R, K> {
-    /// Written by the provider on failure: the request it stopped at.
-    pub(crate) bad: MaybeUninit<*mut R>,
-    /// What the error path needs.
-    pub(crate) keep: K,
-}
-
-impl<R, K> Frame<R, K> {
-    #[inline(always)]
-    pub(crate) fn new(keep: K) -> Self {
-        Frame {
-            bad: MaybeUninit::uninit(),
-            keep,
-        }
-    }
-
-    /// The `bad` argument of the provider call.
-    #[inline(always)]
-    pub(crate) fn bad(&mut self) -> *mut *mut R {
-        ptr::addr_of_mut!(*self).cast()
-    }
-}
-
 /// The exact check of each request of `wrs`, the first of which has index `first` in its
 /// list or batch: the [`Error::Request`] of the first refused one.
 #[inline(never)]
@@ -183,7 +134,7 @@ pub(crate) fn refused(index: usize, reason: WrError) -> Error {
 /// `W`) that stopped at `bad`.
 #[cold]
 #[inline(never)]
-fn post_error<W: Linked>(
+pub(super) fn post_error<W: Linked>(
     verb: &'static str,
     head: *mut W::Raw,
     len: usize,

@@ -2,10 +2,10 @@
 //! returned in a register and the success path does not carry the error's layout.
 
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::ops::Deref;
 
 use crate::error::Error;
+use crate::wr::ColdBox;
 
 /// Why [`QueuePair::post_send`](crate::QueuePair::post_send),
 /// [`QueuePair::post_recv`](crate::QueuePair::post_recv) or
@@ -18,39 +18,21 @@ use crate::error::Error;
 /// unboxes it, and `?` converts it in a function returning [`Result`](crate::Result).
 /// `Result<(), PostError>` is one word, returned in a register.
 pub struct PostError(
-    /// Dropped by [`drop_boxed`], out of line, so that dropping a post's result is one
-    /// call on the error path and nothing on the success path.
-    ManuallyDrop<Box<Error>>,
+    /// Dropped out of line, so that dropping a post's result is one call on the error path
+    /// and nothing on the success path.
+    ColdBox<Error>,
 );
 
 impl PostError {
     /// The error.
     pub fn into_inner(self) -> Error {
-        let mut this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so the box is taken once and dropped by its
-        // new owner only.
-        *unsafe { ManuallyDrop::take(&mut this.0) }
+        self.0.into_inner()
     }
-}
-
-impl Drop for PostError {
-    #[inline(always)]
-    fn drop(&mut self) {
-        // SAFETY: the field is not used after this.
-        drop_boxed(unsafe { ManuallyDrop::take(&mut self.0) });
-    }
-}
-
-/// Drops the boxed error of a [`PostError`], out of line.
-#[cold]
-#[inline(never)]
-fn drop_boxed(error: Box<Error>) {
-    drop(error);
 }
 
 impl From<Error> for PostError {
     fn from(error: Error) -> Self {
-        PostError(ManuallyDrop::new(Box::new(error)))
+        PostError(ColdBox::new(error))
     }
 }
 

@@ -5,13 +5,14 @@ use std::ptr;
 
 use crate::ffi;
 use crate::wr::limits::recv_need;
-use crate::wr::{sg_list, Linked, Sge, SgeMemory};
+use crate::wr::{Linked, SgList, Sge, SgeMemory};
 
 /// A receive queue work request (`struct ibv_recv_wr`).
 #[repr(C)]
 pub struct RecvRequest<'a> {
-    /// First, so that a pointer to the request is one to its `ibv_recv_wr`.
-    raw: ffi::ibv_recv_wr,
+    /// First, so that a pointer to the request is one to its `ibv_recv_wr`. Its list is
+    /// read back by [`RecvRequest::sg`].
+    pub(super) raw: ffi::ibv_recv_wr,
     /// What the request needs of a queue ([`limits`](crate::wr::limits)).
     need: u64,
     _borrows: PhantomData<&'a ()>,
@@ -21,14 +22,15 @@ impl<'a> RecvRequest<'a> {
     /// A receive into the SGEs.
     #[inline]
     pub fn new<M: SgeMemory>(wr_id: u64, sges: &'a [Sge<'a, M>]) -> Self {
+        let sg = SgList::new(sges);
         let raw = ffi::ibv_recv_wr {
             wr_id,
             next: ptr::null_mut(),
-            sg_list: sg_list(sges),
-            num_sge: i32::try_from(sges.len()).unwrap_or(i32::MAX),
+            sg_list: sg.as_ptr(),
+            num_sge: sg.len() as i32,
         };
         RecvRequest {
-            need: recv_need(raw.sg_list, raw.num_sge as u32),
+            need: recv_need(sg),
             raw,
             _borrows: PhantomData,
         }

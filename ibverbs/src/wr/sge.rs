@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::ptr;
 
 use crate::ffi;
 use crate::wr::limits::DEVICE_MEMORY;
@@ -136,24 +135,5 @@ impl<M: SgeMemory> fmt::Debug for Sge<'_, M> {
         .field("len", &self.raw.length)
         .field("lkey", &format_args!("{:#x}", self.raw.lkey))
         .finish()
-    }
-}
-
-/// The entry an empty list points at.
-static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
-    addr: 0,
-    length: 0,
-    lkey: 0,
-};
-
-/// The `sg_list` of a request over `sges`: never dangling, so that the first entry's
-/// length can be read without looking at the count (an empty list points at [`NO_SGE`],
-/// of length 0). Providers only read the list.
-#[inline]
-pub(super) fn sg_list<M: SgeMemory>(sges: &[Sge<'_, M>]) -> *mut ffi::ibv_sge {
-    if sges.is_empty() {
-        ptr::addr_of!(NO_SGE).cast_mut()
-    } else {
-        sges.as_ptr().cast_mut().cast()
     }
 }

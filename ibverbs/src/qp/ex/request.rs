@@ -1,12 +1,10 @@
 //! [`BatchRequest`]: a request made straight into a batch, one method per operation, with
 //! no `ibv_send_wr` in between.
 
-use std::marker::PhantomData;
-
 use crate::ah::AddressHandle;
 use crate::error::Result;
 use crate::ffi;
-use crate::wr::{refused, RemoteMemory, SendParts, Sge, SgeMemory};
+use crate::wr::{RemoteMemory, SendParts, Sge, SgeMemory};
 
 use super::WrBatch;
 
@@ -22,9 +20,10 @@ use super::WrBatch;
 /// is dropped without `push` adds nothing.
 #[must_use = "a batch request is added to the batch by push"]
 pub struct BatchRequest<'b, 'qp, 'a> {
-    batch: &'b mut WrBatch<'qp>,
-    parts: SendParts,
-    _borrows: PhantomData<&'a ()>,
+    /// The batch, which [`push`](Self::push) adds the request to (`raw::push_request`).
+    pub(super) batch: &'b mut WrBatch<'qp>,
+    /// The request's parts, which borrow its list and address handle for `'a`.
+    pub(super) parts: SendParts<'a>,
 }
 
 impl<'qp> WrBatch<'qp> {
@@ -39,7 +38,6 @@ impl<'qp> WrBatch<'qp> {
         BatchRequest {
             batch: self,
             parts: SendParts::new(wr_id, opcode, sges),
-            _borrows: PhantomData,
         }
     }
 
@@ -214,9 +212,7 @@ impl<'a> BatchRequest<'_, '_, 'a> {
     /// handle of the QP's PD); on RC and UC QPs it is ignored.
     #[inline(always)]
     pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
-        self.parts.ah = ah.ptr();
-        self.parts.remote_qpn = remote_qpn;
-        self.parts.remote_qkey = remote_qkey;
+        self.parts.set_ud(ah, remote_qpn, remote_qkey);
         self
     }
 
@@ -225,11 +221,6 @@ impl<'a> BatchRequest<'_, '_, 'a> {
     /// with its index in the batch) is not added.
     #[inline(always)]
     pub fn push(self) -> Result<()> {
-        let limits = self.batch.limits;
-        if !limits.fits_parts(&self.parts) {
-            return Err(refused(self.batch.pushed, limits.refusal_parts(self.parts)));
-        }
-        // SAFETY: the request passed the exact check.
-        unsafe { self.batch.start(&self.parts) }
+        super::raw::push_request(self)
     }
 }
