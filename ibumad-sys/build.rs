@@ -8,15 +8,8 @@
 use rdma_sys_build::{bindgen, SysCrate};
 
 fn main() {
-    let ibumad = SysCrate {
-        library: "libibumad",
-        min_version: None,
-        headers: "<infiniband/umad.h>",
-        needs: "rdma-core's libibumad development header and library",
-        debian_package: "libibumad-dev",
-        more_headers_from: None,
-        allow: &[],
-    };
+    let ibumad = SysCrate::new("libibumad", "<infiniband/umad.h>", "libibumad-dev")
+        .needs("rdma-core's libibumad development header and library");
     ibumad.build(|builder: bindgen::Builder| {
         builder
             .allowlist_function("umad_.*")

@@ -11,15 +11,8 @@ use rdma_sys_build::{bindgen, SysCrate};
 const FLAG_ENUMS: &str = r"ibv_.*(_flags|_flags2|_mask|_caps|_cap_bits|_fields)";
 
 fn main() {
-    let ibverbs = SysCrate {
-        library: "libibverbs",
-        min_version: Some("1.8"),
-        headers: "<infiniband/verbs.h>",
-        needs: "rdma-core's development headers and library",
-        debian_package: "libibverbs-dev",
-        more_headers_from: None,
-        allow: &[],
-    };
+    let ibverbs =
+        SysCrate::new("libibverbs", "<infiniband/verbs.h>", "libibverbs-dev").min_version("1.8");
     ibverbs.build(|builder: bindgen::Builder| {
         builder
             .allowlist_function("ibv_.*")

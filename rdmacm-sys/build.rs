@@ -16,19 +16,17 @@ use rdma_sys_build::{bindgen, SysCrate};
 const VERBS_TYPES: &str = r"ibv_([^s].*|s[^a].*|sa?)";
 
 fn main() {
-    let rdmacm = SysCrate {
-        library: "librdmacm",
-        min_version: None,
-        headers: "<rdma/rdma_cma.h> and <rdma/rdma_verbs.h>",
-        needs: "rdma-core's development headers and library",
-        debian_package: "librdmacm-dev",
-        // The verbs headers may live elsewhere than librdmacm's (rdma-verbs-sys exports its
-        // path).
-        more_headers_from: Some("DEP_RDMA_VERBS_IBVERBS_INCLUDE"),
-        // bindgen's `__BindgenUnionField`, for the unions of libc's socket types, has bare
-        // unsafe calls.
-        allow: &["unsafe_op_in_unsafe_fn"],
-    };
+    let rdmacm = SysCrate::new(
+        "librdmacm",
+        "<rdma/rdma_cma.h> and <rdma/rdma_verbs.h>",
+        "librdmacm-dev",
+    )
+    // The verbs headers may live elsewhere than librdmacm's (rdma-verbs-sys exports its
+    // path).
+    .more_headers_from("DEP_RDMA_VERBS_IBVERBS_INCLUDE")
+    // bindgen's `__BindgenUnionField`, for the unions of libc's socket types, has bare unsafe
+    // calls.
+    .allow(&["unsafe_op_in_unsafe_fn"]);
     rdmacm.build(|builder: bindgen::Builder| {
         builder
             .allowlist_function("rdma_.*")

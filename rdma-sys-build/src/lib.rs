@@ -63,28 +63,64 @@ pub const ALLOWED_LINTS: &[&str] = &[
 /// The file in `$OUT_DIR` that holds bindgen's output (or the checked-in copy of it).
 const BINDINGS: &str = "bindings.rs";
 
-/// One -sys crate's library: what to probe and what to say when it is missing.
+/// One -sys crate's library: what to probe and what to say when it is missing. Made with
+/// [`SysCrate::new`] (what every crate gives) and chained setters for the rest, so that a
+/// setting added later breaks no build script.
 #[derive(Debug, Clone, Copy)]
 pub struct SysCrate<'a> {
-    /// The pkg-config module (and library) of the headers, `libibverbs`.
-    pub library: &'a str,
-    /// The oldest version of the pkg-config module accepted, if any.
-    pub min_version: Option<&'a str>,
-    /// What is bound, for the messages and the checked-in file's header:
-    /// `<infiniband/verbs.h>`.
-    pub headers: &'a str,
-    /// What the crate needs, for the message when the library is missing:
-    /// `rdma-core's development headers and library`.
-    pub needs: &'a str,
-    /// The Debian package that holds the headers, `libibverbs-dev` (on the RPM
-    /// distributions, rdma-core-devel holds all of them).
-    pub debian_package: &'a str,
+    library: &'a str,
+    min_version: Option<&'a str>,
+    headers: &'a str,
+    needs: &'a str,
+    debian_package: &'a str,
+    more_headers_from: Option<&'a str>,
+    allow: &'a [&'a str],
+}
+
+impl<'a> SysCrate<'a> {
+    /// The library of pkg-config module `library` (`libibverbs`), binding `headers` (for the
+    /// messages and the checked-in file's header: `<infiniband/verbs.h>`), whose headers the
+    /// Debian package `debian_package` holds (`libibverbs-dev`; on the RPM distributions,
+    /// rdma-core-devel holds all of them). Any version; the crate needs "rdma-core's
+    /// development headers and library"; no more headers; no lints allowed but
+    /// [`ALLOWED_LINTS`].
+    pub fn new(library: &'a str, headers: &'a str, debian_package: &'a str) -> Self {
+        SysCrate {
+            library,
+            min_version: None,
+            headers,
+            needs: "rdma-core's development headers and library",
+            debian_package,
+            more_headers_from: None,
+            allow: &[],
+        }
+    }
+
+    /// The oldest version of the pkg-config module accepted.
+    pub fn min_version(mut self, version: &'a str) -> Self {
+        self.min_version = Some(version);
+        self
+    }
+
+    /// What the crate needs, for the message when the library is missing.
+    pub fn needs(mut self, needs: &'a str) -> Self {
+        self.needs = needs;
+        self
+    }
+
     /// An environment variable naming one more directory of headers, searched after the
     /// library's (a dependency's `cargo:include`, as `DEP_<LINKS>_INCLUDE`).
-    pub more_headers_from: Option<&'a str>,
+    pub fn more_headers_from(mut self, var: &'a str) -> Self {
+        self.more_headers_from = Some(var);
+        self
+    }
+
     /// Lints the crate's bindings are exempt from besides [`ALLOWED_LINTS`], for what its
     /// bindgen configuration makes them contain.
-    pub allow: &'a [&'a str],
+    pub fn allow(mut self, lints: &'a [&'a str]) -> Self {
+        self.allow = lints;
+        self
+    }
 }
 
 impl SysCrate<'_> {
