@@ -11,7 +11,6 @@ pub(crate) mod read_sinks; // iWARP: the regions an RDMA read may not land in
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi;
 use raw::RawContext;
@@ -63,11 +62,6 @@ impl Context {
                 read_sinks: iwarp.then(Default::default),
             }),
         }
-    }
-
-    /// Opens `device` (`ibv_open_device`).
-    pub(crate) fn open_device(device: &Device<'_>) -> Result<Self> {
-        RawContext::open(device).map(Context::new)
     }
 
     /// A handle that does not keep the context open (for librdmacm's contexts, shared by

@@ -1,8 +1,9 @@
 //! RDMA devices: `ibv_get_device_list` and friends.
 //!
 //! Its own raw file: the unsafe here is the whole point of the module, an array of device
-//! pointers owned by [`DeviceList`] and the devices borrowed from it. Opening one is the
-//! context's (`context/raw.rs`).
+//! pointers owned by [`DeviceList`] and the devices borrowed from it, down to opening one
+//! (`ibv_open_device`), whose context it hands to [`Context::from_raw`]: `context/`
+//! imports nothing of this module.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -204,7 +205,11 @@ impl<'list> Device<'list> {
 
     /// Opens the device (`ibv_open_device`).
     pub fn open(&self) -> Result<Context> {
-        Context::open_device(self)
+        // SAFETY: the device is valid while the list lives.
+        let raw = unsafe { ffi::ibv_open_device(self.ptr()) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last("ibv_open_device"))?;
+        // SAFETY: ibv_open_device returned an open context, which nothing else closes.
+        Ok(unsafe { Context::from_raw(raw) })
     }
 
     /// The raw `ibv_device`, valid while the list lives.

@@ -161,7 +161,6 @@ mod wr;
 pub use ah::attr::{AhAttr, GlobalRoute};
 pub use ah::from_wc::{Completion, GRH_LEN};
 pub use ah::{AddressHandle, AddressHandleBuilder};
-pub use context::async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use context::device_attr::{
     AtomicCap, CqModerationCaps, DeviceAttr, DeviceCapFlags, OdpCaps, OdpGeneralCaps,
     OdpTransportCaps, PacketPacingCaps, PciAtomicCaps, RawPacketCaps, RssCaps, TmCaps, TsoCaps,
@@ -194,8 +193,8 @@ pub use raw::AsRaw;
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};
 pub use types::{
-    AccessFlags, Gid, GidType, MemoryRule, QpState, QpType, ReregState, SendOps, WcOpcode,
-    WcStatus, WrOpcode,
+    AccessFlags, AsyncEvent, AsyncEventKind, EventSource, Gid, GidType, MemoryRule, ObjectId,
+    QpState, QpType, ReregState, SendOps, WcOpcode, WcStatus, WrOpcode,
 };
 pub use wr::post_error::PostError;
 pub use wr::{DeviceMemory, HostMemory, RecvRequest, RemoteMemory, SendRequest, Sge, SgeMemory};

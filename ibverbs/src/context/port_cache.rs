@@ -24,12 +24,12 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::context::async_event::AsyncEventKind;
 use crate::context::gid::{default_entry, no_gid_to_send_from, GidEntry};
 use crate::context::port::PortAttr;
 use crate::context::raw::coarse_now;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::types::AsyncEventKind;
 #[cfg(feature = "cm")]
 use crate::types::{Gid, GidType};
 

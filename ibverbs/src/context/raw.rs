@@ -3,9 +3,9 @@
 //!
 //! [`RawContext`] owns the `ibv_context` (closed on drop, unless another library keeps it
 //! open) and its methods are the verbs on it, safe because a live handle is an open
-//! context. It is made by [`RawContext::open`], or by the `unsafe` constructors of
-//! [`Context`] here, which take a caller's context. The free functions are the calls that
-//! take no context.
+//! context. It is made only by the `unsafe` constructors of [`Context`] here, which take a
+//! context opened elsewhere: by `Device::open` (`device.rs`), the caller or librdmacm. The
+//! free functions are the calls that take no context.
 
 use std::ffi::CStr;
 use std::io;
@@ -15,12 +15,11 @@ use std::panic::RefUnwindSafe;
 use std::ptr::{self, NonNull};
 use std::time::Duration;
 
-use crate::context::async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 use crate::context::Context;
-use crate::device::Device;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
 use crate::ffi;
+use crate::types::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 
 /// An open `ibv_context`, closed (`ibv_close_device`) on drop unless another library keeps
 /// it open. Held once, in the [`Context`]'s shared state: every object created from the
@@ -81,17 +80,6 @@ impl Context {
 }
 
 impl RawContext {
-    /// Opens `device` (`ibv_open_device`).
-    pub(super) fn open(device: &Device<'_>) -> Result<Self> {
-        // SAFETY: the device is valid while its list lives, which `device` borrows.
-        let ptr = unsafe { ffi::ibv_open_device(device.ptr()) };
-        let ptr = NonNull::new(ptr).ok_or_else(|| Error::last("ibv_open_device"))?;
-        Ok(RawContext {
-            ptr,
-            keep_open: None,
-        })
-    }
-
     /// The raw `ibv_context`, valid while this handle lives.
     #[inline]
     pub(super) fn ptr(&self) -> *mut ffi::ibv_context {

@@ -7,10 +7,10 @@ use ::tokio::io::unix::AsyncFd;
 use futures_core::Stream;
 
 use super::raw::{reactor_error, register, Registered};
-use crate::context::async_event::AsyncEvent;
 use crate::context::Context;
 use crate::cq::set_nonblocking;
 use crate::error::Result;
+use crate::types::AsyncEvent;
 
 /// The asynchronous events of a device (`ibv_get_async_event`, each acknowledged with
 /// `ibv_ack_async_event` before it is yielded) as a [`Stream`] (feature `tokio`). The

@@ -19,10 +19,10 @@ use super::EventChannel;
 use crate::cm::addr::{from_c, to_c};
 use crate::cm::param::ConnParam;
 use crate::cm::PortSpace;
-use crate::context::async_event::AsyncEventKind;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::qp::{QueuePair, QueuePairBuilder};
+use crate::types::AsyncEventKind;
 
 /// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
 ///
