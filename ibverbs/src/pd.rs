@@ -20,9 +20,8 @@ pub struct ProtectionDomain {
 }
 
 struct Inner {
-    /// The `ibv_pd`, deallocated first: the fields are dropped in order.
+    /// The `ibv_pd` and its context, deallocated first: the fields are dropped in order.
     raw: RawPd,
-    ctx: Context,
     /// Of a parent domain: the PD and thread domain it was made from, deallocated after it.
     _parent: Option<(ProtectionDomain, Option<ThreadDomain>)>,
 }
@@ -33,7 +32,6 @@ impl Context {
         Ok(ProtectionDomain {
             inner: Arc::new(Inner {
                 raw: RawPd::alloc(self)?,
-                ctx: self.clone(),
                 _parent: None,
             }),
         })
@@ -47,7 +45,6 @@ impl ProtectionDomain {
         ProtectionDomain {
             inner: Arc::new(Inner {
                 raw,
-                ctx: parent.context().clone(),
                 _parent: Some((parent.clone(), td.cloned())),
             }),
         }
@@ -61,7 +58,7 @@ impl ProtectionDomain {
 
     /// The context the PD belongs to.
     pub fn context(&self) -> &Context {
-        &self.inner.ctx
+        self.inner.raw.context()
     }
 
     /// Fails with [`Error::Mismatch`] unless `other` is this same PD.
@@ -80,7 +77,7 @@ impl ProtectionDomain {
 impl fmt::Debug for ProtectionDomain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtectionDomain")
-            .field("device", &self.inner.ctx.name())
+            .field("device", &self.context().name())
             .field("handle", &self.inner.raw.handle())
             .finish()
     }

@@ -20,13 +20,8 @@ use crate::pd::ProtectionDomain;
 /// and the last parent domain made with it.
 #[derive(Clone)]
 pub struct ThreadDomain {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    /// The `ibv_td`, deallocated first: the fields are dropped in order.
-    raw: RawTd,
-    ctx: Context,
+    /// The `ibv_td` and its context.
+    raw: Arc<RawTd>,
 }
 
 impl Context {
@@ -35,10 +30,7 @@ impl Context {
     /// [`Error::Unsupported`](crate::Error::Unsupported).
     pub fn alloc_td(&self) -> Result<ThreadDomain> {
         Ok(ThreadDomain {
-            inner: Arc::new(Inner {
-                raw: RawTd::alloc(self)?,
-                ctx: self.clone(),
-            }),
+            raw: Arc::new(RawTd::alloc(self)?),
         })
     }
 }
@@ -47,19 +39,19 @@ impl ThreadDomain {
     /// The raw `ibv_td`, valid while the TD lives.
     #[inline]
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_td {
-        self.inner.raw.ptr()
+        self.raw.ptr()
     }
 
     /// The context the TD belongs to.
     pub fn context(&self) -> &Context {
-        &self.inner.ctx
+        self.raw.context()
     }
 }
 
 impl fmt::Debug for ThreadDomain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadDomain")
-            .field("device", &self.inner.ctx.name())
+            .field("device", &self.context().name())
             .finish()
     }
 }
@@ -73,10 +65,27 @@ impl ProtectionDomain {
         self.parent_domain_with(None)
     }
 
+    /// Allocates a parent domain of this PD with thread domain `td`
+    /// (`ibv_alloc_parent_domain`); see [`alloc_parent_domain`](Self::alloc_parent_domain).
+    /// A TD of another context is [`Error::Mismatch`](crate::Error::Mismatch), before the
+    /// call.
+    ///
+    /// # Safety
+    /// The provider may leave out the locks of objects made in the returned domain: each
+    /// queue pair, completion queue and shared receive queue made in it must be used
+    /// (posted to, polled, modified) by one thread at a time, although their types are
+    /// `Sync`.
+    pub unsafe fn alloc_parent_domain_with_td(
+        &self,
+        td: &ThreadDomain,
+    ) -> Result<ProtectionDomain> {
+        self.parent_domain_with(Some(td))
+    }
+
     /// A parent domain of this PD, with thread domain `td` if given (one of another context
     /// is [`Error::Mismatch`](crate::Error::Mismatch), before the call).
-    pub(super) fn parent_domain_with(&self, td: Option<&ThreadDomain>) -> Result<ProtectionDomain> {
-        let raw = RawPd::alloc_parent(self, td)?;
+    fn parent_domain_with(&self, td: Option<&ThreadDomain>) -> Result<ProtectionDomain> {
+        let raw = RawPd::alloc_parent(&self.inner.raw, td.map(|td| &*td.raw))?;
         Ok(ProtectionDomain::parent_domain(raw, self, td))
     }
 }
