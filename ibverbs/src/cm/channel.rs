@@ -3,7 +3,7 @@
 
 pub(super) mod event; // CmEvent: what the channel delivers, copied and acknowledged
 pub(super) mod id; // CmId: the ids created on the channel
-mod raw; // the FFI calls of the channel and its events: the folder's unsafe but the id's
+mod raw; // ChannelInner, the FFI calls of the channel (its events' and ids' have their own)
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rdmacm_sys as cm;
 
+use self::event::raw::RawEvent;
 use self::event::CmEvent;
 use self::id::CmId;
 use self::raw::ChannelInner;
@@ -112,7 +113,7 @@ impl EventChannel {
         // The event holds the id table while librdmacm reads it and it is copied (a connect
         // request's event carries a new id, and reading a multicast join's event reads and
         // attaches its id's QP); the fd is non-blocking, so that is short.
-        match self.inner.get_event()? {
+        match RawEvent::read(&self.inner)? {
             Some(ev) => CmEvent::take(ev).map(Some),
             None => Ok(None),
         }

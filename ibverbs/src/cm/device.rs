@@ -12,29 +12,31 @@
 //!
 //! The FFI calls are the raw layers' (the device list in `raw.rs`, a kept id's destroy in
 //! `channel/id/raw.rs`); the one unsafe block here is the promise this module exists to
-//! keep: that the context stays open while a [`Hold`] lives.
+//! keep: that the context stays open while a [`Hold`] lives. The id's raw layer holds an
+//! [`IdContext`], so this module stands below it: a kept id is its owner as that layer
+//! made it, of a type this module does not name.
 
 use std::cell::RefCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use super::channel::id::raw::RawCmId;
 use super::raw::DeviceList;
 use crate::context::{Context, WeakContext};
 use crate::ffi;
 
 /// What holds librdmacm's device open once no id of ours does: its device list, or the
 /// last id of a removed device (kept undestroyed, since librdmacm would close the context
-/// with it; destroyed when the context is dropped).
+/// with it; destroyed when the context is dropped, by the drop of its owner).
 enum Kept {
     List {
         _list: DeviceList,
     },
-    /// In a mutex only for the hold, shared between threads, to be `Sync` (an id is `Send`,
-    /// not `Sync`); nothing locks it.
+    /// The id's owner (the id's raw layer's `RawCmId`, whose drop destroys it). In a mutex
+    /// only for the hold, shared between threads, to be `Sync` (an id is `Send`, not
+    /// `Sync`); nothing locks it.
     Id {
-        _id: Mutex<RawCmId>,
+        _id: Mutex<Box<dyn Send>>,
     },
 }
 
@@ -61,7 +63,7 @@ impl IdContext {
     /// the context takes librdmacm's device list; if the device is no longer listed
     /// (removed), it takes the id instead, as the owner `keep` makes, and destroys it when
     /// it is dropped: the caller, which sees `keep` called, must then not destroy the id.
-    pub(crate) fn release(self, keep: impl FnOnce() -> RawCmId) {
+    pub(crate) fn release(self, keep: impl FnOnce() -> Box<dyn Send>) {
         let IdContext { ctx, hold } = self;
         // The count and the context's holders are read after this id's own clone was
         // made: an id that asks for the context later is bound to the device itself.

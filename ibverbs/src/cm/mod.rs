@@ -96,7 +96,8 @@ pub use addr::{getaddrinfo, AddrFamily, AddrHints, AddrInfo};
 pub use channel::event::{reject_reason_text, CmEvent, CmEventKind};
 pub use channel::id::mcast::MulticastJoinFlag;
 pub use channel::id::option::CmOption;
-pub use channel::id::{CmId, IdHandle};
+pub use channel::id::raw::IdHandle;
+pub use channel::id::CmId;
 pub use channel::EventChannel;
 pub use param::{private_data_limit, ConnParam, Message};
 /// The raw librdmacm bindings (`rdmacm-sys`).

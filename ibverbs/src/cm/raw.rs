@@ -1,7 +1,7 @@
 //! The FFI calls the CM's parts share: the lock around librdmacm's table of ids, and
 //! librdmacm's device list ([`DeviceList`], which keeps a device context open for
-//! `device.rs`). The other raw files of `cm/`: the channel's and its events'
-//! (`channel/raw.rs`), the id's (`channel/id/raw.rs`), the addresses' C forms
+//! `device.rs`). The other raw files of `cm/`: the channel's (`channel/raw.rs`), its
+//! events' (`channel/event/raw.rs`), the id's (`channel/id/raw.rs`), the addresses' C forms
 //! (`addr/raw.rs`); beside them only `device.rs` (the promise that a device context stays
 //! open) and `channel/id/lend.rs` (a lent QP's owner) hold an unsafe block.
 

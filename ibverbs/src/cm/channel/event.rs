@@ -1,11 +1,14 @@
 //! CM events (`struct rdma_cm_event`): copied into [`CmEvent`] and acknowledged at once.
 
+pub(super) mod raw; // RawEvent, the FFI calls of an event: read, copied, acknowledged
+
 use std::net::IpAddr;
 
 use rdmacm_sys as cm;
 
-use super::id::{CmId, IdHandle};
-use super::raw::RawEvent;
+use self::raw::RawEvent;
+use super::id::raw::IdHandle;
+use super::id::CmId;
 use crate::cm::ud::UdPeer;
 use crate::error::{Error, Result};
 
@@ -247,7 +250,7 @@ impl CmEvent {
 }
 
 /// The kind of a multicast join's event `ev` (`MULTICAST_JOIN` or `MULTICAST_ERROR`), whose
-/// `param.ud.private_data` is the context of the join: the id's [`Join`](super::id::mcast)
+/// `param.ud.private_data` is the context of the join: the id's [`Join`](super::id::raw::Join)
 /// of the group. A join's event records in it whether librdmacm attached the id's QP.
 fn multicast(ev: &RawEvent) -> CmEventKind {
     let Some(join) = ev.join() else {

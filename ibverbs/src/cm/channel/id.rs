@@ -5,16 +5,15 @@ mod ib; // AF_IB addresses: bind_ib, resolve_ib_addr, local_ib_addr, peer_ib_add
 pub(crate) mod lend; // the QP lent to an owner of its own (tokio's AsyncQp)
 pub(crate) mod mcast; // MulticastJoinFlag: rdma_join_multicast_ex, rdma_leave_multicast
 pub(crate) mod option; // CmOption: rdma_set_option
-pub(crate) mod raw; // RawCmId, the FFI calls of an id: every unsafe block of the folder but lend's
+pub(crate) mod raw; // RawCmId, IdHandle: the FFI calls of an id, the folder's unsafe but lend's
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rdmacm_sys as cm;
 
-use self::raw::RawCmId;
+use self::raw::{IdHandle, RawCmId};
 use super::EventChannel;
 use crate::cm::addr::{from_c, to_c};
 use crate::cm::param::ConnParam;
@@ -36,34 +35,6 @@ pub struct CmId {
     raw: RawCmId,
     /// Also the id's `context`, which its events carry.
     handle: IdHandle,
-}
-
-/// Which id a [`CmEvent`](crate::cm::CmEvent) is for: compare with [`CmId::handle`].
-///
-/// Each id gets a handle of its own, from a process-wide counter, kept in the id's
-/// `context` (which librdmacm hands back with its events): a handle never names another id,
-/// not even a new one at the address of an id destroyed before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct IdHandle(usize);
-
-/// The next id's handle.
-static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(1);
-
-impl IdHandle {
-    /// A handle no id had before.
-    pub(crate) fn new() -> Self {
-        IdHandle(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// The handle an id's `context` holds (set when its [`RawCmId`] was made).
-    pub(crate) fn from_context(context: *mut std::ffi::c_void) -> Self {
-        IdHandle(context as usize)
-    }
-
-    /// The handle as an id's `context` (a number, never dereferenced).
-    pub(crate) fn as_context(self) -> *mut std::ffi::c_void {
-        self.0 as *mut std::ffi::c_void
-    }
 }
 
 /// A `Duration` as librdmacm's `timeout_ms`.

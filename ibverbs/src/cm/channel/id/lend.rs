@@ -6,12 +6,10 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use super::raw::Keeper;
 use super::CmId;
 use crate::error::{Error, Result};
 use crate::qp::QueuePair;
-
-/// What keeps a lent QP alive: the owner `wrap` made of it.
-pub(crate) type Keeper = Arc<dyn Any + Send + Sync>;
 
 impl CmId {
     /// Hands the id's QP to `wrap`, which makes the owner of it that the caller gets, and

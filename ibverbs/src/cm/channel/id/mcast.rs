@@ -1,35 +1,30 @@
 //! UD multicast over rdma_cm: `rdma_join_multicast_ex` and `rdma_leave_multicast`.
 //!
-//! An id remembers the groups it joined, each as a [`Join`] whose address is the context
-//! librdmacm hands back in the join's events: the events name their group by it
-//! ([`CmEventKind::MulticastJoin`](crate::cm::CmEventKind::MulticastJoin)). A [`Join`] is
-//! freed only after `rdma_leave_multicast` returned, after every event of the join that
-//! was read has been acknowledged; an id leaves the groups it is still in when it is
-//! dropped, before its QP is destroyed (a QP attached to a group cannot be: `EBUSY`).
+//! An id remembers the groups it joined, each as a [`Join`](super::raw::Join) whose address
+//! is the context librdmacm hands back in the join's events: the events name their group by
+//! it ([`CmEventKind::MulticastJoin`](crate::cm::CmEventKind::MulticastJoin)). A join is
+//! freed only after `rdma_leave_multicast` returned, after every event of the join that was
+//! read has been acknowledged; an id leaves the groups it is still in when it is dropped,
+//! before its QP is destroyed (a QP attached to a group cannot be: `EBUSY`).
 //!
 //! When a join's `MULTICAST_JOIN` event is read, librdmacm attaches the id's QP to the
 //! group (`ibv_attach_mcast`), unless the join is send-only or the id has no QP then; its
 //! `rdma_leave_multicast` detaches it. Reading an event, leaving a group, and setting or
 //! clearing the QP pointer of an id with joins are serialized by the id table lock
 //! ([`id_table`](crate::cm::raw::id_table)), in the id's raw layer (`raw.rs`, which keeps
-//! each [`Join`] and makes the calls): so a leave never detaches the QP while a join's event
+//! each join and makes the calls): so a leave never detaches the QP while a join's event
 //! is attaching it, and a QP that leaves the id ([`CmId::take_qp`]) is never attached
 //! behind its back, and takes along the groups it was attached to, which it detaches
 //! itself before it is destroyed. An event is acknowledged right after its copy, outside
 //! the lock, so the leave's wait for the acknowledgements is short and needs no lock.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::net::IpAddr;
 
 use rdmacm_sys as cm;
 
 use super::CmId;
-use crate::cm::addr::to_c;
-use crate::cm::ud::UdPeer;
 use crate::cm::PortSpace;
 use crate::error::{Error, IwarpRule, Result};
-use crate::qp::QueuePair;
-use crate::types::Gid;
 use crate::types::QpType;
 
 /// How a join takes part in its group (`enum rdma_cm_mc_join_flags`), for
@@ -58,50 +53,6 @@ impl MulticastJoinFlag {
             }
         }
     }
-}
-
-/// One group an id joined: the context of the join's events, kept by the id until the
-/// group is left.
-pub(crate) struct Join {
-    group: IpAddr,
-    flag: MulticastJoinFlag,
-    /// The group's GID and LID once librdmacm attached the id's QP to it (at the join's
-    /// `MULTICAST_JOIN` event), until the QP leaves the id and takes it along. Written and
-    /// taken under the id table lock.
-    attached: Mutex<Option<(Gid, u16)>>,
-}
-
-impl Join {
-    /// The group joined.
-    pub(crate) fn group(&self) -> IpAddr {
-        self.group
-    }
-
-    /// How the group is joined.
-    pub(crate) fn flag(&self) -> MulticastJoinFlag {
-        self.flag
-    }
-
-    /// Records what a `MULTICAST_JOIN` event of this join did: librdmacm attached the id's
-    /// QP to the group if the id had one (`has_qp`, read under the id table lock, which the
-    /// event's reader holds) and the join is not send-only.
-    pub(crate) fn record_join(&self, peer: &UdPeer, has_qp: bool) {
-        if has_qp && self.flag != MulticastJoinFlag::SendOnlyFullMember {
-            let ah = peer.ah_attr();
-            *self.attached_lock() = Some((Gid::from_raw(ah.grh.dgid), ah.dlid));
-        }
-    }
-
-    fn attached_lock(&self) -> std::sync::MutexGuard<'_, Option<(Gid, u16)>> {
-        // Nothing panics under the lock; a poisoned value is still whole.
-        self.attached.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The C socket address of `group` (port 0), the same bytes for the join and the leave
-/// (`rdma_leave_multicast` finds the join by comparing them).
-pub(crate) fn group_addr(group: IpAddr) -> libc::sockaddr_storage {
-    to_c(SocketAddr::new(group, 0))
 }
 
 impl CmId {
@@ -141,17 +92,18 @@ impl CmId {
     /// resolves to a device).
     ///
     /// The join ends with a [`MulticastJoin`](crate::cm::CmEventKind::MulticastJoin) event
-    /// naming `group` and carrying the group's [`UdPeer`]: send to the group with an
-    /// address handle from [`UdPeer::create_ah`], its `qp_num`
+    /// naming `group` and carrying the group's [`UdPeer`](crate::cm::UdPeer): send to the
+    /// group with an address handle from
+    /// [`UdPeer::create_ah`](crate::cm::UdPeer::create_ah), its `qp_num`
     /// ([`MULTICAST_QPN`](crate::MULTICAST_QPN)) and `qkey`. Or with a
-    /// [`MulticastError`](crate::cm::CmEventKind::MulticastError)
-    /// (`status` says why): the id stays joined until it leaves the group, which it should
-    /// do before joining it again. When the `MulticastJoin` event is read, librdmacm
-    /// attaches the id's QP to the group (not for a send-only join), and detaches it when
-    /// the id leaves: create the QP ([`create_qp`](Self::create_qp)) before joining, since
-    /// a QP made after the event is not attached (leave and join again then), and do not
-    /// attach the QP to the group yourself ([`QueuePair::attach_mcast`]): librdmacm's leave
-    /// would detach it behind the QP's back. The id leaves the group with
+    /// [`MulticastError`](crate::cm::CmEventKind::MulticastError) (`status` says why): the
+    /// id stays joined until it leaves the group, which it should do before joining it
+    /// again. When the `MulticastJoin` event is read, librdmacm attaches the id's QP to the
+    /// group (not for a send-only join), and detaches it when the id leaves: create the QP
+    /// ([`create_qp`](Self::create_qp)) before joining, since a QP made after the event is
+    /// not attached (leave and join again then), and do not attach the QP to the group
+    /// yourself ([`QueuePair::attach_mcast`](crate::QueuePair::attach_mcast)): librdmacm's
+    /// leave would detach it behind the QP's back. The id leaves the group with
     /// [`leave_multicast`](Self::leave_multicast), or when it is dropped; a QP taken out of
     /// the id ([`take_qp`](Self::take_qp)) takes the groups it is attached to along, and
     /// detaches from them when it is dropped.
@@ -197,12 +149,7 @@ impl CmId {
                 reason: format!("the id has already joined {group}"),
             });
         }
-        let join = Arc::new(Join {
-            group,
-            flag,
-            attached: Mutex::new(None),
-        });
-        self.raw.join(join)
+        self.raw.join(group, flag.raw())
     }
 
     /// `rdma_leave_multicast`: leaves the group `group` the id joined (a join still under
@@ -224,27 +171,14 @@ impl CmId {
 
     /// The groups the id has joined and not left (joins under way and failed ones too).
     pub fn multicast_groups(&self) -> Vec<IpAddr> {
-        self.raw.joins().iter().map(|join| join.group).collect()
+        self.raw.joins().iter().map(|join| join.group()).collect()
     }
 
     /// Where `group` is in the id's joins.
     fn joined(&self, group: IpAddr) -> Option<usize> {
-        self.raw.joins().iter().position(|join| join.group == group)
-    }
-}
-
-/// Hands the groups librdmacm attached an id's QP to (of its `joins`) over to `qp`, which is
-/// leaving the id: it then detaches from them itself before it is destroyed. The caller
-/// holds the id table lock and clears the id's QP pointer under it.
-pub(crate) fn hand_over_groups(qp: &QueuePair, joins: &[Arc<Join>]) {
-    let Some(mut groups) = qp.mcast_groups() else {
-        return;
-    };
-    for join in joins {
-        if let Some(group) = join.attached_lock().take() {
-            if !groups.contains(&group) {
-                groups.push(group);
-            }
-        }
+        self.raw
+            .joins()
+            .iter()
+            .position(|join| join.group() == group)
     }
 }

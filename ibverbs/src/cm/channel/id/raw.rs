@@ -2,34 +2,133 @@
 //! the lending of its QP (`lend.rs`, whose owner keeps the QP alive).
 //!
 //! [`RawCmId`] owns the id and what librdmacm's id points to or hands back: its QP
-//! (`id->qp`), the context of each multicast join (handed back in the join's events), the
-//! owner of a lent QP (feature `tokio`) and the hold on the id's device context. Its
-//! methods are safe because a live handle means a live id whose pointers are valid; its
-//! drop takes them apart in the order librdmacm needs (groups left, QP detached from the id
-//! and destroyed, the context released), then destroys the id.
+//! (`id->qp`), the context of each multicast join ([`Join`], handed back in the join's
+//! events), the owner of a lent QP (feature `tokio`, a [`Keeper`]) and the hold on the id's
+//! device context. Its methods are safe because a live handle means a live id whose pointers
+//! are valid; its drop takes them apart in the order librdmacm needs (groups left, QP
+//! detached from the id and destroyed, the context released), then destroys the id. The
+//! values the id's context and its joins' contexts hold ([`IdHandle`], [`Join`]) are here
+//! too, so that the safe modules of `id/` and the event's raw layer (`event/raw.rs`) read
+//! them from this leaf.
 
+#[cfg(feature = "tokio")]
+use std::any::Any;
 use std::cell::OnceCell;
 use std::ffi::c_void;
 use std::mem;
+use std::net::{IpAddr, SocketAddr};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rdmacm_sys as cm;
 
-#[cfg(feature = "tokio")]
-use super::lend::Keeper;
-use super::mcast::{group_addr, hand_over_groups, Join};
-use super::IdHandle;
+use crate::cm::addr::to_c;
 use crate::cm::channel::raw::ChannelInner;
 use crate::cm::device::{self, IdContext};
 use crate::cm::param::{check_private_data, ConnParam, Message};
 use crate::cm::raw::id_table;
+use crate::cm::ud::UdPeer;
 use crate::cm::PortSpace;
 use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::qp::{QueuePair, QueuePairBuilder};
+use crate::types::Gid;
+
+/// Which id a [`CmEvent`](crate::cm::CmEvent) is for: compare with
+/// [`CmId::handle`](crate::cm::CmId::handle).
+///
+/// Each id gets a handle of its own, from a process-wide counter, kept in the id's
+/// `context` (which librdmacm hands back with its events): a handle never names another id,
+/// not even a new one at the address of an id destroyed before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IdHandle(usize);
+
+/// The next id's handle.
+static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(1);
+
+impl IdHandle {
+    /// A handle no id had before.
+    pub(crate) fn new() -> Self {
+        IdHandle(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The handle an id's `context` holds (set when its [`RawCmId`] was made).
+    pub(crate) fn from_context(context: *mut c_void) -> Self {
+        IdHandle(context as usize)
+    }
+
+    /// The handle as an id's `context` (a number, never dereferenced).
+    pub(crate) fn as_context(self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+}
+
+/// One group an id joined: the context of the join's events (librdmacm hands its address
+/// back in them), kept by the id until the group is left.
+pub(crate) struct Join {
+    group: IpAddr,
+    /// How the group is joined (`enum rdma_cm_mc_join_flags`).
+    flags: cm::rdma_cm_mc_join_flags,
+    /// The group's GID and LID once librdmacm attached the id's QP to it (at the join's
+    /// `MULTICAST_JOIN` event), until the QP leaves the id and takes it along. Written and
+    /// taken under the id table lock.
+    attached: Mutex<Option<(Gid, u16)>>,
+}
+
+impl Join {
+    /// The group joined.
+    pub(crate) fn group(&self) -> IpAddr {
+        self.group
+    }
+
+    /// Records what a `MULTICAST_JOIN` event of this join did: librdmacm attached the id's
+    /// QP to the group if the id had one (`has_qp`, read under the id table lock, which the
+    /// event's reader holds) and the join is not send-only.
+    pub(crate) fn record_join(&self, peer: &UdPeer, has_qp: bool) {
+        let send_only =
+            self.flags == cm::rdma_cm_mc_join_flags::RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+        if has_qp && !send_only {
+            let ah = peer.ah_attr();
+            *self.attached_lock() = Some((Gid::from_raw(ah.grh.dgid), ah.dlid));
+        }
+    }
+
+    /// The group's GID and LID while the id's QP is attached to it, locked.
+    fn attached_lock(&self) -> MutexGuard<'_, Option<(Gid, u16)>> {
+        // Nothing panics under the lock; a poisoned value is still whole.
+        self.attached.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The C socket address of `group` (port 0), the same bytes for the join and the leave
+/// (`rdma_leave_multicast` finds the join by comparing them).
+fn group_addr(group: IpAddr) -> libc::sockaddr_storage {
+    to_c(SocketAddr::new(group, 0))
+}
+
+/// Hands the groups librdmacm attached an id's QP to (of its `joins`) over to `qp`, which is
+/// leaving the id: it then detaches from them itself before it is destroyed. The caller
+/// holds the id table lock and clears the id's QP pointer under it.
+fn hand_over_groups(qp: &QueuePair, joins: &[Arc<Join>]) {
+    let Some(mut groups) = qp.mcast_groups() else {
+        return;
+    };
+    for join in joins {
+        if let Some(group) = join.attached_lock().take() {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+    }
+}
+
+/// What keeps a QP lent out of an id alive: the owner that `CmId::lend_qp`'s `wrap` made
+/// of it.
+#[cfg(feature = "tokio")]
+pub(crate) type Keeper = Arc<dyn Any + Send + Sync>;
 
 /// A CM id, owned: destroyed on drop (`rdma_destroy_id`, after its groups are left and its
 /// QP destroyed), unless the id was the last holder of a removed device, which then keeps
@@ -379,15 +478,20 @@ impl RawCmId {
         !self.joins.is_empty()
     }
 
-    /// `rdma_join_multicast_ex` of `join`'s group as its flag says, `join` the context of
-    /// its events, kept until the group is left.
-    pub(crate) fn join(&mut self, join: Arc<Join>) -> Result<()> {
+    /// `rdma_join_multicast_ex` of `group` as `flags` say, with a new [`Join`] as the context
+    /// of its events, kept until the group is left.
+    pub(crate) fn join(&mut self, group: IpAddr, flags: cm::rdma_cm_mc_join_flags) -> Result<()> {
+        let join = Arc::new(Join {
+            group,
+            flags,
+            attached: Mutex::new(None),
+        });
         let mut addr = group_addr(join.group());
         let mut attr = cm::rdma_cm_join_mc_attr_ex {
             comp_mask: (cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_ADDRESS
                 | cm::rdma_cm_join_mc_attr_mask::RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS)
                 .0,
-            join_flags: join.flag().raw().0,
+            join_flags: flags.0,
             addr: ptr::addr_of_mut!(addr).cast(),
         };
         let context = Arc::as_ptr(&join).cast_mut().cast();
@@ -465,7 +569,7 @@ impl Drop for RawCmId {
             held.release(|| {
                 kept = true;
                 // The kept id's owner from now on: this one returns without destroying it.
-                Self::owning(self.ptr, self.ps, &self.channel)
+                Box::new(Self::owning(self.ptr, self.ps, &self.channel))
             });
             if kept {
                 return; // its device was removed: the context destroys the id when it goes
