@@ -5,7 +5,6 @@ use std::ptr;
 
 use crate::error::{Error, Result, WrError};
 use crate::wr::post_error::PostError;
-use crate::wr::raw::post_linked;
 use crate::wr::Frame;
 
 /// The limits a queue checks its work requests `W` against before posting them.
@@ -130,11 +129,27 @@ pub(crate) fn refused(index: usize, reason: WrError) -> Error {
     Error::Request { index, reason }
 }
 
+/// Posts the checked list of `len` requests linked from `head` (the first of a slice of
+/// `W`) with `post`, a provider's post function (as [`post_list`] asks), and maps a
+/// failure.
+#[inline(always)]
+fn post_linked<W: Linked>(
+    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
+    len: usize,
+    head: *mut W::Raw,
+    queue: impl Fn() -> (&'static str, u32) + Copy,
+) -> Result<(), PostError> {
+    Frame::new((queue, head, len)).post(post, head, |rc, bad, (queue, head, len)| {
+        let (verb, depth) = queue();
+        post_error::<W>(verb, head, len, bad, rc, depth)
+    })
+}
+
 /// The [`Error::Post`] for a failed post of the `len` requests from `head` (a slice of
 /// `W`) that stopped at `bad`.
 #[cold]
 #[inline(never)]
-pub(super) fn post_error<W: Linked>(
+fn post_error<W: Linked>(
     verb: &'static str,
     head: *mut W::Raw,
     len: usize,

@@ -5,7 +5,7 @@
 //! operation's constructor wrote ([`SendParts::of`]) and a UD send's address handle. Each
 //! is written by the constructors of [`SendRequest`], [`RecvRequest`] and [`SendParts`]
 //! only, from borrows the request keeps for its lifetime, and read here. Also here: the call
-//! of a post function and the read of the request it stopped at ([`post_linked`]), and the
+//! of a post function and the read of the request it stopped at ([`Frame::post`]), and the
 //! box whose drop is out of line that makes a [`PostError`](crate::PostError) one word
 //! ([`ColdBox`]).
 
@@ -17,9 +17,7 @@ use std::ptr;
 use crate::ah::AddressHandle;
 use crate::ffi;
 use crate::wr::limits::DEVICE_MEMORY;
-use crate::wr::post::post_error;
-use crate::wr::post_error::PostError;
-use crate::wr::{HostMemory, Linked, RecvRequest, SendRequest, Sge, SgeMemory};
+use crate::wr::{HostMemory, RecvRequest, SendRequest, Sge, SgeMemory};
 
 /// The entry an empty list points at.
 static NO_SGE: ffi::ibv_sge = ffi::ibv_sge {
@@ -315,28 +313,26 @@ impl<R, K> Frame<R, K> {
     pub(crate) fn bad(&mut self) -> *mut *mut R {
         ptr::addr_of_mut!(*self).cast()
     }
-}
 
-/// Posts the checked list of `len` requests linked from `head` (the first of a slice of
-/// `W`) with `post`, a provider's post function (as [`post_list`](crate::wr::post_list)
-/// asks: on failure it writes the request it stopped at to its second argument), and maps
-/// a failure.
-#[inline(always)]
-pub(super) fn post_linked<W: Linked>(
-    post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
-    len: usize,
-    head: *mut W::Raw,
-    queue: impl Fn() -> (&'static str, u32) + Copy,
-) -> Result<(), PostError> {
-    let mut frame = Frame::new((queue, head, len));
-    match post(head, frame.bad()) {
-        0 => Ok(()),
-        rc => {
-            let (queue, head, len) = frame.keep;
-            let (verb, depth) = queue();
-            // SAFETY: the provider failed, so it wrote `bad`.
-            let bad = unsafe { frame.bad.assume_init() };
-            Err(post_error::<W>(verb, head, len, bad, rc, depth))
+    /// Calls `post`, a provider's post function (as [`post_list`](crate::wr::post_list)
+    /// asks: on failure it writes the request it stopped at to its second argument), with
+    /// the list from `head` and the frame's `bad`; a failure is the error `failed` makes of
+    /// the return code, the request the provider stopped at and what the frame kept.
+    #[inline(always)]
+    pub(super) fn post<E>(
+        mut self,
+        post: impl FnOnce(*mut R, *mut *mut R) -> i32,
+        head: *mut R,
+        failed: impl FnOnce(i32, *mut R, K) -> E,
+    ) -> Result<(), E> {
+        match post(head, self.bad()) {
+            0 => Ok(()),
+            rc => {
+                let keep = self.keep;
+                // SAFETY: the provider failed, so it wrote `bad`.
+                let bad = unsafe { self.bad.assume_init() };
+                Err(failed(rc, bad, keep))
+            }
         }
     }
 }
