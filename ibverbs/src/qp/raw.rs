@@ -204,7 +204,9 @@ impl RawQp {
     /// set every function a batch of it may call ([`Error::Unsupported`] naming the first
     /// missing one); nothing for a QP without.
     pub(super) fn enable_batches(&mut self) -> Result<()> {
-        self.ex = ExSend::new(self)?;
+        // SAFETY: the QP is live and was created with `send_ops`, which granted
+        // `send_limits`; the view is kept in `self.ex`, so it goes with the QP.
+        self.ex = unsafe { ExSend::new(self.qp, self.send_ops, &self.send_limits) }?;
         Ok(())
     }
 
@@ -228,11 +230,6 @@ impl RawQp {
     /// The operations the extended send API was created for (empty if none).
     pub(super) fn send_ops(&self) -> SendOps {
         self.send_ops
-    }
-
-    /// The send queue's limits, as granted.
-    pub(super) fn send_limits(&self) -> &SendLimits {
-        &self.send_limits
     }
 
     /// The protection domain.

@@ -6,6 +6,9 @@
 //! request into the send queue only once it passed the batch's limits (so its operation's
 //! function is one of those): [`RawBatch::push`] for a [`SendRequest`], and
 //! [`push_request`] for a request made in the batch ([`BatchRequest::push`]).
+//!
+//! It takes nothing from `qp/raw.rs`, whose QP handle makes the view from the QP's
+//! pointer, send ops and limits ([`ExSend::new`]) and keeps it.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -13,36 +16,43 @@ use std::ptr::NonNull;
 use crate::error::{check, Error, Result, WrError};
 use crate::ffi;
 use crate::qp::ex::BatchRequest;
-use crate::qp::raw::RawQp;
-use crate::types::QpType;
 use crate::types::WrOpcode;
+use crate::types::{QpType, SendOps};
 use crate::wr::limits::SendLimits;
 use crate::wr::{check_each, refused, Limits, Linked, SendParts, SendRequest, SgList};
 
 /// The extended view of a QP built with send ops, and the limits its batches check
-/// requests against (worked out once, when the QP is created). Kept by the [`RawQp`] it was
-/// made from, whose QP the view is part of.
+/// requests against (worked out once, when the QP is created). Kept by the QP's own handle
+/// (`RawQp`, in `qp/raw.rs`), whose QP the view is part of.
 pub(crate) struct ExSend {
     qpx: NonNull<ffi::ibv_qp_ex>,
     limits: SendLimits,
 }
 
 impl ExSend {
-    /// The extended view of `qp` and the limits of its batches, if it was created with send
-    /// ops; [`Error::Unsupported`] if the provider did not set a function a batch may call.
-    pub(in crate::qp) fn new(qp: &RawQp) -> Result<Option<Box<ExSend>>> {
-        let ops = qp.send_ops();
+    /// The extended view of `qp` and the limits of its batches (`limits`, the send queue's,
+    /// narrowed to `ops`), if it was created with send ops; [`Error::Unsupported`] if the
+    /// provider did not set a function a batch may call.
+    ///
+    /// # Safety
+    /// `qp` is a live QP created with the send ops `ops` (by `ibv_create_qp_ex`, which
+    /// `rdma_create_qp_ex` calls too) and granted `limits`, and it outlives the view.
+    pub(in crate::qp) unsafe fn new(
+        qp: NonNull<ffi::ibv_qp>,
+        ops: SendOps,
+        limits: &SendLimits,
+    ) -> Result<Option<Box<ExSend>>> {
         if ops.is_empty() {
             return Ok(None);
         }
-        // SAFETY: the QP is live and was created with send ops, by ibv_create_qp_ex (which
-        // rdma_create_qp_ex calls too): the extended view is the provider's to give.
-        let Some(qpx) = NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(qp.ptr()) }) else {
+        // SAFETY: the QP is live and was created with send ops (caller): the extended view
+        // is the provider's to give.
+        let Some(qpx) = NonNull::new(unsafe { ffi::ibv_qp_to_qp_ex(qp.as_ptr()) }) else {
             return Ok(None);
         };
         let ex = ExSend {
             qpx,
-            limits: qp.send_limits().clone().for_batch(ops),
+            limits: limits.clone().for_batch(ops),
         };
         ex.check_provider()?;
         Ok(Some(Box::new(ex)))
@@ -103,7 +113,7 @@ impl ExSend {
         self.limits.allows(opcode)
     }
 
-    /// Opens a batch (`ibv_wr_start`). `&mut self`, which only [`RawQp::start_batch`]
+    /// Opens a batch (`ibv_wr_start`). `&mut self`, which only the QP's `RawQp::start_batch`
     /// gives, keeps other posts off the QP until the batch is completed or aborted, which
     /// its owner does on every path, unwinding included.
     #[inline]
@@ -318,7 +328,6 @@ impl Drop for RawBatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::SendOps;
 
     unsafe extern "C" fn never() {}
 
