@@ -7,7 +7,6 @@ mod raw; // the FFI calls of CQs, channels and extended CQs: every unsafe block 
 
 #[cfg(feature = "cm")]
 pub(crate) use raw::poll_fds; // the blocking stream's wait
-pub(crate) use raw::CqInner;
 #[cfg(feature = "tokio")]
 pub(crate) use raw::{set_nonblocking, RawChannel}; // a context's async fd, the reactor
 
@@ -21,6 +20,7 @@ use crate::error::{check, Error, Result};
 use crate::ffi;
 use crate::types::WcOpcode;
 use crate::types::WcStatus;
+use raw::{CqOrigin, RawCq};
 
 /// A work completion (`struct ibv_wc`), filled in by [`CompletionQueue::poll`].
 #[repr(transparent)]
@@ -132,6 +132,39 @@ pub struct CompletionQueue {
     inner: Arc<CqInner>,
 }
 
+/// A CQ as its owner and the QPs that use it hold it: its C object and, if it has one, its
+/// channel, whose count of events it joined when created and leaves before it is destroyed.
+pub(crate) struct CqInner {
+    raw: RawCq,
+    channel: Option<CompletionChannel>,
+}
+
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        if let Some(channel) = &self.channel {
+            channel.unregister(self.raw.ptr());
+        }
+        // `raw` then destroys the CQ.
+    }
+}
+
+impl CqInner {
+    /// The raw `ibv_cq`, valid while the CQ lives.
+    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
+        self.raw.ptr()
+    }
+
+    /// The context the CQ was created on.
+    pub(crate) fn context(&self) -> &Context {
+        self.raw.context()
+    }
+
+    /// The channel the CQ reports events to, if any.
+    fn channel(&self) -> Option<&CompletionChannel> {
+        self.channel.as_ref()
+    }
+}
+
 impl Context {
     /// Creates a completion queue with at least `min_entries` entries, optionally reporting
     /// completion events to `channel` (`ibv_create_cq`).
@@ -143,9 +176,9 @@ impl Context {
         min_entries: u32,
         channel: Option<&CompletionChannel>,
     ) -> Result<CompletionQueue> {
-        let origin = raw::CqOrigin::new(self, channel)?;
+        let origin = CqOrigin::new(self, channel.map(CompletionChannel::raw))?;
         let cqe = self.checked_cqe(min_entries)?;
-        origin.create_cq(cqe)
+        Ok(CompletionQueue::new(origin.create_cq(cqe)?, channel))
     }
 
     /// `min_entries` as the `cqe` of a CQ, or [`Error::DeviceLimit`] over `max_cqe`.
@@ -164,6 +197,19 @@ impl Context {
 }
 
 impl CompletionQueue {
+    /// The owner of `raw`, a CQ just created on `channel` (if any), which it joins.
+    fn new(raw: RawCq, channel: Option<&CompletionChannel>) -> Self {
+        if let Some(channel) = channel {
+            channel.register(raw.ptr());
+        }
+        CompletionQueue {
+            inner: Arc::new(CqInner {
+                raw,
+                channel: channel.cloned(),
+            }),
+        }
+    }
+
     /// The raw `ibv_cq`, valid while the CQ lives.
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
         self.inner.ptr()

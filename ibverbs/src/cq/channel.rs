@@ -113,8 +113,41 @@ impl CompletionChannel {
         self.inner.raw.fd()
     }
 
-    /// The C object, for the fd's registration with tokio's reactor.
-    #[cfg(feature = "tokio")]
+    /// The channel's file descriptor, to wait for its readiness in an event loop of the
+    /// caller's (`poll`, `epoll`, a reactor's registration); once it is readable, take the
+    /// event through the crate: [`CompletionQueue::wait_timeout`] with a zero timeout (or
+    /// [`poll_wait`](crate::CompletionQueue::poll_wait)), for each CQ of the channel.
+    ///
+    /// ```no_run
+    /// # fn f(ctx: rdma_verbs::Context) -> rdma_verbs::Result<()> {
+    /// let channel = ctx.create_comp_channel()?;
+    /// let cq = ctx.create_cq(16, Some(&channel))?;
+    /// cq.req_notify(false)?;
+    /// // SAFETY: the fd is only polled for readiness; the event is taken by wait_timeout.
+    /// let fd = unsafe { channel.raw_fd() };
+    /// let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    /// // SAFETY: pfd is one valid pollfd.
+    /// if unsafe { libc::poll(&mut pfd, 1, 1000) } == 1 {
+    ///     cq.wait_timeout(std::time::Duration::ZERO)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The descriptor may only be waited on for readiness. The caller must not read from it
+    /// (`read`, `ibv_get_cq_event`, anything that does), duplicate it for anything that
+    /// reads, close it, or change its flags (it stays non-blocking). An event read past the
+    /// channel is never acknowledged, and `ibv_destroy_cq` then blocks forever in the CQ's
+    /// drop; a blocking descriptor stalls the channel's reads. It is open while the channel
+    /// lives.
+    ///
+    /// [`CompletionQueue::wait_timeout`]: crate::CompletionQueue::wait_timeout
+    pub unsafe fn raw_fd(&self) -> RawFd {
+        self.fd()
+    }
+
+    /// The C object: what a CQ created on the channel keeps, and (the `tokio` feature) what
+    /// the fd's registration with tokio's reactor keeps.
     pub(crate) fn raw(&self) -> &Arc<RawChannel> {
         &self.inner.raw
     }

@@ -19,6 +19,8 @@
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
+pub use super::raw::WcFields;
+
 use super::raw::{self, CqOrigin, CurrentWc, RawCqEx, RawSession};
 use crate::context::Context;
 use crate::cq::channel::CompletionChannel;
@@ -27,42 +29,6 @@ use crate::error::{Error, Result};
 use crate::ffi;
 use crate::types::WcOpcode;
 use crate::types::WcStatus;
-
-bitflags::bitflags! {
-    /// The fields an extended CQ's completions carry (`enum ibv_create_cq_wc_flags`). The
-    /// work request id, status, opcode, vendor error and completion flags are always there.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    pub struct WcFields: u64 {
-        /// `IBV_WC_EX_WITH_BYTE_LEN`: [`ExCompletion::byte_len`].
-        const BYTE_LEN = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_BYTE_LEN.0 as u64;
-        /// `IBV_WC_EX_WITH_IMM`: [`ExCompletion::imm_data`].
-        const IMM = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_IMM.0 as u64;
-        /// `IBV_WC_EX_WITH_QP_NUM`: [`ExCompletion::qp_num`].
-        const QP_NUM = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_QP_NUM.0 as u64;
-        /// `IBV_WC_EX_WITH_SRC_QP`: [`ExCompletion::src_qp`].
-        const SRC_QP = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SRC_QP.0 as u64;
-        /// `IBV_WC_EX_WITH_SLID`: [`ExCompletion::slid`].
-        const SLID = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SLID.0 as u64;
-        /// `IBV_WC_EX_WITH_SL`: [`ExCompletion::sl`].
-        const SL = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SL.0 as u64;
-        /// `IBV_WC_EX_WITH_DLID_PATH_BITS`: [`ExCompletion::dlid_path_bits`].
-        const DLID_PATH_BITS = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_DLID_PATH_BITS.0 as u64;
-        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`: [`ExCompletion::completion_ts`].
-        const COMPLETION_TIMESTAMP =
-            ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP.0 as u64;
-        /// `IBV_WC_EX_WITH_CVLAN`: [`ExCompletion::cvlan`].
-        const CVLAN = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_CVLAN.0 as u64;
-        /// `IBV_WC_EX_WITH_FLOW_TAG`: [`ExCompletion::flow_tag`].
-        const FLOW_TAG = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_FLOW_TAG.0 as u64;
-        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`:
-        /// [`ExCompletion::completion_wallclock_ns`].
-        const COMPLETION_TIMESTAMP_WALLCLOCK =
-            ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK.0 as u64;
-        /// `IBV_WC_STANDARD_FLAGS`: byte count, immediate data, QP numbers, SLID, SL and DLID
-        /// path bits.
-        const STANDARD = ffi::IBV_WC_STANDARD_FLAGS as u64;
-    }
-}
 
 /// A completion queue made by `ibv_create_cq_ex`, polled field by field in a
 /// [`PollSession`]. Derefs to the [`CompletionQueue`] it also is.
@@ -106,7 +72,7 @@ impl Context {
         fields: WcFields,
         channel: Option<&CompletionChannel>,
     ) -> Result<ExtendedCq> {
-        let origin = CqOrigin::new(self, channel)?;
+        let origin = CqOrigin::new(self, channel.map(CompletionChannel::raw))?;
         let unknown = fields.bits() & !WcFields::all().bits();
         if unknown != 0 {
             return Err(unknown_fields(unknown));
@@ -119,7 +85,8 @@ impl Context {
                 missing: "completion_timestamp_mask in ibv_device_attr_ex",
             });
         }
-        let raw = origin.create_cq_ex(cqe, fields).map_err(|err| {
+        let own = |cq| CompletionQueue::new(cq, channel);
+        let raw = origin.create_cq_ex(cqe, fields, own).map_err(|err| {
             if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
                 refused(fields)
             } else {

@@ -2,22 +2,24 @@
 //! block of the `cq` folder, behind safe crate-internal handles, so that the folder is
 //! audited here.
 //!
-//! - [`CqInner`] owns an `ibv_cq` with the context and the channel it was created on
-//!   ([`CqOrigin`], whose channel is checked to be the context's), and destroys it before
-//!   them. The verbs on it are methods of [`CompletionQueue`], the CQ's one owner (QPs
-//!   hold the `CqInner` only to keep it alive): those that may run together take `&self`
+//! - [`RawCq`] owns an `ibv_cq` with the context and the channel's C object it was
+//!   created on ([`CqOrigin`], whose channel is checked to be the context's), and destroys
+//!   it before them; the CQ's place among the CQs of its channel is `cq.rs`'s (`CqInner`).
+//!   The verbs on it are methods of [`CompletionQueue`], the CQ's one owner (QPs
+//!   hold the CQ only to keep it alive): those that may run together take `&self`
 //!   (`ibv_poll_cq`, `ibv_req_notify_cq`, `ibv_modify_cq`), `ibv_resize_cq`, which swaps
 //!   the CQ's buffer and `cqe`, takes `&mut self`.
 //! - [`RawCqEx`] is a CQ made by `ibv_create_cq_ex` whose polling operations and the
-//!   readers of its fields were found set. Its [`RawSession`] (borrowing it mutably: one
-//!   poll of the CQ at a time) steps `ibv_start_poll` / `ibv_next_poll` and ends on drop
-//!   (`ibv_end_poll`); the [`CurrentWc`] a step gives borrows the session and reads the
-//!   current completion (`ibv_wc_read_*`).
+//!   readers of its fields ([`WcFields`], a plain value kept here, which `ex.rs` hands on)
+//!   were found set. Its [`RawSession`] (borrowing it mutably: one poll of the CQ at a
+//!   time) steps `ibv_start_poll` / `ibv_next_poll` and ends on drop (`ibv_end_poll`); the
+//!   [`CurrentWc`] a step gives borrows the session and reads the current completion
+//!   (`ibv_wc_read_*`).
 //! - [`RawChannel`] owns an `ibv_comp_channel` with its context; its events come as
-//!   [`CqEvent`]s, each acknowledged (`ibv_ack_cq_events`) when dropped.
-//!   [`CompletionChannel::raw_fd`], the folder's one `unsafe` function of the public API,
-//!   hands out its descriptor, through which an event could be read and never
-//!   acknowledged.
+//!   [`CqEvent`]s, each acknowledged (`ibv_ack_cq_events`) when dropped. Its descriptor
+//!   ([`RawChannel::fd`]), through which an event could be read and never acknowledged,
+//!   reaches the public API only through the folder's one `unsafe` function of it,
+//!   `CompletionChannel::raw_fd`.
 //! - The descriptors' system calls (`poll(2)`, `O_NONBLOCK`), the device clock
 //!   (`ibv_query_rt_values_ex`) and the immediate data of a [`WorkCompletion`] (a union).
 
@@ -27,8 +29,6 @@ use std::os::fd::RawFd;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
-use super::channel::CompletionChannel;
-use super::ex::WcFields;
 use super::{CompletionQueue, WorkCompletion};
 use crate::context::Context;
 use crate::drop_error;
@@ -40,12 +40,12 @@ use crate::ffi;
 /// [`create_cq_ex`](Self::create_cq_ex) hand to libibverbs, and what the CQ then keeps.
 pub(super) struct CqOrigin<'a> {
     ctx: &'a Context,
-    channel: Option<&'a CompletionChannel>,
+    channel: Option<&'a Arc<RawChannel>>,
 }
 
 impl<'a> CqOrigin<'a> {
     /// `ctx` and `channel`; [`Error::Mismatch`] if the channel is another context's.
-    pub(super) fn new(ctx: &'a Context, channel: Option<&'a CompletionChannel>) -> Result<Self> {
+    pub(super) fn new(ctx: &'a Context, channel: Option<&'a Arc<RawChannel>>) -> Result<Self> {
         if let Some(channel) = channel {
             ctx.check_same(channel.context(), "completion channel")?;
         }
@@ -58,7 +58,7 @@ impl<'a> CqOrigin<'a> {
     }
 
     /// Creates a CQ of `cqe` entries (`ibv_create_cq`).
-    pub(super) fn create_cq(self, cqe: c_int) -> Result<CompletionQueue> {
+    pub(super) fn create_cq(self, cqe: c_int) -> Result<RawCq> {
         let chan = self.channel_ptr();
         // SAFETY: the context is open; the channel (if any) belongs to it (checked by new)
         // and is kept alive by the CQ.
@@ -71,8 +71,14 @@ impl<'a> CqOrigin<'a> {
     /// Creates a CQ of `cqe` entries whose completions carry `fields` (`ibv_create_cq_ex`),
     /// and checks that the provider set the polling operations and the reader of each
     /// field: [`Error::Unsupported`] naming what is missing if not (the CQ is destroyed).
-    /// The failure of the verb itself is its errno ([`Error::Verb`]).
-    pub(super) fn create_cq_ex(self, cqe: c_int, fields: WcFields) -> Result<RawCqEx> {
+    /// The failure of the verb itself is its errno ([`Error::Verb`]). Once checked, the CQ
+    /// goes to `own`, which makes its owner: the [`CompletionQueue`] of that very CQ.
+    pub(super) fn create_cq_ex(
+        self,
+        cqe: c_int,
+        fields: WcFields,
+        own: impl FnOnce(RawCq) -> CompletionQueue,
+    ) -> Result<RawCqEx> {
         let mut attr = ffi::ibv_cq_init_attr_ex {
             cqe: cqe as u32,
             channel: self.channel_ptr(),
@@ -111,72 +117,61 @@ impl<'a> CqOrigin<'a> {
                 missing: name,
             });
         }
+        let cq = own(cq);
+        debug_assert_eq!(cq.ptr(), base.as_ptr(), "own made the owner of another CQ");
         Ok(RawCqEx { cq, fields })
     }
 
-    /// Takes ownership of `raw`, registering it with the channel.
+    /// Takes ownership of `raw`.
     ///
     /// # Safety
     /// `raw` is a live CQ created from this origin (its context, its channel), owned by
     /// nobody else.
-    unsafe fn adopt(self, raw: NonNull<ffi::ibv_cq>) -> CompletionQueue {
-        if let Some(channel) = self.channel {
-            channel.register(raw.as_ptr());
-        }
-        CompletionQueue {
-            inner: Arc::new(CqInner {
-                raw,
-                ctx: self.ctx.clone(),
-                channel: self.channel.cloned(),
-            }),
+    unsafe fn adopt(self, raw: NonNull<ffi::ibv_cq>) -> RawCq {
+        RawCq {
+            raw,
+            ctx: self.ctx.clone(),
+            _channel: self.channel.cloned(),
         }
     }
 }
 
-/// A CQ's C object, owned: destroyed (`ibv_destroy_cq`) when the last holder goes, before
-/// the context and the channel it was created on, which it keeps. Held by its
-/// [`CompletionQueue`] and by the QPs that use it.
-pub(crate) struct CqInner {
+/// A CQ's C object, owned: destroyed (`ibv_destroy_cq`) when dropped, before the context
+/// and the channel it was created on, which it keeps. Held, through the CQ's `CqInner`, by
+/// its [`CompletionQueue`] and by the QPs that use it.
+pub(super) struct RawCq {
     raw: NonNull<ffi::ibv_cq>,
     ctx: Context,
     // Kept alive while the CQ uses it; dropped after the CQ.
-    channel: Option<CompletionChannel>,
+    _channel: Option<Arc<RawChannel>>,
 }
 
 // SAFETY: CQs may be used from any thread; ibv_poll_cq and ibv_req_notify_cq are
 // thread-safe.
-unsafe impl Send for CqInner {}
+unsafe impl Send for RawCq {}
 // SAFETY: as above.
-unsafe impl Sync for CqInner {}
+unsafe impl Sync for RawCq {}
 
-impl Drop for CqInner {
+impl Drop for RawCq {
     fn drop(&mut self) {
-        if let Some(channel) = &self.channel {
-            channel.unregister(self.raw.as_ptr());
-        }
-        // SAFETY: no QP uses the CQ any more (each holds an Arc). Every event read for it
-        // was acknowledged by the thread that read it (or will be: a CqEvent acknowledges
-        // when dropped, and ibv_destroy_cq waits for that). The context and the channel
-        // are dropped after this.
+        // SAFETY: no QP uses the CQ any more (each holds it through an Arc). Every event
+        // read for it was acknowledged by the thread that read it (or will be: a CqEvent
+        // acknowledges when dropped, and ibv_destroy_cq waits for that). The context and
+        // the channel are dropped after this.
         let rc = unsafe { ffi::ibv_destroy_cq(self.raw.as_ptr()) };
         drop_error::report("ibv_destroy_cq", rc);
     }
 }
 
-impl CqInner {
+impl RawCq {
     /// The raw `ibv_cq`, valid while the CQ lives.
-    pub(crate) fn ptr(&self) -> *mut ffi::ibv_cq {
+    pub(super) fn ptr(&self) -> *mut ffi::ibv_cq {
         self.raw.as_ptr()
     }
 
     /// The context the CQ was created on.
-    pub(crate) fn context(&self) -> &Context {
+    pub(super) fn context(&self) -> &Context {
         &self.ctx
-    }
-
-    /// The channel the CQ reports events to, if any.
-    pub(super) fn channel(&self) -> Option<&CompletionChannel> {
-        self.channel.as_ref()
     }
 }
 
@@ -267,6 +262,44 @@ pub(super) fn imm_data(wc: &ffi::ibv_wc) -> u32 {
     // SAFETY: the union holds imm_data when IBV_WC_WITH_IMM is set (the caller's test);
     // both members are u32 anyway.
     unsafe { wc.__bindgen_anon_1.imm_data }
+}
+
+bitflags::bitflags! {
+    /// The fields an extended CQ's completions carry (`enum ibv_create_cq_wc_flags`). The
+    /// work request id, status, opcode, vendor error and completion flags are always there.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct WcFields: u64 {
+        /// `IBV_WC_EX_WITH_BYTE_LEN`: [`ExCompletion::byte_len`](crate::ExCompletion::byte_len).
+        const BYTE_LEN = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_BYTE_LEN.0 as u64;
+        /// `IBV_WC_EX_WITH_IMM`: [`ExCompletion::imm_data`](crate::ExCompletion::imm_data).
+        const IMM = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_IMM.0 as u64;
+        /// `IBV_WC_EX_WITH_QP_NUM`: [`ExCompletion::qp_num`](crate::ExCompletion::qp_num).
+        const QP_NUM = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_QP_NUM.0 as u64;
+        /// `IBV_WC_EX_WITH_SRC_QP`: [`ExCompletion::src_qp`](crate::ExCompletion::src_qp).
+        const SRC_QP = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SRC_QP.0 as u64;
+        /// `IBV_WC_EX_WITH_SLID`: [`ExCompletion::slid`](crate::ExCompletion::slid).
+        const SLID = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SLID.0 as u64;
+        /// `IBV_WC_EX_WITH_SL`: [`ExCompletion::sl`](crate::ExCompletion::sl).
+        const SL = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_SL.0 as u64;
+        /// `IBV_WC_EX_WITH_DLID_PATH_BITS`:
+        /// [`ExCompletion::dlid_path_bits`](crate::ExCompletion::dlid_path_bits).
+        const DLID_PATH_BITS = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_DLID_PATH_BITS.0 as u64;
+        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`:
+        /// [`ExCompletion::completion_ts`](crate::ExCompletion::completion_ts).
+        const COMPLETION_TIMESTAMP =
+            ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP.0 as u64;
+        /// `IBV_WC_EX_WITH_CVLAN`: [`ExCompletion::cvlan`](crate::ExCompletion::cvlan).
+        const CVLAN = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_CVLAN.0 as u64;
+        /// `IBV_WC_EX_WITH_FLOW_TAG`: [`ExCompletion::flow_tag`](crate::ExCompletion::flow_tag).
+        const FLOW_TAG = ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_FLOW_TAG.0 as u64;
+        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`:
+        /// [`ExCompletion::completion_wallclock_ns`](crate::ExCompletion::completion_wallclock_ns).
+        const COMPLETION_TIMESTAMP_WALLCLOCK =
+            ffi::ibv_create_cq_wc_flags::IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK.0 as u64;
+        /// `IBV_WC_STANDARD_FLAGS`: byte count, immediate data, QP numbers, SLID, SL and DLID
+        /// path bits.
+        const STANDARD = ffi::IBV_WC_STANDARD_FLAGS as u64;
+    }
 }
 
 /// Each field with its C name and whether the provider set its `read_*` function.
@@ -592,8 +625,8 @@ unsafe impl Sync for RawChannel {}
 
 impl Drop for RawChannel {
     fn drop(&mut self) {
-        // SAFETY: every CQ using the channel holds its CompletionChannel (CqInner), which
-        // holds this handle, and is destroyed before dropping it; so none is left.
+        // SAFETY: every CQ created on the channel holds this handle (RawCq) and is destroyed
+        // before dropping it; so none is left.
         let rc = unsafe { ffi::ibv_destroy_comp_channel(self.raw.as_ptr()) };
         drop_error::report("ibv_destroy_comp_channel", rc);
     }
@@ -675,41 +708,6 @@ impl Drop for CqEvent {
         // SAFETY: `cq` is a CQ of a channel whose event was read and not acknowledged: its
         // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live.
         unsafe { ffi::ibv_ack_cq_events(self.cq, 1) };
-    }
-}
-
-impl CompletionChannel {
-    /// The channel's file descriptor, to wait for its readiness in an event loop of the
-    /// caller's (`poll`, `epoll`, a reactor's registration); once it is readable, take the
-    /// event through the crate: [`CompletionQueue::wait_timeout`] with a zero timeout (or
-    /// [`poll_wait`](crate::CompletionQueue::poll_wait)), for each CQ of the channel.
-    ///
-    /// ```no_run
-    /// # fn f(ctx: rdma_verbs::Context) -> rdma_verbs::Result<()> {
-    /// let channel = ctx.create_comp_channel()?;
-    /// let cq = ctx.create_cq(16, Some(&channel))?;
-    /// cq.req_notify(false)?;
-    /// // SAFETY: the fd is only polled for readiness; the event is taken by wait_timeout.
-    /// let fd = unsafe { channel.raw_fd() };
-    /// let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    /// // SAFETY: pfd is one valid pollfd.
-    /// if unsafe { libc::poll(&mut pfd, 1, 1000) } == 1 {
-    ///     cq.wait_timeout(std::time::Duration::ZERO)?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// The descriptor may only be waited on for readiness. The caller must not read from it
-    /// (`read`, `ibv_get_cq_event`, anything that does), duplicate it for anything that
-    /// reads, close it, or change its flags (it stays non-blocking). An event read past the
-    /// channel is never acknowledged, and `ibv_destroy_cq` then blocks forever in the CQ's
-    /// drop; a blocking descriptor stalls the channel's reads. It is open while the channel
-    /// lives.
-    ///
-    /// [`CompletionQueue::wait_timeout`]: crate::CompletionQueue::wait_timeout
-    pub unsafe fn raw_fd(&self) -> RawFd {
-        self.fd()
     }
 }
 
