@@ -1,4 +1,4 @@
-//! `ib_atomic_lat`: perftest's atomic latency test (see `rdma_verbs_tools::perftest`).
+//! `ib_atomic_lat`: perftest's atomic latency test (the tool `src/perftest/` builds).
 //!
 //! The installed tool is the binary of the same name (`src/bin/`); this example runs the
 //! same function, so `cargo run --example ib_atomic_lat` works as well.

@@ -1,4 +1,4 @@
-//! `ib_read_bw`: perftest's read bandwidth test (see `rdma_verbs_tools::perftest`).
+//! `ib_read_bw`: perftest's read bandwidth test (the tool `src/perftest/` builds).
 //!
 //! The installed tool is the binary of the same name (`src/bin/`); this example runs the
 //! same function, so `cargo run --example ib_read_bw` works as well.

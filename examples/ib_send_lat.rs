@@ -1,4 +1,4 @@
-//! `ib_send_lat`: perftest's send latency test (see `rdma_verbs_tools::perftest`).
+//! `ib_send_lat`: perftest's send latency test (the tool `src/perftest/` builds).
 //!
 //! The installed tool is the binary of the same name (`src/bin/`); this example runs the
 //! same function, so `cargo run --example ib_send_lat` works as well.

@@ -1,4 +1,4 @@
-//! `ib_write_bw`: perftest's write bandwidth test (see `rdma_verbs_tools::perftest`).
+//! `ib_write_bw`: perftest's write bandwidth test (the tool `src/perftest/` builds).
 //!
 //! The installed tool is the binary of the same name (`src/bin/`); this example runs the
 //! same function, so `cargo run --example ib_write_bw` works as well.

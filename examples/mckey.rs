@@ -33,7 +33,7 @@ use rdma_verbs::{
 use rdma_verbs_tools::cli::{
     atoi, exit_code, getopt_long, perror, print_usage, strerror, strtol, verbs_error_text, Item,
 };
-use rdma_verbs_tools::devinfo::inet_ntop;
+use rdma_verbs_tools::cli::inet_ntop;
 
 /// The timeout of address resolution.
 const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);

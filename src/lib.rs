@@ -3,17 +3,22 @@
 //! re-exported here. The device listing and perftest tools are also examples over the same
 //! functions (`examples/`).
 
+// The C programs' command-line plumbing (getopt_long, perror, exit codes, strtoull, ...),
+// shared with the examples that port librdmacm's and perftest's programs: public only so
+// that they can reach it, hidden from the docs and not part of the API (it may change in
+// any version).
+#[doc(hidden)]
 pub mod cli;
-pub mod devinfo;
-pub mod fabric;
+mod devinfo;
+mod fabric;
 #[cfg(test)]
 mod fuzz;
-pub mod ibdevices;
-pub mod ibdiag;
-pub mod ibstat;
-pub mod perftest;
-pub mod rping;
-pub mod sysfs;
+mod ibdevices;
+mod ibdiag;
+mod ibstat;
+mod perftest;
+mod rping;
+mod sysfs;
 
 pub use devinfo::{ibv_devices, ibv_devinfo};
 pub use fabric::{ibnetdiscover, ibportstate, perfquery, sminfo, smpquery};

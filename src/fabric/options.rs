@@ -138,8 +138,6 @@ pub enum Handled {
     Yes,
     /// Not its own: the common options get it.
     No,
-    /// It failed (having said why): exit with this status.
-    Exit(i32),
     /// It took the option, which sets how the destination is written, as `-D`, `-G` and
     /// `-L` do (the last one given wins).
     Dest(DestType),
@@ -189,7 +187,6 @@ pub fn parse(
                     common.dest = dest;
                     continue;
                 }
-                Handled::Exit(status) => return Err(status),
                 Handled::No => {}
             }
         }

@@ -179,4 +179,3 @@ pub use tools::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,
     ib_write_lat,
 };
-pub use types::{Error, Result, Test, Verb};

@@ -234,7 +234,6 @@ fn load_node(r: &mut Reader) -> Result<(Node, Vec<(u64, u8)>), String> {
         sma_lid,
         sma_lmc,
         ports: (0..=num_ports).map(|_| None).collect(),
-        path: Vec::new(),
     };
     Ok((node, keys))
 }

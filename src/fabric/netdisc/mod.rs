@@ -12,7 +12,7 @@ mod smi;
 #[cfg(test)]
 mod tests;
 
-pub use smi::{QueryError, Smi, UmadSmi};
+pub use smi::{Smi, UmadSmi};
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -74,8 +74,6 @@ pub struct Node {
     pub sma_lmc: u8,
     /// Ports by number, 0 to NumPorts; `None` where nothing was learnt.
     pub ports: Vec<Option<Port>>,
-    /// The directed route by which it was first reached.
-    pub path: Vec<u8>,
 }
 
 /// One port (`ibnd_port_t`).
@@ -283,7 +281,6 @@ impl Scan<'_> {
                     sma_lid: 0,
                     sma_lmc: 0,
                     ports: (0..=info.num_ports).map(|_| None).collect(),
-                    path: path.clone(),
                 });
                 self.by_guid.insert(info.node_guid, n);
                 (n, true)

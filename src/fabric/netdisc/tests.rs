@@ -6,6 +6,7 @@
 
 use proptest::prelude::*;
 
+use super::smi::QueryError;
 use super::*;
 use crate::fuzz::config;
 

@@ -139,7 +139,7 @@ fn valid_stream(version: &[u8; 16], record: &Record, report: &ReportMsg) -> Vec<
 
 /// Runs our client's side of the exchange against a peer that sends `stream` and closes:
 /// every step that can fail on what the peer sent, in the order of a BW test.
-fn exchange_with(stream: Vec<u8>, mine: &Record) -> crate::perftest::Result<()> {
+fn exchange_with(stream: Vec<u8>, mine: &Record) -> crate::perftest::types::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let peer = std::thread::spawn(move || {
