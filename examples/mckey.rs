@@ -30,10 +30,10 @@ use rdma_verbs::{
     AccessFlags, AddressHandle, CompletionQueue, Gid, MemoryRegion, ProtectionDomain,
     QpCreateFlags, QpType, RecvRequest, SendRequest, WorkCompletion, GRH_LEN,
 };
+use rdma_verbs_tools::cli::inet_ntop;
 use rdma_verbs_tools::cli::{
     atoi, exit_code, getopt_long, perror, print_usage, strerror, strtol, verbs_error_text, Item,
 };
-use rdma_verbs_tools::cli::inet_ntop;
 
 /// The timeout of address resolution.
 const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);

@@ -6,9 +6,8 @@ pub(crate) mod modify; // moderation: CompletionQueue::modify (ibv_modify_cq)
 mod raw; // the FFI calls of CQs, channels and extended CQs: every unsafe block of the folder
 
 #[cfg(feature = "cm")]
-pub(crate) use raw::poll_fds; // the blocking stream's wait
 #[cfg(feature = "tokio")]
-pub(crate) use raw::{set_nonblocking, RawChannel}; // a context's async fd, the reactor
+pub(crate) use raw::RawChannel; // the reactor
 
 use std::fmt;
 use std::sync::Arc;

@@ -140,6 +140,7 @@ pub mod docs {
 }
 pub mod drop_error;
 mod error;
+mod fd;
 mod fork;
 mod mr;
 mod mw;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 pub mod getopt;
 
-pub use getopt::{getopt_long, optstring_of, GetoptError, HasArg, Item, LongOpt, Parsed};
 /// `inet_ntop(3)`, as the device listing prints addresses (for the examples).
 pub use crate::devinfo::inet_ntop;
+pub use getopt::{getopt_long, optstring_of, GetoptError, HasArg, Item, LongOpt, Parsed};
 
 /// The program name as invoked (`argv[0]`), which the C tools print in messages.
 pub fn prog_name(args: &[OsString], default: &str) -> String {

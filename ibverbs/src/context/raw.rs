@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
+use crate::fd::wait_readable;
 use crate::ffi;
 use crate::types::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 
@@ -211,17 +212,7 @@ impl RawContext {
     /// Waits up to `ms` milliseconds (-1: forever) for the async fd to become readable
     /// (`poll`); true if it did.
     pub(super) fn poll_async_fd(&self, ms: libc::c_int) -> Result<bool> {
-        let mut pollfd = libc::pollfd {
-            fd: self.async_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: pollfd is one valid, writable pollfd.
-        match unsafe { libc::poll(&mut pollfd, 1, ms) } {
-            0 => Ok(false),
-            n if n < 0 => Err(Error::last("poll")),
-            _ => Ok(true),
-        }
+        wait_readable(self.async_fd(), ms)
     }
 }
 

@@ -27,9 +27,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::raw::{poll_fds, CqEvent, RawChannel};
+use super::raw::{CqEvent, RawChannel};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::fd::poll_fds;
 use crate::ffi;
 use crate::wake::wake_all;
 

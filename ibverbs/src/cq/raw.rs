@@ -33,6 +33,7 @@ use super::{CompletionQueue, WorkCompletion};
 use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check_ptr, Error, Result};
+use crate::fd::set_nonblocking;
 use crate::ffi;
 
 /// The context a CQ is created on and the channel it reports to (if any), checked to be
@@ -709,23 +710,4 @@ impl Drop for CqEvent {
         // ibv_destroy_cq, if under way, waits for this acknowledgement, so it is live.
         unsafe { ffi::ibv_ack_cq_events(self.cq, 1) };
     }
-}
-
-/// Sets `O_NONBLOCK` on `fd` (`fcntl`), an open descriptor of the caller's.
-pub(crate) fn set_nonblocking(fd: RawFd) -> Result<()> {
-    // SAFETY: F_GETFL takes and returns plain flags; no memory is passed (a descriptor that
-    // is not open fails with EBADF).
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above; F_SETFL takes plain flags.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(Error::last("fcntl"));
-    }
-    Ok(())
-}
-
-/// Waits up to `timeout_ms` milliseconds (-1: forever) for an event of `fds` (`poll(2)`):
-/// how many have one, 0 on timeout, or -1 with `errno` set.
-pub(crate) fn poll_fds(fds: &mut [libc::pollfd], timeout_ms: c_int) -> c_int {
-    // SAFETY: fds is `fds.len()` valid pollfds for the duration of the call.
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }
 }

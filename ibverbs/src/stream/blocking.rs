@@ -11,8 +11,8 @@ use super::setup::{self, conn_param, invalid_data, qp};
 use super::wire::Hello;
 use super::StreamConfig;
 use crate::cm::{CmEvent, CmEventKind, CmId, EventChannel, PortSpace};
-use crate::cq::poll_fds;
 use crate::error::{Error, Result};
+use crate::fd::poll_fds;
 use crate::{CompletionQueue, QueuePair};
 
 /// The listen backlog.

@@ -8,8 +8,8 @@ use futures_core::Stream;
 
 use super::raw::{reactor_error, register, Registered};
 use crate::context::Context;
-use crate::cq::set_nonblocking;
 use crate::error::Result;
+use crate::fd::set_nonblocking;
 use crate::types::AsyncEvent;
 
 /// The asynchronous events of a device (`ibv_get_async_event`, each acknowledged with

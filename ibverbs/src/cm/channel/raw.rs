@@ -11,7 +11,8 @@ use std::ptr::NonNull;
 
 use rdmacm_sys as cm;
 
-use crate::error::{check_ptr, Error, Result};
+use crate::error::{check_ptr, Result};
+use crate::fd::{set_nonblocking, wait_readable};
 
 /// The channel itself, shared by the [`EventChannel`](super::EventChannel) handles and the
 /// ids created on it: destroyed when the last of them goes (`rdma_destroy_event_channel`).
@@ -41,19 +42,7 @@ impl ChannelInner {
             cm::rdma_create_event_channel()
         })?;
         let channel = ChannelInner { raw };
-        let fd = channel.fd();
-        // SAFETY: fd is the channel's open fd; F_GETFL/F_SETFL take and return plain flags.
-        let rc = unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags < 0 {
-                flags
-            } else {
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK)
-            }
-        };
-        if rc < 0 {
-            return Err(Error::last("fcntl(O_NONBLOCK)"));
-        }
+        set_nonblocking(channel.fd())?;
         Ok(channel)
     }
 
@@ -72,18 +61,9 @@ impl ChannelInner {
     /// a signal ends the wait early. Whether an event is there is for the next read to say
     /// (another reader may take it first).
     pub(crate) fn poll(&self, ms: i32) -> Result<()> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: pfd is one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
-            let err = Error::last("poll");
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
+        match wait_readable(self.fd(), ms) {
+            Err(err) if err.raw_os_error() != Some(libc::EINTR) => Err(err),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
