@@ -1,17 +1,19 @@
-//! Generates the bindings to `<infiniband/umad.h>` with bindgen.
+//! The bindings to `<infiniband/umad.h>`: the checked-in ones of the target
+//! (`src/generated/<target>.rs`), or, with the feature `bindgen` or for another target,
+//! bindgen's from the installed header, with the configuration below; and the link lines.
 //!
-//! The header is located with pkg-config (`libibumad.pc`, shipped by rdma-core's development
+//! libibumad is located with pkg-config (`libibumad.pc`, shipped by rdma-core's development
 //! package); without it the build stops with a message naming the package to install. The rest
-//! (docs.rs's checked-in bindings, their regeneration, bindgen's common settings) is the three
-//! -sys crates' shared build helper's, `rdma-sys-build`.
+//! (the choice of bindings, their regeneration, bindgen's common settings) is the three -sys
+//! crates' shared build helper's, `rdma-sys-build`.
 
-use rdma_sys_build::{bindgen, SysCrate};
+use rdma_sys_build::{BindgenConfig, SysCrate};
 
 fn main() {
     let ibumad = SysCrate::new("libibumad", "<infiniband/umad.h>", "libibumad-dev")
-        .needs("rdma-core's libibumad development header and library");
-    ibumad.build(|builder: bindgen::Builder| {
-        builder
+        .needs("rdma-core's libibumad development package");
+    ibumad.build(
+        BindgenConfig::new()
             .allowlist_function("umad_.*")
             .allowlist_type("ib_user_mad|ib_mad_addr|umad_.*")
             .allowlist_var("UMAD_.*|IB_UMAD_.*")
@@ -20,6 +22,6 @@ fn main() {
             .constified_enum("UMAD_.*")
             // The helpers of `ib_user_mad`'s flexible array member pass the workspace's
             // `unsafe_op_in_unsafe_fn`.
-            .wrap_unsafe_ops(true)
-    });
+            .wrap_unsafe_ops(true),
+    );
 }

@@ -1,11 +1,13 @@
-//! Generates the bindings to `<infiniband/verbs.h>` with bindgen.
+//! The bindings to `<infiniband/verbs.h>`: the checked-in ones of the target
+//! (`src/generated/<target>.rs`), or, with the feature `bindgen` or for another target,
+//! bindgen's from the installed headers, with the configuration below; and the link lines.
 //!
-//! The headers are located with pkg-config (`libibverbs.pc`, shipped by rdma-core's development
-//! package); without them the build stops with a message naming the package to install. The
-//! rest (docs.rs's checked-in bindings, their regeneration, bindgen's common settings) is the
-//! three -sys crates' shared build helper's, `rdma-sys-build`.
+//! libibverbs is located with pkg-config (`libibverbs.pc`, shipped by rdma-core's development
+//! package); without it the build stops with a message naming the package to install. The
+//! rest (the choice of bindings, their regeneration, bindgen's common settings) is the three
+//! -sys crates' shared build helper's, `rdma-sys-build`.
 
-use rdma_sys_build::{bindgen, SysCrate};
+use rdma_sys_build::{BindgenConfig, SysCrate};
 
 /// Enums whose values are bit masks: generated as newtypes with `|`, `&` and friends.
 const FLAG_ENUMS: &str = r"ibv_.*(_flags|_flags2|_mask|_caps|_cap_bits|_fields)";
@@ -13,8 +15,8 @@ const FLAG_ENUMS: &str = r"ibv_.*(_flags|_flags2|_mask|_caps|_cap_bits|_fields)"
 fn main() {
     let ibverbs =
         SysCrate::new("libibverbs", "<infiniband/verbs.h>", "libibverbs-dev").min_version("1.8");
-    ibverbs.build(|builder: bindgen::Builder| {
-        builder
+    ibverbs.build(
+        BindgenConfig::new()
             .allowlist_function("ibv_.*")
             .allowlist_function("_ibv_query_gid_(ex|table)")
             .allowlist_type("ibv_.*")
@@ -31,6 +33,6 @@ fn main() {
             .bitfield_enum(FLAG_ENUMS)
             // Anonymous enums (matched by their variant names) hold plain constants.
             .constified_enum("IBV_.*")
-            .raw_line("use libc::{pthread_cond_t, pthread_mutex_t, timespec};")
-    });
+            .raw_line("use libc::{pthread_cond_t, pthread_mutex_t, timespec};"),
+    );
 }

@@ -1,14 +1,16 @@
-//! Generates the bindings to `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>` (and AF_IB's
-//! `sockaddr_ib` from `<infiniband/ib.h>`) with bindgen.
+//! The bindings to `<rdma/rdma_cma.h>` and `<rdma/rdma_verbs.h>` (and AF_IB's `sockaddr_ib`
+//! from `<infiniband/ib.h>`): the checked-in ones of the target (`src/generated/<target>.rs`),
+//! or, with the feature `bindgen` or for another target, bindgen's from the installed headers,
+//! with the configuration below; and the link lines.
 //!
-//! The headers are located with pkg-config (`librdmacm.pc`, shipped by rdma-core's development
-//! package); without them the build stops with a message naming the package to install. The
-//! verbs types they use are not generated again: they come from `rdma-verbs-sys`, so values pass
-//! between the two crates as they are. The rest (docs.rs's checked-in bindings, their
+//! librdmacm is located with pkg-config (`librdmacm.pc`, shipped by rdma-core's development
+//! package); without it the build stops with a message naming the package to install. The
+//! verbs types the headers use are not generated again: they come from `rdma-verbs-sys`, so
+//! values pass between the two crates as they are. The rest (the choice of bindings, their
 //! regeneration, bindgen's common settings) is the three -sys crates' shared build helper's,
 //! `rdma-sys-build`.
 
-use rdma_sys_build::{bindgen, SysCrate};
+use rdma_sys_build::{BindgenConfig, SysCrate};
 
 /// The verbs types (`ibv_*`) that `rdma-verbs-sys` defines. `infiniband/sa.h`'s `ibv_sa_*` are
 /// not among them (rdma-verbs-sys binds `verbs.h` only), so they are generated here. bindgen
@@ -21,14 +23,15 @@ fn main() {
         "<rdma/rdma_cma.h> and <rdma/rdma_verbs.h>",
         "librdmacm-dev",
     )
-    // The verbs headers may live elsewhere than librdmacm's (rdma-verbs-sys exports its
-    // path).
+    // bindgen's: the verbs headers may live elsewhere than librdmacm's (rdma-verbs-sys
+    // exports their directory when it generates its bindings too, as the feature `bindgen`
+    // makes it).
     .more_headers_from("DEP_RDMA_VERBS_IBVERBS_INCLUDE")
     // bindgen's `__BindgenUnionField`, for the unions of libc's socket types, has bare unsafe
     // calls.
     .allow(&["unsafe_op_in_unsafe_fn"]);
-    rdmacm.build(|builder: bindgen::Builder| {
-        builder
+    rdmacm.build(
+        BindgenConfig::new()
             .allowlist_function("rdma_.*")
             .allowlist_type("rdma_.*")
             // AF_IB's socket address (<infiniband/ib.h>), which rdma_cm takes and gives.
@@ -44,6 +47,6 @@ fn main() {
             // Anonymous enums (matched by their variant names) hold plain constants.
             .constified_enum("RDMA_MAX_.*|RDMA_OPTION_.*")
             .raw_line("#[allow(unused_imports)] use rdma_verbs_sys::*;")
-            .raw_line("#[allow(unused_imports)] use libc::{sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage, socklen_t};")
-    });
+            .raw_line("#[allow(unused_imports)] use libc::{sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage, socklen_t};"),
+    );
 }

@@ -1,12 +1,46 @@
 //! The build scripts' shared half of the rdma-verbs -sys crates (`rdma-verbs-sys`,
-//! `rdmacm-sys`, `ibumad-sys`): each describes its library in a [`SysCrate`] and hands its
-//! bindgen allow and block lists to [`SysCrate::build`], which does the rest.
+//! `rdmacm-sys`, `ibumad-sys`): each describes its library in a [`SysCrate`] and its part of
+//! bindgen's configuration (allow and block lists) in a [`BindgenConfig`], and hands both to
+//! [`SysCrate::build`], which does the rest.
 //!
-//! A normal build locates the headers with pkg-config (the library's `.pc` file, shipped by
-//! rdma-core's development package) and generates the bindings from `src/wrapper.h` with
-//! bindgen into `$OUT_DIR/bindings.rs`; without the headers, or without libclang, it stops
-//! with a message naming the packages to install (Debian and RPM).
+//! # Where the bindings come from
+//! Each crate carries its bindings generated ahead of time for the targets of
+//! [`CHECKED_IN_TARGETS`] (x86_64 and aarch64 Linux with glibc), as
+//! `src/generated/<target>.rs` ([`CHECKED_IN_DIR`]). A build for one of them uses that file: it
+//! reads no header and needs no libclang, and bindgen is not even compiled (it is an optional
+//! dependency of this crate, behind its feature `bindgen`). No C is compiled either: the
+//! crates port the headers' `static inline` functions to Rust. Such a build needs the
+//! libraries to link, nothing more (see [Linking](#linking)).
 //!
+//! bindgen generates the bindings from the installed headers instead, from `src/wrapper.h`
+//! into `$OUT_DIR/bindings.rs`, with the include directories pkg-config names:
+//! - when the crate's feature `bindgen` is on (it turns on this crate's): the bindings then
+//!   are those of the installed rdma-core, declarations newer than the checked-in ones
+//!   included;
+//! - for a target without checked-in bindings, with a `cargo:warning` saying so. The -sys
+//!   crates turn on this crate's `bindgen` when the *host* is not one of those targets (Cargo
+//!   matches a build-dependency's `cfg` against the host, which runs the build script), so a
+//!   native build anywhere else generates its bindings; a cross build from x86_64 or aarch64
+//!   Linux to another target stops with a message asking for the crate's feature `bindgen`.
+//!
+//! Without the headers, or without libclang, such a build stops with a message naming the
+//! packages to install (Debian and RPM).
+//!
+//! # Linking
+//! Every build but docs.rs's probes pkg-config for the library (its `.pc` file, which
+//! rdma-core's development package ships with the unversioned `.so` the linker needs): it
+//! checks the library's version ([`SysCrate::min_version`]: the `.pc` file holds it, no header
+//! is read) and emits the link lines. Without the library the build stops with a message
+//! naming the packages to install. When cross-compiling, pkg-config must be pointed at the
+//! target's libraries (`PKG_CONFIG_SYSROOT_DIR`, `PKG_CONFIG_PATH_<target>`: see the
+//! pkg-config crate).
+//!
+//! A build that generates its bindings also exports pkg-config's include directories as
+//! `cargo:include`, which the build scripts of the crates depending on it read as
+//! `DEP_<LINKS>_INCLUDE` ([`SysCrate::more_headers_from`]): rdmacm-sys's bindgen needs the
+//! verbs headers' directory.
+//!
+//! # The bindings module
 //! Every build also writes [`MODULE`], the crate's glue to the bindings: a private `bindings`
 //! module that includes them, exempt from the lints C's names and layouts break
 //! ([`ALLOWED_LINTS`] and the crate's [`SysCrate::allow`]), re-exported at the root. The
@@ -16,15 +50,22 @@
 //! include!(concat!(env!("OUT_DIR"), "/bindings_module.rs"));
 //! ```
 //!
-//! Two other modes, both set by environment variables:
-//! - `DOCS_RS` (set by docs.rs, whose build image may lack rdma-core's headers): the bindings
-//!   checked in at [`CHECKED_IN`] are used as they are. Neither pkg-config nor bindgen runs and
-//!   nothing is linked (documentation needs no linking).
+//! # Environment variables
+//! - `DOCS_RS` (set by docs.rs, whose build image may lack rdma-core): the checked-in
+//!   bindings are used even with the feature `bindgen` (docs.rs turns every feature on),
+//!   pkg-config does not run and nothing is linked (documentation needs no linking). For a
+//!   target without checked-in bindings, the first of [`CHECKED_IN_TARGETS`]'s are
+//!   documented, with a warning.
 //! - `RDMA_VERBS_REGENERATE_BINDINGS=<dir>` ([`REGENERATE`], used by `scripts/check-bindings`):
-//!   a normal build that also writes the bindings, with a header naming what they were
-//!   generated from, to `<dir>/<package>.rs`, the would-be content of [`CHECKED_IN`].
+//!   the build generates its bindings with bindgen (which this crate's `bindgen` must have
+//!   compiled in) and writes, for each of [`CHECKED_IN_TARGETS`], the bindings with a header
+//!   naming what they were generated from to `<dir>/<package>/<target>.rs`: the would-be
+//!   content of the checked-in file. The targets other than the build's are generated with
+//!   clang's `--target`, which needs that target's C library headers where clang finds them
+//!   (for aarch64 on a Debian x86_64 host: `gcc-aarch64-linux-gnu` and
+//!   `libc6-dev-arm64-cross`); rdma-core's headers are the same for every target.
 //!
-//! Both the build and the regeneration use one bindgen configuration: the crate's, then the
+//! The build and the regeneration use one bindgen configuration: the crate's, then the
 //! settings common to the three crates.
 
 use std::env;
@@ -32,15 +73,21 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process;
 
-/// The bindgen the -sys crates configure (re-exported, so that theirs is this crate's).
-pub use bindgen;
+mod config;
+#[cfg(feature = "bindgen")]
+mod generate;
+
+pub use config::BindgenConfig;
 
 /// The header each -sys crate binds, which includes the library's headers.
 pub const WRAPPER: &str = "src/wrapper.h";
-/// The bindings generated ahead of time, for docs.rs (relative to the crate's directory).
-pub const CHECKED_IN: &str = "src/generated/x86_64-unknown-linux-gnu.rs";
-/// The target they were generated for: their layouts and layout checks are this target's.
-pub const CHECKED_IN_TARGET: &str = "x86_64-unknown-linux-gnu";
+/// The directory of the bindings generated ahead of time (relative to the crate's
+/// directory): `<target>.rs` for each of [`CHECKED_IN_TARGETS`].
+pub const CHECKED_IN_DIR: &str = "src/generated";
+/// The targets whose bindings are checked in, each generated for that target (the layouts
+/// and their compile-time checks are the target's). The -sys crates' `Cargo.toml` give
+/// hosts other than these the feature `bindgen` of this crate: the two lists go together.
+pub const CHECKED_IN_TARGETS: &[&str] = &["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
 /// The environment variable naming the directory to regenerate the checked-in bindings into.
 pub const REGENERATE: &str = "RDMA_VERBS_REGENERATE_BINDINGS";
 /// The file in `$OUT_DIR` that the -sys crate's `lib.rs` includes: the `bindings` module over
@@ -60,7 +107,7 @@ pub const ALLOWED_LINTS: &[&str] = &[
     "rustdoc::invalid_html_tags",
 ];
 
-/// The file in `$OUT_DIR` that holds bindgen's output (or the checked-in copy of it).
+/// The file in `$OUT_DIR` that holds the bindings (bindgen's output or the checked-in copy).
 const BINDINGS: &str = "bindings.rs";
 
 /// One -sys crate's library: what to probe and what to say when it is missing. Made with
@@ -79,17 +126,17 @@ pub struct SysCrate<'a> {
 
 impl<'a> SysCrate<'a> {
     /// The library of pkg-config module `library` (`libibverbs`), binding `headers` (for the
-    /// messages and the checked-in file's header: `<infiniband/verbs.h>`), whose headers the
-    /// Debian package `debian_package` holds (`libibverbs-dev`; on the RPM distributions,
-    /// rdma-core-devel holds all of them). Any version; the crate needs "rdma-core's
-    /// development headers and library"; no more headers; no lints allowed but
-    /// [`ALLOWED_LINTS`].
+    /// messages and the checked-in file's header: `<infiniband/verbs.h>`), whose development
+    /// files (headers, pkg-config file, the `.so` to link) the Debian package
+    /// `debian_package` holds (`libibverbs-dev`; on the RPM distributions, rdma-core-devel
+    /// holds all of them). Any version; the crate needs "rdma-core's development package"; no
+    /// more headers; no lints allowed but [`ALLOWED_LINTS`].
     pub fn new(library: &'a str, headers: &'a str, debian_package: &'a str) -> Self {
         SysCrate {
             library,
             min_version: None,
             headers,
-            needs: "rdma-core's development headers and library",
+            needs: "rdma-core's development package",
             debian_package,
             more_headers_from: None,
             allow: &[],
@@ -108,8 +155,8 @@ impl<'a> SysCrate<'a> {
         self
     }
 
-    /// An environment variable naming one more directory of headers, searched after the
-    /// library's (a dependency's `cargo:include`, as `DEP_<LINKS>_INCLUDE`).
+    /// An environment variable naming one more directory of headers for bindgen, searched
+    /// after the library's (a dependency's `cargo:include`, as `DEP_<LINKS>_INCLUDE`).
     pub fn more_headers_from(mut self, var: &'a str) -> Self {
         self.more_headers_from = Some(var);
         self
@@ -124,37 +171,49 @@ impl<'a> SysCrate<'a> {
 }
 
 impl SysCrate<'_> {
-    /// The build script: writes `$OUT_DIR/bindings.rs` and [`MODULE`], or exits with a
-    /// message saying what is missing. `configure` adds the crate's part of bindgen's
-    /// configuration (its allow and block lists, enums, raw lines) to a builder that has the
-    /// header and the include paths; the settings common to the crates follow it.
-    pub fn build(&self, configure: impl FnOnce(bindgen::Builder) -> bindgen::Builder) {
+    /// The build script: writes `$OUT_DIR/bindings.rs` (the checked-in bindings, or bindgen's
+    /// from `config` and the settings common to the crates) and [`MODULE`], and the link lines,
+    /// or exits with a message saying what is missing.
+    pub fn build(&self, config: BindgenConfig<'_>) {
         println!("cargo:rerun-if-changed=build.rs");
         println!("cargo:rerun-if-changed={WRAPPER}");
         println!("cargo:rerun-if-env-changed=DOCS_RS");
         println!("cargo:rerun-if-env-changed={REGENERATE}");
         let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
         write(&out.join(MODULE), &self.module());
+        let target = env::var("TARGET").expect("cargo sets TARGET");
+        let checked_in = CHECKED_IN_TARGETS.contains(&target.as_str());
 
         if env::var_os("DOCS_RS").is_some() {
-            use_checked_in(&out.join(BINDINGS));
+            let documented = if checked_in {
+                &target
+            } else {
+                let first = CHECKED_IN_TARGETS[0];
+                println!(
+                    "cargo:warning=no bindings are checked in for {target}: documenting {first}'s"
+                );
+                first
+            };
+            use_checked_in(documented, &out.join(BINDINGS));
             return;
         }
 
         let lib = self.probe();
-        let mut include_paths = lib.include_paths.clone();
-        if let Some(dir) = self.more_headers_from.and_then(env::var_os) {
-            include_paths.push(PathBuf::from(dir));
+        // The crate's own feature (the build script's environment is the crate's), not this
+        // crate's, which another -sys crate may have turned on.
+        let feature = env::var_os("CARGO_FEATURE_BINDGEN").is_some();
+        if checked_in && !feature && env::var_os(REGENERATE).is_none() {
+            use_checked_in(&target, &out.join(BINDINGS));
+            return;
         }
-        for dir in &lib.include_paths {
-            println!("cargo:include={}", dir.display());
+        // Said when bindgen is there to do it; `generate` says how to get it otherwise.
+        if !checked_in && !feature && cfg!(feature = "bindgen") {
+            println!(
+                "cargo:warning=no bindings are checked in for {target} (only for {}): bindgen generates them from the installed headers",
+                CHECKED_IN_TARGETS.join(", ")
+            );
         }
-
-        let bindings = self.generate(&include_paths, configure);
-        write(&out.join(BINDINGS), &bindings.to_string());
-        if let Some(dir) = env::var_os(REGENERATE) {
-            self.regenerate(Path::new(&dir), &bindings, &lib.version);
-        }
+        self.generate(&lib, config, &target, &out.join(BINDINGS));
     }
 
     /// The text of [`MODULE`]: the `bindings` module with its lint exemptions, re-exported.
@@ -177,7 +236,8 @@ impl SysCrate<'_> {
         )
     }
 
-    /// pkg-config's answer, or exits with a message naming the packages to install.
+    /// pkg-config's answer (having emitted the link lines), or exits with a message naming
+    /// the packages to install.
     fn probe(&self) -> pkg_config::Library {
         let mut config = pkg_config::Config::new();
         if let Some(version) = self.min_version {
@@ -185,15 +245,23 @@ impl SysCrate<'_> {
         }
         match config.probe(self.library) {
             Ok(lib) => lib,
+            // The packages below would be the host's.
+            Err(err @ pkg_config::Error::CrossCompilation) => {
+                eprintln!(
+                    "error: {package} links {library}, which pkg-config must find for the target: {err}",
+                    package = package(),
+                    library = self.library,
+                );
+                process::exit(1);
+            }
             Err(err) => {
                 eprintln!(
                     "error: {library} was not found by pkg-config ({err}).\n\
                      {package} needs {needs}:\n\
-                     \x20 Debian/Ubuntu:       apt-get install {debian}\n\
-                     \x20 Fedora/RHEL/SUSE:    dnf install rdma-core-devel  (zypper: rdma-core-devel)\n\
-                     bindgen also needs libclang (Debian: libclang-dev; RPM: clang-devel).",
+                     \x20 Debian/Ubuntu:       apt-get install {debian} pkg-config\n\
+                     \x20 Fedora/RHEL/SUSE:    dnf install rdma-core-devel  (zypper: rdma-core-devel)",
                     library = self.library,
-                    package = env::var("CARGO_PKG_NAME").unwrap_or_default(),
+                    package = package(),
                     needs = self.needs,
                     debian = self.debian_package,
                 );
@@ -202,113 +270,54 @@ impl SysCrate<'_> {
         }
     }
 
-    /// bindgen's configuration, shared by the build and the regeneration of [`CHECKED_IN`].
-    fn generate(
-        &self,
-        include_paths: &[PathBuf],
-        configure: impl FnOnce(bindgen::Builder) -> bindgen::Builder,
-    ) -> bindgen::Bindings {
-        let builder = bindgen::Builder::default()
-            .header(WRAPPER)
-            .clang_args(
-                include_paths
-                    .iter()
-                    .map(|dir| format!("-I{}", dir.display())),
+    /// Without bindgen compiled in: says how to get it, and exits.
+    #[cfg(not(feature = "bindgen"))]
+    fn generate(&self, _: &pkg_config::Library, _: BindgenConfig<'_>, target: &str, _: &Path) {
+        let why = if CHECKED_IN_TARGETS.contains(&target) {
+            format!("{REGENERATE} is set")
+        } else {
+            format!(
+                "no bindings are checked in for {target} (only for {})",
+                CHECKED_IN_TARGETS.join(", ")
             )
-            .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
-        let builder = configure(builder)
-            .default_enum_style(bindgen::EnumVariation::NewType {
-                is_bitfield: false,
-                is_global: false,
-            })
-            .prepend_enum_name(false)
-            .derive_default(true)
-            .impl_debug(true)
-            .layout_tests(true)
-            .generate_comments(true)
-            .use_core()
-            // The same text whichever rustfmt is installed, so the checked-in copy compares.
-            .formatter(bindgen::Formatter::Prettyplease);
-        self.run(builder)
-    }
-
-    /// Runs bindgen, or exits with a message saying what is missing.
-    fn run(&self, builder: bindgen::Builder) -> bindgen::Bindings {
-        // bindgen panics when it cannot load libclang: its message (without a backtrace), then
-        // what to install.
-        std::panic::set_hook(Box::new(|info| eprintln!("{info}")));
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || builder.generate()));
-        drop(std::panic::take_hook());
-        match result {
-            Ok(Ok(bindings)) => bindings,
-            Ok(Err(err)) => {
-                eprintln!(
-                    "error: bindgen could not generate the bindings to {}: {err}",
-                    self.headers
-                );
-                process::exit(1);
-            }
-            Err(_) => {
-                eprintln!(
-                    "error: bindgen failed (see above); it needs libclang:\n\
-                     \x20 Debian/Ubuntu:       apt-get install libclang-dev\n\
-                     \x20 Fedora/RHEL/SUSE:    dnf install clang-devel  (zypper: clang-devel)\n\
-                     (or LIBCLANG_PATH naming the directory that holds libclang.so)."
-                );
-                process::exit(1);
-            }
-        }
-    }
-
-    /// Writes what [`CHECKED_IN`] should hold into `dir`, with the header naming its origin.
-    fn regenerate(&self, dir: &Path, bindings: &bindgen::Bindings, pc_version: &str) {
-        let target = env::var("TARGET").unwrap_or_default();
-        if target != CHECKED_IN_TARGET {
-            eprintln!("error: {REGENERATE}: the checked-in bindings are {CHECKED_IN_TARGET}'s; this build is for {target}");
-            process::exit(1);
-        }
-        // rdma-core versions its libraries' pkg-config modules as <ABI version>.<rdma-core
-        // version> (libibverbs 1.14.44.0 is rdma-core 44.0's).
-        let rdma_core = pc_version.splitn(3, '.').nth(2).unwrap_or(pc_version);
-        let header = format!(
-            "// Bindings to {headers}, generated ahead of time by build.rs.\n\
-             //\n\
-             // This is what docs.rs shows: its builds set DOCS_RS, and build.rs then uses this file\n\
-             // instead of running bindgen on the system's headers (which docs.rs may lack). Every\n\
-             // other build generates the bindings from the installed rdma-core at build time.\n\
-             //\n\
-             // rdma-core:  {rdma_core} ({library} {pc_version}, found by pkg-config)\n\
-             // target:     {target} (the layouts and their compile-time checks are this target's)\n\
-             // libclang:   {clang}\n\
-             //\n\
-             // Do not edit: `scripts/check-bindings --update` regenerates it from the system's headers,\n\
-             // and `scripts/check-bindings` (CI) fails when it differs from them.\n\n",
+        };
+        eprintln!(
+            "error: {why}: {package} must generate its bindings to {headers}, and rdma-sys-build was \
+             built without bindgen.\n\
+             Turn on {package}'s feature `bindgen` (`cargo build -F {package}/bindgen`; rdma-verbs and \
+             ibumad forward their feature `bindgen` to their -sys crates); bindgen needs libclang.",
+            package = package(),
             headers = self.headers,
-            library = self.library,
-            clang = bindgen::clang_version().full,
         );
-        let path = dir.join(format!(
-            "{}.rs",
-            env::var("CARGO_PKG_NAME").unwrap_or_default()
-        ));
-        write(&path, &(header + &bindings.to_string()));
-    }
-}
-
-/// docs.rs: the checked-in bindings take the generated ones' place.
-fn use_checked_in(to: &Path) {
-    println!("cargo:rerun-if-changed={CHECKED_IN}");
-    let target = env::var("TARGET").unwrap_or_default();
-    if target != CHECKED_IN_TARGET {
-        println!("cargo:warning=the checked-in bindings are {CHECKED_IN_TARGET}'s, not {target}'s");
-    }
-    if let Err(err) = fs::copy(CHECKED_IN, to) {
-        eprintln!("error: cannot copy {CHECKED_IN} to {}: {err}", to.display());
         process::exit(1);
     }
 }
 
+/// The package whose build script this is.
+fn package() -> String {
+    env::var("CARGO_PKG_NAME").unwrap_or_default()
+}
+
+/// The checked-in bindings of `target`, relative to the crate's directory.
+fn checked_in(target: &str) -> PathBuf {
+    Path::new(CHECKED_IN_DIR).join(format!("{target}.rs"))
+}
+
+/// Copies the checked-in bindings of `target` to `to`.
+fn use_checked_in(target: &str, to: &Path) {
+    let from = checked_in(target);
+    println!("cargo:rerun-if-changed={}", from.display());
+    if let Err(err) = fs::copy(&from, to) {
+        eprintln!(
+            "error: cannot copy {} to {}: {err}",
+            from.display(),
+            to.display()
+        );
+        process::exit(1);
+    }
+}
+
+/// Writes `text` to `path`, or exits saying why it could not.
 fn write(path: &Path, text: &str) {
     if let Err(err) = fs::write(path, text) {
         eprintln!("error: cannot write {}: {err}", path.display());

@@ -1,8 +1,8 @@
 // Bindings to <infiniband/verbs.h>, generated ahead of time by build.rs.
 //
-// This is what docs.rs shows: its builds set DOCS_RS, and build.rs then uses this file
-// instead of running bindgen on the system's headers (which docs.rs may lack). Every
-// other build generates the bindings from the installed rdma-core at build time.
+// Builds for this target use this file: they need neither rdma-core's headers nor
+// libclang. With the crate's feature `bindgen`, build.rs generates the bindings from
+// the installed headers instead.
 //
 // rdma-core:  44.0 (libibverbs 1.14.44.0, found by pkg-config)
 // target:     x86_64-unknown-linux-gnu (the layouts and their compile-time checks are this target's)
