@@ -8,7 +8,10 @@
 //! Tests run on a simulated fabric: `scripts/with-ibsim cargo test -p ibumad` (ibsim and
 //! opensm, libibumad redirected to them by `libumad2sim.so`, on the host).
 //!
-//! The raw bindings are the `ibumad-sys` crate.
+//! The raw bindings are the `ibumad-sys` crate: checked in for x86_64 and aarch64 Linux, so
+//! that a build needs libibumad to link but neither its header nor libclang. The feature
+//! `bindgen` (which turns on `ibumad-sys`'s) generates them at build time from the installed
+//! `<infiniband/umad.h>` instead.
 
 mod ca;
 mod error;

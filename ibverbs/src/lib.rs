@@ -64,6 +64,7 @@
 //! | `cm` | [`cm`](cm/index.html): connection management over librdmacm (resolve, listen, connect, accept, UD, multicast), which it links; [`stream`](stream/index.html): blocking byte streams over one RC connection | 1.77 |
 //! | `tokio` | [`tokio`](tokio/index.html): completions, device events and operations that own their buffers as futures; with `cm` also rdma_cm's events and the async byte streams of [`tokio::stream`](tokio/stream/index.html) | 1.85 (tokio 1.54) |
 //! | `serde` | `Serialize` and `Deserialize` for [`Endpoint`], [`RemoteMemory`] and [`Gid`], what peers exchange | 1.77 |
+//! | `bindgen` | nothing to the API: the raw bindings (`rdma-verbs-sys`'s, and `rdmacm-sys`'s with `cm`) are generated at build time from the installed rdma-core headers with bindgen, which needs libclang, instead of being the checked-in ones of x86_64 and aarch64 Linux | 1.77 |
 //!
 //! gRPC over these byte streams is the crate
 //! [`rdma-verbs-tonic`](https://docs.rs/rdma-verbs-tonic) (Rust 1.88).
