@@ -190,6 +190,7 @@ run_pair() {
 		read -r kver <"$PAIR_DIR/ready"
 		run_in "$PAIR_A" "VM a of the pair" "$where, kernel ${kver:-?})" "$@"
 	fi
+	vm_asked "a pair of VMs"
 	pair_start
 	exec 9>&-
 	trap 'pair_stop; exit 130' INT

@@ -263,5 +263,16 @@ run_cmd() {
 		check_kernel "$VM_DIR/ready" "shared VM"
 		run_shared "$@"
 	fi
+	vm_asked "a VM"
 	run_oneshot "$@"
+}
+
+# vm_asked WHAT: returns if booting WHAT for this command was asked for (WITH_RDMA_VM=1, or
+# WITH_RDMA_MODE=vm); else says in one line how to ask and exits: a `cargo run` or `cargo
+# test` in a clone on a machine without a device (this script is its cargo runner) never
+# boots a VM unawares. The project's scripts that run on a device ask for one.
+vm_asked() {
+	[[ ${WITH_RDMA_VM:-} == 1 || ${WITH_RDMA_MODE:-} == vm ]] && return
+	err "no ACTIVE RDMA port here and no VM up: WITH_RDMA_VM=1 boots $1 with SoftRoCE for the command (docs/testing.md)"
+	exit "$EXIT_USAGE"
 }
