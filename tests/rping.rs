@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rdma_verbs_test_kit::{
-    cm_addr, cm_listening, open_cm, provider, Outcome, Program, Provider, Running,
+    cm_addr, cm_listening, open_cm, provider, rping_ended_well, Outcome, Program, Provider, Running,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -73,14 +73,14 @@ fn ping(server_program: Program, client_program: Program, port: u16, count: usiz
     let s = s.finish(Instant::now() + TIMEOUT);
     let what = format!("{server_program:?} server, {client_program:?} client");
     assert!(
-        c.status.success(),
+        rping_ended_well(&c),
         "{what}: client {}\n{}\nserver:\n{}",
         c.status,
         c.context(),
         s.context()
     );
     assert!(
-        s.status.success(),
+        rping_ended_well(&s),
         "{what}: server {}\n{}",
         s.status,
         s.context()

@@ -42,6 +42,6 @@ pub use device::{
 pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello};
 pub use net::{cm_listening, free_port, listening};
-pub use programs::{c_tool, example, tool, Program};
+pub use programs::{c_tool, example, rping_ended_well, tool, Program};
 pub use run::{child_test, run_alone, strings, Outcome, Running};
 pub use wire::Wire;

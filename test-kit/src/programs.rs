@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::run::Outcome;
+
 /// The directory of the running test's profile, `target/<profile>/` (the test itself is in
 /// `target/<profile>/deps/`).
 fn profile_dir() -> PathBuf {
@@ -65,6 +67,23 @@ fn built(path: PathBuf, how: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Whether an `rping` run, ours or rdma-core's, ended well: status 0, or rdma-core's known
+/// teardown race and nothing else. Before rdma-core 58 (Debian 12 ships 44), C `rping`'s CM
+/// thread reads once more after the last event, and when the main thread has destroyed the
+/// event channel first, it prints `rdma_get_cm_event: Bad file descriptor` and exits with
+/// status 255 after a run that succeeded (upstream commit f3ae6534, "rping: terminate CM event
+/// thread before exiting"). That ending counts only after the DISCONNECT event, with that line
+/// last on stderr; the caller still checks every ping.
+pub fn rping_ended_well(out: &Outcome) -> bool {
+    let teardown_race = out.status.code() == Some(255)
+        && out.stderr.contains("DISCONNECT EVENT")
+        && out
+            .stderr
+            .trim_end()
+            .ends_with("rdma_get_cm_event: Bad file descriptor");
+    out.status.success() || teardown_race
 }
 
 /// The C tool `tool` by its absolute path where Debian installs it (`/usr/bin` or

@@ -44,7 +44,9 @@ use std::time::{Duration, Instant};
 
 use rdma_verbs::stream::{RdmaStream, StreamConfig};
 use rdma_verbs::{ConnectOptions, QpState, SendRequest, WcOpcode, WcStatus, WorkCompletion};
-use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, c_tool, example, tool, Running};
+use rdma_verbs_test_kit::{
+    assert_clean_drops, assert_empty, c_tool, example, rping_ended_well, tool, Running,
+};
 use tokio::io::AsyncReadExt;
 
 use link::{gid_index, Fault, FaultKind, Link};
@@ -544,7 +546,7 @@ fn rping_connects_across_the_link_by_address() {
             .collect::<Vec<_>>();
         let out = Running::spawn("rping client", &path, &args).finish(Instant::now() + GUARD);
         assert!(
-            out.status.success(),
+            rping_ended_well(&out),
             "{client} client, {server} server: {}\n{}",
             out.status,
             out.context()
