@@ -404,29 +404,40 @@ impl Rings {
     }
 
     /// Whether every byte written was posted (`None`: not yet, waiting for a credit). Posted
-    /// is in the HCA's send queue: the peer has the bytes once their sends complete, which
-    /// [`shutdown`](Self::shutdown) waits for.
+    /// is in the HCA's send queue. After a [`shutdown`](Self::shutdown), the end too, and
+    /// every send completed: the peer then has them all.
     pub(crate) fn flush(&mut self, qp: &QueuePair) -> Step<()> {
         self.pump(qp);
-        if self.open == 0 {
+        let done = match self.fin {
+            Fin::No => self.open == 0,
+            _ => self.delivered(),
+        };
+        if done {
             return Some(Ok(()));
         }
         self.ended()
             .then(|| Err(self.error(io::ErrorKind::BrokenPipe)))
     }
 
-    /// Sends the end of this side's bytes after what was written, and waits for every send
-    /// to complete (the peer then has them all).
+    /// Queues the end of this side's bytes behind what was written, and waits for what
+    /// needs no room at the peer: done once every send completed (the peer then has every
+    /// byte and the end), or at once if bytes wait for a data credit (for the peer's reader
+    /// to make room: they and the end go out, in order, as later calls take the credits).
     pub(crate) fn shutdown(&mut self, qp: &QueuePair) -> Step<()> {
         if self.fin == Fin::No {
             self.fin = Fin::Wanted;
         }
         self.pump(qp);
-        if self.fin == Fin::Done && self.posted == self.done {
+        if self.delivered() || (self.open > 0 && self.data_credits == 0 && !self.ended()) {
             return Some(Ok(()));
         }
         self.ended()
             .then(|| Err(self.error(io::ErrorKind::BrokenPipe)))
+    }
+
+    /// Whether the end and every data message before it were sent and completed.
+    fn delivered(&self) -> bool {
+        self.fin == Fin::Done && self.posted == self.done
     }
 
     /// Posts what the credits and the send queue allow: the open slot, the end, and a
