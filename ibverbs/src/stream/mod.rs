@@ -41,9 +41,11 @@
 //! this side), it returns at once, and they and the end go out as later reads, flushes or
 //! shutdowns of this stream take the credits the peer's reader returns. A `flush` after a
 //! `shutdown` waits for all of it: every byte and the end sent and completed (waiting for
-//! the peer's reader if it must), the peer then has them all. Dropping the stream drops
-//! what is still queued (below): read to the peer's end, or flush, before dropping a
-//! stream whose shutdown may have left bytes queued.
+//! the peer's reader if it must), the peer then has them all; and after a `shutdown`, a
+//! read reports the peer's end (`Ok(0)`) only once this side's bytes and end were
+//! delivered too. Dropping the stream drops what is still queued (below), so a stream
+//! whose shutdown may have left bytes queued is read to the peer's end, or flushed, before
+//! it is dropped (`shutdown`, read to the end, drop: nothing is lost).
 //!
 //! Send and receive (not RDMA write with immediate into the peer's ring): iWARP has no
 //! immediate data, so the same protocol runs on InfiniBand, RoCE and iWARP; the peer gets no

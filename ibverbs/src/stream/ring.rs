@@ -326,7 +326,8 @@ impl Rings {
     }
 
     /// Reads queued bytes into `out`: `Some(Ok(0))` at the end of the peer's bytes (or for
-    /// an empty `out`), `None` if none are queued yet.
+    /// an empty `out`), `None` if none are queued yet (or, after a shutdown, while this
+    /// side's end is not yet delivered).
     pub(crate) fn read(&mut self, qp: &QueuePair, out: &mut [u8]) -> Step<usize> {
         if out.is_empty() {
             return Some(Ok(0));
@@ -337,10 +338,16 @@ impl Rings {
                 break;
             };
             if msg.fin {
-                if n == 0 {
-                    return Some(Ok(0));
+                if n > 0 {
+                    break;
                 }
-                break;
+                // After a shutdown that left bytes queued, the peer's end is reported once
+                // this side's bytes and end were delivered too: a reader that reads to the
+                // end and drops the stream (abortive) loses none of them.
+                if matches!(self.fin, Fin::Wanted | Fin::Posted) && !self.ended() {
+                    return None;
+                }
+                return Some(Ok(0));
             }
             let take = (out.len() - n).min((msg.end - msg.at) as usize);
             let at = msg.slot as usize * self.ours.slot as usize + msg.at as usize;

@@ -460,7 +460,8 @@ async fn shutdown_does_not_wait_for_an_echoing_peer_to_read() {
             server.write_all(&buf[..n]).await.unwrap();
         }
         server.shutdown().await.unwrap();
-        read_all(&mut server).await
+        // The stream drops next (abortively): the client has every byte first.
+        server.flush().await.unwrap();
     };
     let data = pattern(9, 10 * 4088 + 1000);
     let echo_client = async {
@@ -468,10 +469,9 @@ async fn shutdown_does_not_wait_for_an_echoing_peer_to_read() {
         client.shutdown().await.unwrap();
         read_all(&mut client).await
     };
-    let (rest, back) = timeout(LIMIT, async { tokio::join!(echo, echo_client) })
+    let ((), back) = timeout(LIMIT, async { tokio::join!(echo, echo_client) })
         .await
         .expect("the echo client finished in time");
-    assert!(rest.is_empty());
     assert!(back == data, "the echo differs");
     drop(client);
     assert_clean_drops();
