@@ -1,5 +1,6 @@
 //! The text line a test process sends another about its QP: its endpoint and the memory
-//! the other may access, as seven fields separated by spaces.
+//! the other may access, as seven fields separated by spaces; and the hello of a byte
+//! stream's connect.
 
 use rdma_verbs::{Endpoint, Gid, RemoteMemory};
 
@@ -29,4 +30,15 @@ pub fn parse_hello(line: &str) -> (Endpoint, RemoteMemory) {
     );
     let mem = RemoteMemory::new(num(4), num(5), num(6) as u32);
     (ep, mem)
+}
+
+/// The hello of `rdma_verbs`'s byte streams (the private data of a connect), as a
+/// hand-made peer sends it: "RVS\x01", then its receive ring: `slot` bytes per slot, `data`
+/// data and `ctrl` control slots, little-endian.
+pub fn stream_hello(slot: u32, data: u16, ctrl: u16) -> Vec<u8> {
+    let mut hello = b"RVS\x01".to_vec();
+    hello.extend_from_slice(&slot.to_le_bytes());
+    hello.extend_from_slice(&data.to_le_bytes());
+    hello.extend_from_slice(&ctrl.to_le_bytes());
+    hello
 }

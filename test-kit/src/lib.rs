@@ -4,13 +4,15 @@
 //!   device and its address (from the environment),
 //!   opening it, and the check that no destructor failed;
 //! - [`data`]: data patterns that catch stale, misplaced, shifted or torn bytes;
-//! - [`hello`](mod@hello): the text line two test processes exchange to connect their QPs;
+//! - [`hello`](mod@hello): the text line two test processes exchange to connect their QPs,
+//!   and the byte streams' hello a hand-made stream peer sends;
 //! - [`wire`]: a TCP connection carrying text lines, between test processes;
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
 //! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
 //! - [`run`]: a program run in the background, its output and status; a test re-run in a
 //!   child process;
+//! - [`limit`]: a process out of address space or file descriptors (in such a child);
 //! - [`fabric`]: our fabric tools against infiniband-diags' on the simulated InfiniBand
 //!   fabric of `scripts/with-ibsim` (or with no CA at all);
 //! - [`fabric_runs`]: sequences of commands on a simulated fabric of their own (state
@@ -28,6 +30,7 @@ pub mod fabric_runs;
 pub mod feature;
 pub mod hello;
 pub mod ibdevices;
+pub mod limit;
 pub mod net;
 pub mod programs;
 pub mod run;
@@ -40,8 +43,9 @@ pub use device::{
     provider, provider_has, Need, Provider, ALL,
 };
 pub use feature::{feature, Feature};
-pub use hello::{hello, parse_hello};
+pub use hello::{hello, parse_hello, stream_hello};
+pub use limit::{errno, exhaust, Exhaust, Exhausted};
 pub use net::{cm_listening, free_port, listening};
 pub use programs::{c_tool, example, rping_ended_well, tool, Program};
-pub use run::{child_test, run_alone, strings, Outcome, Running};
+pub use run::{child_test, child_test_with, run_alone, strings, Outcome, Running};
 pub use wire::Wire;

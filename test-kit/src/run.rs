@@ -188,8 +188,16 @@ impl Drop for Running {
 /// set (the test tells by it that it is the child, and does the dangerous part), its
 /// output captured (`--nocapture`).
 pub fn child_test(name: &str, var: &str) -> Running {
+    child_test_with(name, var, "1")
+}
+
+/// [`child_test`] with `$var` set to `value` (what the child needs of the parent, such as
+/// a port).
+pub fn child_test_with(name: &str, var: &str, value: &str) -> Running {
     let exe = std::env::current_exe().expect("the path of the test executable");
     let mut command = Command::new(exe);
-    command.args(["--exact", name, "--nocapture"]).env(var, "1");
+    command
+        .args(["--exact", name, "--nocapture"])
+        .env(var, value);
     Running::start(name, &mut command)
 }

@@ -4,19 +4,17 @@
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::ring::{Rings, Step};
 use super::setup::{self, conn_param, invalid_data, qp};
 use super::wire::Hello;
-use super::StreamConfig;
+use super::{StreamConfig, BACKLOG, HANDSHAKES};
 use crate::cm::{CmEvent, CmEventKind, CmId, EventChannel, PortSpace};
 use crate::error::{Error, Result};
 use crate::fd::poll_fds;
 use crate::{CompletionQueue, QueuePair};
-
-/// The listen backlog.
-const BACKLOG: i32 = 128;
 
 /// A byte stream over one RC connection: `Read` + `Write` (see [`crate::stream`] for the
 /// protocol, what a peer can do and what closing does).
@@ -142,8 +140,12 @@ impl RdmaStream {
         self.peer
     }
 
-    /// Sends the end of this side's bytes (the peer reads `Ok(0)` after them) and returns
-    /// once every send completed. Reading goes on; writing fails with `BrokenPipe`.
+    /// Queues the end of this side's bytes behind what was written (the peer reads
+    /// `Ok(0)` after them) and returns without waiting for the peer's reader: once every
+    /// send completed (the peer has them all), or at once if bytes still wait for room in
+    /// the peer's ring (they and the end go out, in order, as later reads and flushes take
+    /// its credits; a `flush` waits for them: see [`crate::stream`]). Reading goes on;
+    /// writing fails with `BrokenPipe`.
     pub fn shutdown(&mut self) -> io::Result<()> {
         self.step(|rings, qp| rings.shutdown(qp))
     }
@@ -230,8 +232,9 @@ impl Write for RdmaStream {
         self.step(|rings, qp| rings.write(qp, bufs))
     }
 
-    /// Returns once every byte written is posted (in the HCA's send queue; see the
-    /// protocol's closing rules in [`crate::stream`]).
+    /// Returns once every byte written is posted (in the HCA's send queue); after a
+    /// [`shutdown`](RdmaStream::shutdown), once every byte and the end were sent and their
+    /// sends completed (see the protocol's closing rules in [`crate::stream`]).
     fn flush(&mut self) -> io::Result<()> {
         self.step(|rings, qp| rings.flush(qp))
     }
@@ -248,16 +251,32 @@ impl std::fmt::Debug for RdmaStream {
 }
 
 /// A listener of byte-stream connections (blocking): [`accept`](Self::accept) takes them
-/// one at a time, each handshake to its end (a client that never completes its connect
-/// holds the next accept until the CM gives up on it). A request whose handshake fails (not
-/// a stream peer, no memory for its rings) is rejected or dropped, and `accept` waits for
-/// the next.
+/// one at a time. Up to 64 connect requests go through their handshake at once, each
+/// within the config's [`handshake_timeout`](StreamConfig::handshake_timeout): a client
+/// that never completes its connect holds none of the others, and is dropped after the
+/// timeout. A request whose handshake fails for the peer's reason (not a stream peer, its
+/// connect withdrawn or timed out) is rejected or dropped, and `accept` goes on; one that
+/// fails for this side's (no memory for its rings, no file descriptor left) is rejected and
+/// `accept` returns the error: the listener takes the next request at the next call.
+///
+/// One thread accepts at a time: a second caller of `accept` waits for the first's return.
 #[derive(Debug)]
 pub struct RdmaListener {
     id: CmId,
     channel: EventChannel,
     hello: Hello,
     keepalive: i32,
+    handshake: Duration,
+    /// Handshakes under way: accepted, waiting for the peer's confirmation.
+    pending: Mutex<Vec<Pending>>,
+}
+
+/// A connect request accepted and not yet established.
+#[derive(Debug)]
+struct Pending {
+    stream: RdmaStream,
+    peer: Hello,
+    deadline: Instant,
 }
 
 impl RdmaListener {
@@ -270,6 +289,7 @@ impl RdmaListener {
     pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaListener> {
         let hello = config.hello()?;
         let keepalive = poll_timeout(config.probe_interval()?);
+        let handshake = config.handshake_deadline()?;
         let channel = EventChannel::new()?;
         let id = channel.create_id(PortSpace::Tcp)?;
         id.bind(addr)?;
@@ -279,6 +299,8 @@ impl RdmaListener {
             channel,
             hello,
             keepalive,
+            handshake,
+            pending: Mutex::new(Vec::new()),
         })
     }
 
@@ -287,42 +309,107 @@ impl RdmaListener {
         self.id.local_addr()
     }
 
-    /// Waits for the next connection and sets it up.
+    /// Waits for the next connection and sets it up: takes connect requests and drives
+    /// their handshakes side by side until one is established. An error is this side's
+    /// (the listener's channel, or a stream's set-up: its memory, its file descriptors);
+    /// the request it failed for is rejected, and the listener goes on at the next call.
     pub fn accept(&self) -> io::Result<RdmaStream> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            let event = self.channel.get_event()?;
-            if let CmEventKind::ConnectRequest {
-                id, private_data, ..
-            } = event.kind
-            {
-                // That peer's failure: the listener goes on.
-                if let Ok(stream) = self.handshake(id, &private_data) {
-                    return Ok(stream);
+            while pending.len() < HANDSHAKES {
+                let Some(event) = self.channel.try_get_event()? else {
+                    break;
+                };
+                if let CmEventKind::ConnectRequest {
+                    id, private_data, ..
+                } = event.kind
+                {
+                    pending.extend(self.handshake(id, &private_data)?);
                 }
             }
+            let now = Instant::now();
+            let mut i = 0;
+            while i < pending.len() {
+                match pending[i].progress() {
+                    Some(true) => {
+                        let Pending {
+                            mut stream, peer, ..
+                        } = pending.swap_remove(i);
+                        stream.connected(peer);
+                        return Ok(stream);
+                    }
+                    // That peer's failure or its time up: dropped (the peer sees a reject).
+                    Some(false) => drop(pending.swap_remove(i)),
+                    None if pending[i].deadline <= now => drop(pending.swap_remove(i)),
+                    None => i += 1,
+                }
+            }
+            self.wait(&pending, now)?;
         }
     }
 
-    /// Accepts `id` if its request carries a stream hello (else rejects it), on an event
-    /// channel of its own.
-    fn handshake(&self, mut id: CmId, private_data: &[u8]) -> io::Result<RdmaStream> {
+    /// Waits until the listener's channel (while there is room for a handshake) or a
+    /// handshake's has an event, or the first handshake deadline passes.
+    fn wait(&self, pending: &[Pending], now: Instant) -> Result<()> {
+        let listener = (pending.len() < HANDSHAKES).then(|| self.channel.fd());
+        let mut fds: Vec<libc::pollfd> = listener
+            .into_iter()
+            .chain(pending.iter().map(|p| p.stream.channel.fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = pending.iter().map(|p| p.deadline).min().map_or(-1, |end| {
+            // Rounded up, so that the wait ends at or after the deadline.
+            let left = end.saturating_duration_since(now).as_nanos();
+            i32::try_from(left.div_ceil(1_000_000)).unwrap_or(i32::MAX)
+        });
+        if poll_fds(&mut fds, ms) < 0 {
+            let err = Error::last("poll");
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Accepts `id` if its request carries a stream hello (else rejects it: `None`), on an
+    /// event channel of its own; the peer's confirmation comes on it. `None` too if the
+    /// accept fails (the peer's request withdrawn or timed out); an error is this side's.
+    fn handshake(&self, mut id: CmId, private_data: &[u8]) -> Result<Option<Pending>> {
         let peer = match Hello::decode(private_data) {
             Ok(peer) => peer,
-            Err(why) => {
+            Err(_) => {
                 let _ = id.reject(&[]);
-                return Err(invalid_data(why));
+                return Ok(None);
             }
         };
+        // On an error below, dropping the id destroys it: the peer sees a reject.
         let channel = EventChannel::new()?;
         id.migrate_id(&channel)?;
-        // On an error below, dropping the id destroys it: the peer sees a reject.
         let (cq, rings) = prepare(&mut id, self.hello)?;
-        let mut stream = RdmaStream::parts(id, channel, cq, rings, self.keepalive);
-        stream.id.accept(&conn_param(&self.hello.encode()))?;
-        expect(&stream.channel, "rdma_accept", |k| {
-            matches!(k, CmEventKind::Established { .. })
-        })?;
-        stream.connected(peer);
-        Ok(stream)
+        let stream = RdmaStream::parts(id, channel, cq, rings, self.keepalive);
+        if stream.id.accept(&conn_param(&self.hello.encode())).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(Pending {
+            stream,
+            peer,
+            deadline: Instant::now() + self.handshake,
+        }))
+    }
+}
+
+impl Pending {
+    /// Takes the handshake's events: `Some(true)` once established, `Some(false)` if it
+    /// failed (any other event, or its channel's error), `None` while it waits.
+    fn progress(&self) -> Option<bool> {
+        match self.stream.channel.try_get_event() {
+            Ok(Some(event)) => Some(matches!(event.kind, CmEventKind::Established { .. })),
+            Ok(None) => None,
+            Err(_) => Some(false),
+        }
     }
 }

@@ -30,9 +30,22 @@
 //! one, later writes fill the same slot until it is full or a credit comes (bytes written
 //! are sent by any later read, write, flush or shutdown of the stream). `flush` returns once
 //! every byte is posted (in the HCA's send queue, as a TCP flush hands bytes to the
-//! kernel); `shutdown` once every send completed, so the peer has every byte when it
-//! returns. The end goes on a control credit, so a shutdown waits for the peer's reader
-//! only for bytes still in the open slot (their data credit).
+//! kernel).
+//!
+//! `shutdown` never waits for the peer's reader. As TCP's, it queues the end behind the
+//! bytes written, and the peer reads them all, then the end, in order; the end goes on a
+//! control credit, which comes back without the peer reading. It then waits only for what
+//! needs no room at the peer: if every byte had a data credit, it returns once every send
+//! completed (the HCA's acknowledgement), so the peer has every byte and the end; if bytes
+//! still wait for room in the peer's ring (its reader is behind, say blocked writing to
+//! this side), it returns at once, and they and the end go out as later reads, flushes or
+//! shutdowns of this stream take the credits the peer's reader returns. A `flush` after a
+//! `shutdown` waits for all of it: every byte and the end sent and completed (waiting for
+//! the peer's reader if it must), the peer then has them all; and after a `shutdown`, a
+//! read reports the peer's end (`Ok(0)`) only once this side's bytes and end were
+//! delivered too. Dropping the stream drops what is still queued (below), so a stream
+//! whose shutdown may have left bytes queued is read to the peer's end, or flushed, before
+//! it is dropped (`shutdown`, read to the end, drop: nothing is lost).
 //!
 //! Send and receive (not RDMA write with immediate into the peer's ring): iWARP has no
 //! immediate data, so the same protocol runs on InfiniBand, RoCE and iWARP; the peer gets no
@@ -52,7 +65,7 @@
 //! id (the peer gets a disconnect), then deregisters the rings: nothing the device may still
 //! touch is freed. Dropping is abortive, as a TCP close with a zero linger: bytes written
 //! but not yet sent (in the open slot, or posted and not yet completed) are dropped with
-//! it. `shutdown` first, and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
+//! it. `shutdown` then `flush` first, and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
 //! this side's reads with `ConnectionReset` once the bytes that came before it are read
 //! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
 //! vanishes without a disconnect (its host gone, the link down) fails the next send after
@@ -80,6 +93,13 @@ use wire::{Hello, MAX_DATA_SLOTS, MAX_SLOT};
 const CTRL_SLOTS: u16 = 4;
 /// The default keepalive interval.
 const KEEPALIVE: Duration = Duration::from_secs(10);
+/// The default handshake timeout.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+/// Connect requests a listener (either form) takes through their handshake at once; more
+/// wait in the CM's backlog.
+pub(crate) const HANDSHAKES: usize = 64;
+/// The listen backlog of both listeners.
+pub(crate) const BACKLOG: i32 = 128;
 
 /// The rings of a stream and its set-up's timeout.
 ///
@@ -95,17 +115,19 @@ pub struct StreamConfig {
     slots: u16,
     resolve_timeout: Duration,
     keepalive: Option<Duration>,
+    handshake_timeout: Duration,
 }
 
 impl Default for StreamConfig {
     /// 8 slots of 64 KiB (1.25 MiB registered per stream), a resolve timeout of 2 s, a
-    /// keepalive probe after 10 s of waiting.
+    /// keepalive probe after 10 s of waiting, a handshake timeout of 5 s.
     fn default() -> Self {
         StreamConfig {
             slot_size: 64 << 10,
             slots: 8,
             resolve_timeout: Duration::from_secs(2),
             keepalive: Some(KEEPALIVE),
+            handshake_timeout: HANDSHAKE,
         }
     }
 }
@@ -145,25 +167,32 @@ impl StreamConfig {
         self
     }
 
+    /// How long a listener gives each connect request it accepts to become a connection
+    /// (the peer's answer to the accept: on InfiniBand and RoCE, the ready-to-use message
+    /// its librdmacm sends when its process reads the accept). A handshake that takes
+    /// longer is dropped (its id destroyed: the peer sees a reject), so a peer that never
+    /// completes its connect holds one of the listener's 64 handshake places for this
+    /// long, and no other client waits for it: handshakes run side by side. From 1 ms to
+    /// `i32::MAX` ms; checked when the listener is made.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
     pub(crate) fn timeout(&self) -> Duration {
         self.resolve_timeout
     }
 
+    /// The handshake timeout, checked.
+    pub(crate) fn handshake_deadline(&self) -> Result<Duration> {
+        in_millis("stream handshake timeout (ms)", self.handshake_timeout)
+    }
+
     /// The keepalive interval, checked.
     pub(crate) fn probe_interval(&self) -> Result<Option<Duration>> {
-        let Some(interval) = self.keepalive else {
-            return Ok(None);
-        };
-        let max = Duration::from_millis(i32::MAX as u64);
-        if !(Duration::from_millis(1)..=max).contains(&interval) {
-            return Err(Error::OutOfRange {
-                what: "stream keepalive interval (ms)",
-                value: interval.as_millis().try_into().unwrap_or(u64::MAX),
-                min: 1,
-                max: i32::MAX as u64,
-            });
-        }
-        Ok(Some(interval))
+        self.keepalive
+            .map(|interval| in_millis("stream keepalive interval (ms)", interval))
+            .transpose()
     }
 
     /// The hello this side sends: its ring.
@@ -201,4 +230,19 @@ impl StreamConfig {
             ctrl: CTRL_SLOTS,
         })
     }
+}
+
+/// `value` if it is from 1 ms to `i32::MAX` ms (what `poll(2)` and a timer take), else an
+/// `OutOfRange` error for `what`.
+fn in_millis(what: &'static str, value: Duration) -> Result<Duration> {
+    let max = Duration::from_millis(i32::MAX as u64);
+    if !(Duration::from_millis(1)..=max).contains(&value) {
+        return Err(Error::OutOfRange {
+            what,
+            value: value.as_millis().try_into().unwrap_or(u64::MAX),
+            min: 1,
+            max: i32::MAX as u64,
+        });
+    }
+    Ok(value)
 }

@@ -326,7 +326,8 @@ impl Rings {
     }
 
     /// Reads queued bytes into `out`: `Some(Ok(0))` at the end of the peer's bytes (or for
-    /// an empty `out`), `None` if none are queued yet.
+    /// an empty `out`), `None` if none are queued yet (or, after a shutdown, while this
+    /// side's end is not yet delivered).
     pub(crate) fn read(&mut self, qp: &QueuePair, out: &mut [u8]) -> Step<usize> {
         if out.is_empty() {
             return Some(Ok(0));
@@ -337,10 +338,16 @@ impl Rings {
                 break;
             };
             if msg.fin {
-                if n == 0 {
-                    return Some(Ok(0));
+                if n > 0 {
+                    break;
                 }
-                break;
+                // After a shutdown that left bytes queued, the peer's end is reported once
+                // this side's bytes and end were delivered too: a reader that reads to the
+                // end and drops the stream (abortive) loses none of them.
+                if matches!(self.fin, Fin::Wanted | Fin::Posted) && !self.ended() {
+                    return None;
+                }
+                return Some(Ok(0));
             }
             let take = (out.len() - n).min((msg.end - msg.at) as usize);
             let at = msg.slot as usize * self.ours.slot as usize + msg.at as usize;
@@ -404,29 +411,40 @@ impl Rings {
     }
 
     /// Whether every byte written was posted (`None`: not yet, waiting for a credit). Posted
-    /// is in the HCA's send queue: the peer has the bytes once their sends complete, which
-    /// [`shutdown`](Self::shutdown) waits for.
+    /// is in the HCA's send queue. After a [`shutdown`](Self::shutdown), the end too, and
+    /// every send completed: the peer then has them all.
     pub(crate) fn flush(&mut self, qp: &QueuePair) -> Step<()> {
         self.pump(qp);
-        if self.open == 0 {
+        let done = match self.fin {
+            Fin::No => self.open == 0,
+            _ => self.delivered(),
+        };
+        if done {
             return Some(Ok(()));
         }
         self.ended()
             .then(|| Err(self.error(io::ErrorKind::BrokenPipe)))
     }
 
-    /// Sends the end of this side's bytes after what was written, and waits for every send
-    /// to complete (the peer then has them all).
+    /// Queues the end of this side's bytes behind what was written, and waits for what
+    /// needs no room at the peer: done once every send completed (the peer then has every
+    /// byte and the end), or at once if bytes wait for a data credit (for the peer's reader
+    /// to make room: they and the end go out, in order, as later calls take the credits).
     pub(crate) fn shutdown(&mut self, qp: &QueuePair) -> Step<()> {
         if self.fin == Fin::No {
             self.fin = Fin::Wanted;
         }
         self.pump(qp);
-        if self.fin == Fin::Done && self.posted == self.done {
+        if self.delivered() || (self.open > 0 && self.data_credits == 0 && !self.ended()) {
             return Some(Ok(()));
         }
         self.ended()
             .then(|| Err(self.error(io::ErrorKind::BrokenPipe)))
+    }
+
+    /// Whether the end and every data message before it were sent and completed.
+    fn delivered(&self) -> bool {
+        self.fin == Fin::Done && self.posted == self.done
     }
 
     /// Posts what the credits and the send queue allow: the open slot, the end, and a

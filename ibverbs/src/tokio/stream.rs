@@ -14,7 +14,9 @@
 //!     let mut line = Vec::new();
 //!     stream.read_to_end(&mut line).await?;
 //!     stream.write_all(&line).await?;
-//!     stream.shutdown().await
+//!     stream.shutdown().await?;
+//!     // Dropping is abortive: the client has every byte and the end before the drop.
+//!     stream.flush().await
 //! });
 //! let mut stream = RdmaStream::connect("192.168.1.10:7471".parse().unwrap()).await?;
 //! stream.write_all(b"hello").await?;
@@ -47,15 +49,9 @@ use crate::error::Result;
 use crate::stream::ring::{Rings, Step, BATCH};
 use crate::stream::setup::{self, conn_param, invalid_data, qp};
 use crate::stream::wire::Hello;
-use crate::stream::StreamConfig;
+use crate::stream::{StreamConfig, BACKLOG, HANDSHAKES};
 use crate::wake::wake_all;
 use crate::{QueuePair, WorkCompletion};
-
-/// Connect requests a listener takes through their handshake at once; more wait in the
-/// CM's backlog.
-const HANDSHAKES: usize = 64;
-/// The listen backlog.
-const BACKLOG: i32 = 128;
 
 /// A byte stream over one RC connection: tokio `AsyncRead` + `AsyncWrite` (see the module
 /// docs, and [`crate::stream`] for the protocol).
@@ -278,15 +274,20 @@ impl AsyncWrite for RdmaStream {
         true
     }
 
-    /// Ready once every byte written is posted (in the HCA's send queue; see the protocol's
+    /// Ready once every byte written is posted (in the HCA's send queue); after a shutdown,
+    /// once every byte and the end were sent and their sends completed (see the protocol's
     /// closing rules in [`crate::stream`]).
     fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
         self.get_mut()
             .poll_step(cx, true, |rings, qp| rings.flush(qp))
     }
 
-    /// Sends the end of this side's bytes (the peer reads `Ok(0)` after them) and is ready
-    /// once every send completed. Reading goes on; writing fails with `BrokenPipe`.
+    /// Queues the end of this side's bytes behind what was written (the peer reads `Ok(0)`
+    /// after them) without waiting for the peer's reader: ready once every send completed
+    /// (the peer has them all), or at once if bytes still wait for room in the peer's ring
+    /// (they and the end go out, in order, as later reads and flushes take its credits; a
+    /// flush waits for them: see [`crate::stream`]). Reading goes on; writing fails with
+    /// `BrokenPipe`.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
         self.get_mut()
             .poll_step(cx, true, |rings, qp| rings.shutdown(qp))
@@ -305,17 +306,28 @@ impl std::fmt::Debug for RdmaStream {
 
 /// A listener of byte-stream connections: [`accept`](Self::accept) them one by one, or take
 /// them as a [`Stream`] (for a server's accept loop, such as tonic's
-/// `serve_with_incoming`). Up to 64 connect requests go through their handshake at once;
-/// a request whose handshake fails (not a stream peer, no memory for its rings) is
-/// rejected or dropped, and the listener goes on.
+/// `serve_with_incoming`). Up to 64 connect requests go through their handshake at once,
+/// each within the config's [`handshake_timeout`](StreamConfig::handshake_timeout) (after
+/// it, the handshake is dropped: the peer sees a reject). A request whose handshake fails
+/// for the peer's reason (not a stream peer, its connect withdrawn or timed out) is
+/// rejected or dropped, and the listener goes on; one that fails for this side's (no memory
+/// for its rings, no file descriptor left) is rejected and the accept returns the error:
+/// the listener goes on at the next.
 pub struct RdmaListener {
     listener: Listener,
     hello: Hello,
     keepalive: Option<Duration>,
+    timeout: Duration,
     handshakes: Vec<Handshake>,
 }
 
-type Handshake = Pin<Box<dyn Future<Output = io::Result<RdmaStream>> + Send>>;
+/// A handshake under way: the stream once established (`None`: the peer's failure; an
+/// error is this side's), and its deadline.
+struct Handshake {
+    stream: Pin<Box<dyn Future<Output = io::Result<Option<RdmaStream>>> + Send>>,
+    /// Its first tick is the deadline.
+    deadline: Ticker,
+}
 
 impl RdmaListener {
     /// Listens on `addr` (port 0: one the CM picks) with the default rings.
@@ -328,11 +340,13 @@ impl RdmaListener {
     pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaListener> {
         let hello = config.hello()?;
         let keepalive = config.probe_interval()?;
+        let timeout = config.handshake_deadline()?;
         let listener = AsyncCmChannel::new()?.listen(addr, BACKLOG)?;
         Ok(RdmaListener {
             listener,
             hello,
             keepalive,
+            timeout,
             handshakes: Vec::new(),
         })
     }
@@ -348,14 +362,17 @@ impl RdmaListener {
     }
 
     /// The poll function under [`accept`](Self::accept): takes new connect requests,
-    /// drives their handshakes, and is ready with the first stream up (or the listener's
-    /// error).
+    /// drives their handshakes, and is ready with the first stream up, or with an error of
+    /// this side's (the listener's, or a stream's set-up).
     pub fn poll_accept(&mut self, cx: &mut TaskContext<'_>) -> Poll<io::Result<RdmaStream>> {
         while self.handshakes.len() < HANDSHAKES {
             match Pin::new(&mut self.listener).poll_next(cx) {
                 Poll::Ready(Some(Ok(request))) => {
-                    self.handshakes
-                        .push(Box::pin(handshake(request, self.hello, self.keepalive)));
+                    // On an error, dropping the request destroys its id: the peer sees a
+                    // reject.
+                    let deadline = Ticker::new(self.timeout)?;
+                    let stream = Box::pin(handshake(request, self.hello, self.keepalive));
+                    self.handshakes.push(Handshake { stream, deadline });
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.into())),
                 Poll::Ready(None) | Poll::Pending => break,
@@ -363,14 +380,24 @@ impl RdmaListener {
         }
         let mut i = 0;
         while i < self.handshakes.len() {
-            match self.handshakes[i].as_mut().poll(cx) {
-                Poll::Ready(Ok(stream)) => {
+            let handshake = &mut self.handshakes[i];
+            let done = match handshake.stream.as_mut().poll(cx) {
+                Poll::Ready(done) => Some(done),
+                // Time up (or the timer broken): dropped like a failure of the peer's.
+                Poll::Pending if handshake.deadline.poll_tick(cx).is_ready() => Some(Ok(None)),
+                Poll::Pending => None,
+            };
+            match done {
+                None => i += 1,
+                Some(done) => {
                     drop(self.handshakes.swap_remove(i));
-                    return Poll::Ready(Ok(stream));
+                    match done {
+                        // That peer's failure: the listener goes on.
+                        Ok(None) => {}
+                        Ok(Some(stream)) => return Poll::Ready(Ok(stream)),
+                        Err(e) => return Poll::Ready(Err(e)),
+                    }
                 }
-                // That peer's failure: the listener goes on.
-                Poll::Ready(Err(_)) => drop(self.handshakes.swap_remove(i)),
-                Poll::Pending => i += 1,
             }
         }
         Poll::Pending
@@ -394,23 +421,23 @@ impl std::fmt::Debug for RdmaListener {
     }
 }
 
-/// Accepts `request` if it carries a stream hello (else rejects it).
+/// Accepts `request` if it carries a stream hello (else rejects it: `None`, as when the
+/// accept fails, the peer's request withdrawn or timed out); an error is this side's.
 async fn handshake(
     mut request: ConnectRequest,
     hello: Hello,
     keepalive: Option<Duration>,
-) -> io::Result<RdmaStream> {
-    let peer = match Hello::decode(&request.private_data) {
-        Ok(peer) => peer,
-        Err(why) => {
-            let _ = request.reject(&[]);
-            return Err(invalid_data(why));
-        }
+) -> io::Result<Option<RdmaStream>> {
+    let Ok(peer) = Hello::decode(&request.private_data) else {
+        let _ = request.reject(&[]);
+        return Ok(None);
     };
     // On an error below, dropping the request destroys its id: the peer sees a reject.
     let (cq, rings) = prepare(&mut request.id, hello)?;
-    let id = request.accept(&conn_param(&hello.encode())).await?;
-    RdmaStream::new(id, cq, rings, peer, keepalive)
+    let Ok(id) = request.accept(&conn_param(&hello.encode())).await else {
+        return Ok(None);
+    };
+    RdmaStream::new(id, cq, rings, peer, keepalive).map(Some)
 }
 
 /// [`setup::prepare`] for an async id, its CQ on the reactor.

@@ -13,7 +13,7 @@ use rdma_verbs::tokio::cm::{AsyncCmChannel, Connected};
 use rdma_verbs::tokio::stream::{RdmaListener, RdmaStream};
 use rdma_verbs::SendRequest;
 use rdma_verbs::{AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, QpType};
-use rdma_verbs_test_kit::{assert_clean_drops, cm_addr, pattern};
+use rdma_verbs_test_kit::{assert_clean_drops, cm_addr, pattern, stream_hello};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::timeout;
 
@@ -65,6 +65,8 @@ async fn bytes_go_both_ways_whole_and_in_order() {
         let (mut r, mut w) = tokio::io::split(server);
         let copied = tokio::io::copy(&mut r, &mut w).await.unwrap();
         w.shutdown().await.unwrap();
+        // The stream drops next (abortively): the client has every byte first.
+        w.flush().await.unwrap();
         copied
     };
     let data = pattern(1, 1 << 20);
@@ -301,6 +303,8 @@ async fn bad_configs_are_refused_before_anything_is_made() {
         StreamConfig::default().slots(1025),
         StreamConfig::default().keepalive(Some(Duration::ZERO)),
         StreamConfig::default().keepalive(Some(Duration::from_millis(1 << 31))),
+        StreamConfig::default().handshake_timeout(Duration::ZERO),
+        StreamConfig::default().handshake_timeout(Duration::MAX),
     ] {
         let err = RdmaListener::bind_with(any_port(), &config).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{config:?}: {err}");
@@ -352,11 +356,8 @@ async fn hostile(dst: SocketAddr, messages: &[Vec<u8>]) -> Hostile {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, None).unwrap();
     id.create_qp(pd.create_qp(QpType::Rc, &cq, &cq)).unwrap();
-    // The hello: "RVS\x01", 64-byte slots, 2 data and 4 control slots.
-    let mut hello = b"RVS\x01".to_vec();
-    hello.extend_from_slice(&64u32.to_le_bytes());
-    hello.extend_from_slice(&2u16.to_le_bytes());
-    hello.extend_from_slice(&4u16.to_le_bytes());
+    // 64-byte slots, 2 data and 4 control slots.
+    let hello = stream_hello(64, 2, 4);
     let param = ConnParam::new().private_data(&hello);
     let connected = id.connect(&param).await.unwrap();
     let bytes = messages.concat();
@@ -434,5 +435,44 @@ async fn a_peer_that_breaks_the_protocol_gets_invalid_data() {
         assert!(err.to_string().contains("protocol"), "{what}: {err}");
         drop((bad, server));
     }
+    assert_clean_drops();
+}
+
+/// An echo client with 16 KiB rings (4 slots of 4 KiB: 4088 bytes each) writes 10 full
+/// messages and 1000 bytes, shuts down, then reads the echo. The server echoes one
+/// message at a time: it takes 6 (4 in the client's ring, 1 in its open slot, 1 waiting
+/// to be written back) and blocks writing; 4 more fill its ring, and the last 1000 bytes
+/// wait in the client's open slot for a credit the server returns only when it reads
+/// again. The shutdown queues the end behind them and returns; the client's reads let the
+/// server go on, and the bytes and the end arrive in order. Before, the shutdown waited
+/// for that credit, while the server waited for the client to read.
+#[tokio::test]
+async fn shutdown_does_not_wait_for_an_echoing_peer_to_read() {
+    let config = StreamConfig::default().slots(4).slot_size(4096);
+    let (mut client, mut server) = pair(&config).await;
+    let echo = async move {
+        let mut buf = vec![0; 4088];
+        loop {
+            let n = server.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            server.write_all(&buf[..n]).await.unwrap();
+        }
+        server.shutdown().await.unwrap();
+        // The stream drops next (abortively): the client has every byte first.
+        server.flush().await.unwrap();
+    };
+    let data = pattern(9, 10 * 4088 + 1000);
+    let echo_client = async {
+        client.write_all(&data).await.unwrap();
+        client.shutdown().await.unwrap();
+        read_all(&mut client).await
+    };
+    let ((), back) = timeout(LIMIT, async { tokio::join!(echo, echo_client) })
+        .await
+        .expect("the echo client finished in time");
+    assert!(back == data, "the echo differs");
+    drop(client);
     assert_clean_drops();
 }

@@ -6,7 +6,8 @@
 //! connection is up, `rdma_getaddrinfo`; UD over rdma_cm (datagrams both ways; private
 //! data over the UD limits: [`ud`]); the id's options, port and channel ([`options`]); its
 //! QP ([`qp`]); UD multicast joins ([`mcast`]); iWARP's rules ([`iwarp`]); the blocking byte
-//! stream ([`stream`]). A missing device
+//! stream ([`stream`]) and its listener against stalling peers and exhaustion
+//! ([`stream_listener`]). A missing device
 //! or address is a failure, not a skip.
 
 mod af_ib;
@@ -15,6 +16,7 @@ mod mcast;
 mod options;
 mod qp;
 mod stream;
+mod stream_listener;
 mod ud;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -1,10 +1,12 @@
 //! The blocking byte stream (`rdma_verbs::stream::RdmaStream`, `Read` + `Write`) on the CM
 //! device: a megabyte each way through a server thread that reads to the end and answers,
-//! vectored writes, a listener that turns away a peer speaking no stream and serves on, and
-//! a peer that drops its stream.
+//! vectored writes, a listener that turns away a peer speaking no stream and serves on, a
+//! peer that drops its stream, and an echo client whose shutdown does not wait for the
+//! echoing peer to read.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::SocketAddr;
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
@@ -31,6 +33,8 @@ fn a_megabyte_goes_there_and_back_through_a_server_thread() {
         got.reverse();
         stream.write_all(&got).unwrap();
         stream.shutdown().unwrap();
+        // The stream drops next (abortively): the client has every byte first.
+        stream.flush().unwrap();
         got.len()
     });
     let mut client = RdmaStream::connect_with(addr, &config).unwrap();
@@ -173,5 +177,50 @@ fn a_peer_that_drops_its_stream_ends_reads_with_a_reset() {
     let err = client.write_all(b"hello?").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
     drop(client);
+    assert_clean_drops();
+}
+
+/// An echo client with 16 KiB rings (4 slots of 4 KiB: 4088 bytes each) writes 10 full
+/// messages and 1000 bytes, shuts down, then reads the echo. The server echoes one
+/// message at a time: it takes 6 (4 in the client's ring, 1 in its open slot, 1 waiting
+/// to be written back) and blocks writing; 4 more fill its ring, and the last 1000 bytes
+/// wait in the client's open slot for a credit the server returns only when it reads
+/// again. The shutdown queues the end behind them and returns; the client's reads let the
+/// server go on, and the bytes and the end arrive in order. Before, the shutdown waited
+/// for that credit, while the server waited for the client to read.
+#[test]
+fn shutdown_does_not_wait_for_an_echoing_peer_to_read() {
+    let config = StreamConfig::default().slots(4).slot_size(4096);
+    let (listener, addr) = listener(&config);
+    let server = thread::spawn(move || {
+        let mut stream = listener.accept().unwrap();
+        let mut buf = vec![0; 4088];
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            stream.write_all(&buf[..n]).unwrap();
+        }
+        stream.shutdown().unwrap();
+        // The stream drops next (abortively): the client has every byte first.
+        stream.flush().unwrap();
+    });
+    let data = pattern(9, 10 * 4088 + 1000);
+    let (done, finished) = mpsc::channel();
+    let sent = data.clone();
+    thread::spawn(move || {
+        let mut client = RdmaStream::connect_with(addr, &config).unwrap();
+        client.write_all(&sent).unwrap();
+        client.shutdown().unwrap();
+        let mut back = Vec::new();
+        client.read_to_end(&mut back).unwrap();
+        let _ = done.send(back);
+    });
+    let back = finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the echo client finished in time");
+    assert!(back == data, "the echo differs");
+    server.join().unwrap();
     assert_clean_drops();
 }
