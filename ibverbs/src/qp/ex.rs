@@ -119,9 +119,11 @@ impl<'env> WrBatch<'_, 'env> {
     /// The request is checked as [`QueuePair::post_send`] checks it, and against the
     /// operations the QP's extended API was created for (a memory window bind, which has no
     /// send op, is refused: [`WrError::NotInBatch`](crate::WrError::NotInBatch)); a refused
-    /// request ([`Error::Request`], with its index in the batch) is not added, and ending
-    /// the closure with the error (`?`) aborts the whole batch. The request's address
-    /// handle and entries are borrowed for `'env`: until the batch is posted.
+    /// request ([`Error::Request`], with its index in the batch) is not added, nor is one
+    /// past the send queue's depth (`max_send_wr`:
+    /// [`WrError::BatchFull`](crate::WrError::BatchFull)), and ending the closure with the
+    /// error (`?`) aborts the whole batch. The request's address handle and entries are
+    /// borrowed for `'env`: until the batch is posted.
     // Inlined into the caller, where the request was usually just built: its opcode and
     // flags are then known, the match below folds to one call and the request's unused
     // fields are never written.

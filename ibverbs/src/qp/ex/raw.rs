@@ -157,13 +157,18 @@ impl RawBatch<'_> {
     }
 
     /// Writes the request `p` into the send queue: its operation's `ibv_wr_*` call, then
-    /// `ibv_wr_set_ud_addr` for UD and the data's setter, and counts it.
+    /// `ibv_wr_set_ud_addr` for UD and the data's setter, and counts it; refused
+    /// ([`WrError::BatchFull`]) when the batch already holds as many requests as the send
+    /// queue (`max_send_wr`).
     ///
     /// # Safety
     /// `p` passed the limits' check (the fast or the exact one).
     #[inline(always)]
     unsafe fn start(&mut self, p: &SendParts<'_>) -> Result<()> {
         use ffi::ibv_wr_opcode as O;
+        if self.pushed >= self.limits.depth() as usize {
+            return Err(self.full());
+        }
         let qpx = self.qpx.as_ptr();
         // SAFETY: qpx is live and inside ibv_wr_start. The request passed the check, so its
         // operation is one the batch posts (enabled at creation, on the transport), and
@@ -220,6 +225,14 @@ impl RawBatch<'_> {
         }
         self.pushed += 1;
         Ok(())
+    }
+
+    /// The refusal of a push into a batch that holds as many requests as the send queue.
+    #[cold]
+    #[inline(never)]
+    fn full(&self) -> Error {
+        let depth = self.limits.depth();
+        refused(self.pushed, WrError::BatchFull { depth })
     }
 
     /// Requests pushed so far.

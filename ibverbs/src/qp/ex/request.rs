@@ -123,7 +123,7 @@ impl<'qp, 'env> WrBatch<'qp, 'env> {
 
     /// An atomic compare-and-swap (`ibv_wr_atomic_cmp_swp`), as
     /// [`SendRequest::compare_swap`](crate::SendRequest::compare_swap): `result` must be
-    /// 8 bytes.
+    /// 8 bytes, `remote.addr` 8-byte aligned.
     #[inline(always)]
     pub fn compare_swap<M: SgeMemory>(
         &mut self,
@@ -140,7 +140,8 @@ impl<'qp, 'env> WrBatch<'qp, 'env> {
     }
 
     /// An atomic fetch-and-add (`ibv_wr_atomic_fetch_add`), as
-    /// [`SendRequest::fetch_add`](crate::SendRequest::fetch_add): `result` must be 8 bytes.
+    /// [`SendRequest::fetch_add`](crate::SendRequest::fetch_add): `result` must be 8 bytes,
+    /// `remote.addr` 8-byte aligned.
     #[inline(always)]
     pub fn fetch_add<M: SgeMemory>(
         &mut self,
