@@ -234,9 +234,9 @@ fn atomics_off_8_byte_alignment_are_refused() {
         return;
     }
     let ops = SendOps::ATOMIC_CMP_AND_SWP | SendOps::ATOMIC_FETCH_AND_ADD;
-    let Pair {
-        pd, mut a, a_cq, ..
-    } = Pair::with(QpType::Rc, |b| b.send_ops(ops), |_| {});
+    // The whole pair is kept: the peer answers the atomics that are posted.
+    let mut p = Pair::with(QpType::Rc, |b| b.send_ops(ops), |_| {});
+    let (pd, a, a_cq) = (&p.pd, &mut p.a, &p.a_cq);
     let result_mr = pd.alloc_mr(8, ALL).unwrap();
     let target_mr = pd.alloc_mr(64, ALL).unwrap();
     let result = result_mr.sge(..).unwrap();
@@ -280,7 +280,7 @@ fn atomics_off_8_byte_alignment_are_refused() {
     let mut got = [0; 8];
     target_mr.read(8, &mut got).unwrap();
     assert_eq!(u64::from_ne_bytes(got), 18);
-    drop((result_mr, target_mr, a, a_cq, pd));
+    drop((result_mr, target_mr, p));
     assert_clean_drops();
 }
 
@@ -293,13 +293,12 @@ fn a_batch_holds_at_most_the_send_queue() {
     if !provider_has(Need::HandConnect) {
         return;
     }
-    let Pair {
-        pd, mut a, a_cq, ..
-    } = Pair::with(
+    let mut p = Pair::with(
         QpType::Rc,
         |b| b.max_send_wr(16).send_ops(SendOps::RDMA_WRITE),
         |_| {},
     );
+    let (pd, a, a_cq) = (&p.pd, &mut p.a, &p.a_cq);
     let depth = a.max_send_wr();
     assert!((16..200).contains(&depth), "{depth}");
     let buf = pd.alloc_mr(8, ALL).unwrap();
@@ -334,6 +333,6 @@ fn a_batch_holds_at_most_the_send_queue() {
         assert_eq!(poll_one(&a_cq).ok().unwrap().wr_id(), i);
     }
     assert_empty(&a_cq, "after the batch of the queue's depth");
-    drop((buf, a, a_cq, pd));
+    drop((buf, p));
     assert_clean_drops();
 }
