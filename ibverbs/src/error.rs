@@ -292,6 +292,14 @@ pub enum WrError {
         /// The remote address.
         addr: u64,
     },
+    /// A [`WrBatch`](crate::WrBatch) holds at most as many requests as its queue pair's
+    /// send queue (the granted `max_send_wr`): the provider would fail the whole batch when
+    /// it is posted (`ibv_wr_complete`, `ENOSPC` on rxe). The push past it is refused.
+    #[error("a batch holds at most the send queue's {depth} requests (max_send_wr)")]
+    BatchFull {
+        /// The send queue's granted depth, `max_send_wr`.
+        depth: u32,
+    },
     /// The queue pair's extended send API was not created for the operation.
     #[error("{opcode} is not among the queue pair's send_ops")]
     OpcodeNotEnabled {

@@ -25,7 +25,7 @@ use crate::ah::AddressHandle;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::types::WrOpcode;
-use crate::wr::limits::{inline_need, send_need, DEVICE_MEMORY};
+use crate::wr::limits::{inline_need, send_need, ATOMIC_ALIGN, DEVICE_MEMORY, SLOW};
 
 /// Memory of a peer: what it sends so that RDMA reads, writes and atomics can target it
 /// (`serde` serialisable with the `serde` feature).
@@ -194,12 +194,18 @@ impl<'a> SendRequest<'a> {
             swap,
             rkey: remote.rkey,
         };
+        if remote.addr % ATOMIC_ALIGN != 0 {
+            // The exact check refuses it (WrError::Misaligned).
+            wr.need |= SLOW;
+        }
         wr
     }
 
     /// An atomic compare-and-swap (`IBV_WR_ATOMIC_CMP_AND_SWP`) of the 8 bytes at
-    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (posting
-    /// refuses another length: [`WrError::AtomicResultSize`](crate::WrError)).
+    /// `remote.addr`, which must be 8-byte aligned (posting refuses another address:
+    /// [`WrError::Misaligned`](crate::WrError::Misaligned)); the original value lands in
+    /// `result`, which must be 8 bytes (posting refuses another length:
+    /// [`WrError::AtomicResultSize`](crate::WrError)).
     #[inline]
     pub fn compare_swap<M: SgeMemory>(
         wr_id: u64,
@@ -219,8 +225,8 @@ impl<'a> SendRequest<'a> {
     }
 
     /// An atomic fetch-and-add (`IBV_WR_ATOMIC_FETCH_AND_ADD`) on the 8 bytes at
-    /// `remote.addr`; the original value lands in `result`, which must be 8 bytes (as for
-    /// [`compare_swap`](Self::compare_swap)).
+    /// `remote.addr`, which must be 8-byte aligned; the original value lands in `result`,
+    /// which must be 8 bytes (both as for [`compare_swap`](Self::compare_swap)).
     #[inline]
     pub fn fetch_add<M: SgeMemory>(
         wr_id: u64,

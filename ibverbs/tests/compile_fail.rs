@@ -38,7 +38,8 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     // A `WrBatch` lives in its closure: no call returns one, and it cannot be moved out,
     // kept or swapped (the provider holds the send queue's lock while it is open); a
-    // `BatchRequest` borrows it, and its address handle until pushed.
+    // `BatchRequest` borrows it; what a pushed request refers to (address handle, the
+    // regions of its entries) is borrowed until the batch is posted, after the closure.
     (
         "batch",
         &[
@@ -48,6 +49,9 @@ const GROUPS: &[(&str, &[&str])] = &[
             "batch_swapped_between_qps",
             "batch_request_kept_past_closure",
             "batch_request_outlives_address_handle",
+            "batch_address_handle_dropped_after_push",
+            "batch_address_handle_made_inside",
+            "batch_region_dropped_after_push",
         ],
     ),
     // Polling: a `PollSession` lives in its closure as a batch does, its completions borrow

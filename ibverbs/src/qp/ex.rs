@@ -16,6 +16,13 @@
 //! returns an error or panics. The closure gets `&mut WrBatch`, which cannot be moved out,
 //! forgotten or swapped with another QP's batch.
 //!
+//! What a pushed request refers to (its address handle, the regions of its entries) is read
+//! by the provider until the batch is posted, at the end of the closure, not only during
+//! `push`. So a batch carries, as [`std::thread::scope`]'s scope does, a lifetime `'env`
+//! of the environment outside the closure, and a request pushed into it borrows its
+//! address handle and entries for `'env`: one made inside the closure cannot be pushed,
+//! and one made outside cannot be dropped inside it (inline data is copied at the push).
+//!
 //! The `ibv_wr_*` calls go through function pointers of `ibv_qp_ex` that the provider sets
 //! for the operations the QP was created with (rxe leaves the others null). So each is
 //! called only once two checks agree: when the QP is built, the extended view's check
@@ -32,15 +39,24 @@ mod request; // BatchRequest: a request made straight into a batch
 
 pub use request::BatchRequest;
 
+use std::marker::PhantomData;
+
 use crate::error::{Error, Result};
 use crate::qp::QueuePair;
 use crate::wr::SendRequest;
 use raw::RawBatch;
 
 /// A batch of requests on an extended QP, open inside [`QueuePair::batch`].
-pub struct WrBatch<'qp> {
+///
+/// `'qp` is the batch's borrow of its QP; `'env` the environment of the closure, for which
+/// every request pushed borrows its address handle and entries (the provider reads them
+/// until the batch is posted, after the closure).
+pub struct WrBatch<'qp, 'env> {
     /// The batch's calls (`ex/raw.rs`).
     raw: RawBatch<'qp>,
+    /// Invariant in `'env`, as [`std::thread::Scope`] is: the closure cannot shorten it to
+    /// a lifetime of its own.
+    env: PhantomData<&'env mut &'env ()>,
 }
 
 impl QueuePair {
@@ -50,6 +66,10 @@ impl QueuePair {
     /// (`ibv_wr_complete`, all or nothing), when it returns an error or panics the batch
     /// is aborted (`ibv_wr_abort`) and nothing is posted. Fails before calling `f` unless
     /// the QP was built with [`send_ops`](crate::QueuePairBuilder::send_ops).
+    ///
+    /// What a request refers to is borrowed for `'env`, which outlasts the call: the
+    /// address handles and the regions of the entries pushed are made before the batch
+    /// and dropped after it.
     ///
     /// ```no_run
     /// # fn f(mut qp: rdma_verbs::QueuePair, mr: rdma_verbs::MemoryRegion, peer: rdma_verbs::RemoteMemory) -> rdma_verbs::Result<()> {
@@ -62,13 +82,19 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     #[inline]
-    pub fn batch<R>(&mut self, f: impl FnOnce(&mut WrBatch<'_>) -> Result<R>) -> Result<R> {
+    pub fn batch<'env, R>(
+        &mut self,
+        f: impl FnOnce(&mut WrBatch<'_, 'env>) -> Result<R>,
+    ) -> Result<R> {
         // `&mut self` keeps other posts off the QP until the batch is completed or aborted,
         // which its owner (this frame) does on every path, unwinding included.
         let Some(raw) = self.raw.start_batch() else {
             return Err(no_send_ops());
         };
-        let mut batch = WrBatch { raw };
+        let mut batch = WrBatch {
+            raw,
+            env: PhantomData,
+        };
         let value = f(&mut batch)?;
         batch.raw.complete()?;
         Ok(value)
@@ -85,7 +111,7 @@ fn no_send_ops() -> Error {
     }
 }
 
-impl WrBatch<'_> {
+impl<'env> WrBatch<'_, 'env> {
     /// Adds `wr` to the batch (`ibv_wr_send`, `ibv_wr_rdma_write`, ... then
     /// `ibv_wr_set_ud_addr` for UD and `ibv_wr_set_sge_list` or, for inline requests,
     /// `ibv_wr_set_inline_data` / `ibv_wr_set_inline_data_list`).
@@ -93,13 +119,16 @@ impl WrBatch<'_> {
     /// The request is checked as [`QueuePair::post_send`] checks it, and against the
     /// operations the QP's extended API was created for (a memory window bind, which has no
     /// send op, is refused: [`WrError::NotInBatch`](crate::WrError::NotInBatch)); a refused
-    /// request ([`Error::Request`], with its index in the batch) is not added, and ending
-    /// the closure with the error (`?`) aborts the whole batch.
+    /// request ([`Error::Request`], with its index in the batch) is not added, nor is one
+    /// past the send queue's depth (`max_send_wr`:
+    /// [`WrError::BatchFull`](crate::WrError::BatchFull)), and ending the closure with the
+    /// error (`?`) aborts the whole batch. The request's address handle and entries are
+    /// borrowed for `'env`: until the batch is posted.
     // Inlined into the caller, where the request was usually just built: its opcode and
     // flags are then known, the match below folds to one call and the request's unused
     // fields are never written.
     #[inline(always)]
-    pub fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
+    pub fn push(&mut self, wr: &SendRequest<'env>) -> Result<()> {
         self.raw.push(wr)
     }
 

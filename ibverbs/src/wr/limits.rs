@@ -30,6 +30,8 @@ use crate::wr::{Limits, RecvRequest, SendParts, SendRequest, SgList};
 pub(crate) const MAX_MESSAGE: u64 = 1 << 31;
 /// The length of an atomic's result entry: the 8 bytes the atomic reads.
 const ATOMIC_RESULT: u64 = 8;
+/// The alignment of an atomic's remote address: the 8 bytes it reaches.
+pub(crate) const ATOMIC_ALIGN: u64 = 8;
 
 /// Set in a request's word when only the exact check can tell whether it fits; denied by
 /// every queue.
@@ -402,16 +404,18 @@ fn op_bits(mask: u32) -> u64 {
     u64::from(mask) | u64::from(mask & ops::INLINE) << 32
 }
 
-/// Whether an atomic write's remote address is 8-byte aligned (other requests always are).
+/// Whether an atomic's remote address (compare-and-swap, fetch-and-add, atomic write) is
+/// aligned to the 8 bytes it reaches, as the verbs require (other requests always are).
 #[inline(always)]
 fn aligned(p: &SendParts<'_>) -> bool {
-    p.opcode != ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE || p.remote_addr % 8 == 0
+    !has(ops::ATOMICS | ops::ATOMIC_WRITE, p.opcode.0) || p.remote_addr % ATOMIC_ALIGN == 0
 }
 
 /// Checks a send against the limits: its operation exists on the transport (and was
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
 /// 2^31 bytes or, inline, `max_inline_data` (from host memory only), an atomic's result is
-/// 8 bytes, and a UD send has an address handle of the QP's PD.
+/// 8 bytes and its remote address 8-byte aligned, and a UD send has an address handle of
+/// the QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
@@ -546,6 +550,48 @@ mod tests {
                     opcode: WrOpcode::Send
                 }
             );
+        }
+    }
+
+    /// An atomic to a remote address off 8-byte alignment fails the fast check and is
+    /// refused by the exact check, naming the address, on a QP and in a batch; an aligned
+    /// one takes the fast check.
+    #[test]
+    fn atomics_off_8_byte_alignment_are_refused() {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: 1,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        let post = SendLimits::new(QpType::Rc, &cap, std::ptr::null_mut());
+        let ops = SendOps::ATOMIC_CMP_AND_SWP | SendOps::ATOMIC_FETCH_AND_ADD;
+        let batch = post.clone().for_batch(ops);
+        let result = Sge::<HostMemory>::new(0x1000, 8, 1);
+        for limits in [post, batch] {
+            for addr in [0x2000, 0x2008, 0x2001, 0x2004, 0x200f] {
+                let remote = crate::wr::RemoteMemory::new(addr, 8, 2);
+                for (wr, opcode) in [
+                    (
+                        SendRequest::compare_swap(1, &result, remote, 0, 1),
+                        WrOpcode::CompareSwap,
+                    ),
+                    (
+                        SendRequest::fetch_add(2, &result, remote, 1),
+                        WrOpcode::FetchAdd,
+                    ),
+                ] {
+                    if addr % 8 == 0 {
+                        assert_eq!(wr.need() & limits.deny(), 0, "{addr:#x}");
+                        assert!(limits.fits(&wr));
+                    } else {
+                        assert_ne!(wr.need() & limits.deny(), 0, "{addr:#x}");
+                        assert!(!limits.fits(&wr));
+                        assert_eq!(limits.refusal(&wr), WrError::Misaligned { opcode, addr });
+                    }
+                }
+            }
         }
     }
 

@@ -94,9 +94,16 @@ pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, Qu
 /// be the first of its list.
 #[track_caller]
 pub fn refusal<E: Into<Error>>(got: Result<(), E>) -> WrError {
+    refusal_at(got, 0)
+}
+
+/// The reason of a request refused before the provider, which must be request `index` of
+/// its list or batch.
+#[track_caller]
+pub fn refusal_at<E: Into<Error>>(got: Result<(), E>, index: usize) -> WrError {
     match got.map_err(Into::into) {
-        Err(Error::Request { index: 0, reason }) => reason,
-        other => panic!("expected request 0 refused, got {other:?}"),
+        Err(Error::Request { index: i, reason }) if i == index => reason,
+        other => panic!("expected request {index} refused, got {other:?}"),
     }
 }
 

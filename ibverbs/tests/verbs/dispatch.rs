@@ -1,7 +1,8 @@
 //! What reaches a provider function: a batch's dispatch from opcode to `ibv_wr_*` call, a
 //! verb whose provider function is missing (`Error::Unsupported`, never a call through a
-//! null pointer), and inline data, which the provider copies with the CPU and so never
-//! takes from device memory.
+//! null pointer), inline data, which the provider copies with the CPU and so never takes
+//! from device memory, and what a batch refuses at `push` that the provider would refuse
+//! later: an atomic off 8-byte alignment, more requests than the send queue holds.
 
 use rdma_verbs_test_kit::{provider_has, Need};
 use std::ffi::c_int;
@@ -10,10 +11,10 @@ use rdma_verbs_test_kit::{assert_clean_drops, assert_empty};
 
 use rdma_verbs::{
     ffi, AccessFlags, AsRaw, Context, DeviceMemory, DmaBufRegion, Error, MwType, QpType,
-    RecvRequest, SendOps, SendRequest, Sge, WcOpcode, WorkCompletion, WrError, WrOpcode,
+    RecvRequest, SendOps, SendRequest, Sge, WcOpcode, WcStatus, WorkCompletion, WrError, WrOpcode,
 };
 
-use crate::common::{poll_one, refusal, Pair, ALL};
+use crate::common::{poll_one, refusal, refusal_at, Pair, ALL};
 
 /// A memory window bind pushed into a batch of a QP that enables sends. Its request was
 /// built as a send and then given the bind's opcode, so its requirement word was a send's:
@@ -219,5 +220,119 @@ fn inline_data_from_device_memory_is_refused() {
     dst.read(0, &mut got).unwrap();
     assert_eq!(got, [0x5a; 48]);
     drop((a, b, src, dst, pd));
+    assert_clean_drops();
+}
+
+/// Compare-and-swap and fetch-and-add to a remote address off 8-byte alignment were pushed
+/// into a batch (and posted by `post_send`), for the provider to fail or the peer to
+/// refuse; the verbs require the 8 bytes aligned, as for an atomic write. Refused at
+/// `push`, by the batch's methods and by `post_send`, naming the address; an aligned one
+/// still lands.
+#[test]
+fn atomics_off_8_byte_alignment_are_refused() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
+    let ops = SendOps::ATOMIC_CMP_AND_SWP | SendOps::ATOMIC_FETCH_AND_ADD;
+    // The whole pair is kept: the peer answers the atomics that are posted.
+    let mut p = Pair::with(QpType::Rc, |b| b.send_ops(ops), |_| {});
+    let (pd, a, a_cq) = (&p.pd, &mut p.a, &p.a_cq);
+    let result_mr = pd.alloc_mr(8, ALL).unwrap();
+    let target_mr = pd.alloc_mr(64, ALL).unwrap();
+    let result = result_mr.sge(..).unwrap();
+    for offset in [1, 4, 12, 63] {
+        let odd = target_mr.remote().slice(offset, 1).unwrap();
+        let misaligned = |opcode| WrError::Misaligned {
+            opcode,
+            addr: odd.addr,
+        };
+        let cas = SendRequest::compare_swap(1, &result, odd, 0, 1);
+        let faa = SendRequest::fetch_add(2, &result, odd, 1);
+        let (cas_error, faa_error) = (
+            misaligned(WrOpcode::CompareSwap),
+            misaligned(WrOpcode::FetchAdd),
+        );
+        assert_eq!(refusal(a.batch(|batch| batch.push(&cas))), cas_error);
+        assert_eq!(refusal(a.batch(|batch| batch.push(&faa))), faa_error);
+        let cas_built = a.batch(|batch| batch.compare_swap(3, &result, odd, 0, 1).push());
+        assert_eq!(refusal(cas_built), cas_error);
+        let faa_built = a.batch(|batch| batch.fetch_add(4, &result, odd, 1).push());
+        assert_eq!(refusal(faa_built), faa_error);
+        assert_eq!(refusal(a.post_send(&mut [cas])), cas_error);
+        assert_eq!(refusal(a.post_send(&mut [faa])), faa_error);
+    }
+    assert_empty(&a_cq, "after the refused atomics");
+    // Aligned, through each way: 5 + 6 + 7 = 18 lands at offset 8.
+    let aligned = target_mr.remote().slice(8, 8).unwrap();
+    a.batch(|batch| batch.fetch_add(5, &result, aligned, 5).signaled().push())
+        .unwrap();
+    a.batch(|batch| batch.push(&SendRequest::fetch_add(6, &result, aligned, 6).signaled()))
+        .unwrap();
+    a.post_send(&mut [SendRequest::fetch_add(7, &result, aligned, 7).signaled()])
+        .unwrap();
+    for id in 5..=7 {
+        let wc = poll_one(&a_cq);
+        assert_eq!(
+            (wc.wr_id(), wc.status(), wc.opcode()),
+            (id, WcStatus::SUCCESS, WcOpcode::FetchAdd)
+        );
+    }
+    let mut got = [0; 8];
+    target_mr.read(8, &mut got).unwrap();
+    assert_eq!(u64::from_ne_bytes(got), 18);
+    drop((result_mr, target_mr, p));
+    assert_clean_drops();
+}
+
+/// 200 requests pushed into a batch of a QP whose send queue holds 16 were all accepted,
+/// and the provider failed the whole batch at `ibv_wr_complete` (rxe: `ENOSPC`). The push
+/// past the granted `max_send_wr` is refused, naming it, by both ways of pushing, and the
+/// batch is aborted with nothing posted; a batch of exactly the depth is posted whole.
+#[test]
+fn a_batch_holds_at_most_the_send_queue() {
+    if !provider_has(Need::HandConnect) {
+        return;
+    }
+    let mut p = Pair::with(
+        QpType::Rc,
+        |b| b.max_send_wr(16).send_ops(SendOps::RDMA_WRITE),
+        |_| {},
+    );
+    let (pd, a, a_cq) = (&p.pd, &mut p.a, &p.a_cq);
+    let depth = a.max_send_wr();
+    assert!((16..200).contains(&depth), "{depth}");
+    let buf = pd.alloc_mr(8, ALL).unwrap();
+    let sge = [buf.sge(..).unwrap()];
+    let full = WrError::BatchFull { depth };
+    let pushed = a.batch(|batch| {
+        for i in 0..200 {
+            batch.push(&SendRequest::write(i, &sge, buf.remote()).signaled())?;
+        }
+        Ok(())
+    });
+    assert_eq!(refusal_at(pushed, depth as usize), full);
+    let built = a.batch(|batch| {
+        for i in 0..200 {
+            batch.write(i, &sge, buf.remote()).signaled().push()?;
+        }
+        Ok(())
+    });
+    assert_eq!(refusal_at(built, depth as usize), full);
+    assert_empty(&a_cq, "after the refused batches");
+    // Exactly the depth fits, and every request of it completes.
+    let n = a
+        .batch(|batch| {
+            for i in 0..u64::from(depth) {
+                batch.write(i, &sge, buf.remote()).signaled().push()?;
+            }
+            Ok(batch.len())
+        })
+        .unwrap();
+    assert_eq!(n, depth as usize);
+    for i in 0..u64::from(depth) {
+        assert_eq!(poll_one(&a_cq).ok().unwrap().wr_id(), i);
+    }
+    assert_empty(&a_cq, "after the batch of the queue's depth");
+    drop((buf, p));
     assert_clean_drops();
 }

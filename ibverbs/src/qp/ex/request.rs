@@ -17,24 +17,26 @@ use super::WrBatch;
 /// `ibv_wr_*` calls, in registers, and the check is the exact one with the operation known
 /// (`scripts/compare-peers 300` against [`WrBatch::push`] of a `SendRequest`: a batch of
 /// one RDMA write 232 instructions against 279, of 16 writes 2133 against 2364). One that
-/// is dropped without `push` adds nothing.
+/// is dropped without `push` adds nothing. Its entries and address handle are borrowed for
+/// the batch's `'env`, until the batch is posted (see [`WrBatch`]).
 #[must_use = "a batch request is added to the batch by push"]
-pub struct BatchRequest<'b, 'qp, 'a> {
+pub struct BatchRequest<'b, 'qp, 'env> {
     /// The batch, which [`push`](Self::push) adds the request to (`raw::push_request`).
-    pub(super) batch: &'b mut WrBatch<'qp>,
-    /// The request's parts, which borrow its list and address handle for `'a`.
-    pub(super) parts: SendParts<'a>,
+    pub(super) batch: &'b mut WrBatch<'qp, 'env>,
+    /// The request's parts, which borrow its list and address handle for the batch's
+    /// `'env`: until the batch is posted.
+    pub(super) parts: SendParts<'env>,
 }
 
-impl<'qp> WrBatch<'qp> {
+impl<'qp, 'env> WrBatch<'qp, 'env> {
     /// The request of `opcode` over `sges`.
     #[inline(always)]
-    fn request<'a, M: SgeMemory>(
+    fn request<M: SgeMemory>(
         &mut self,
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        sges: &'a [Sge<'a, M>],
-    ) -> BatchRequest<'_, 'qp, 'a> {
+        sges: &'env [Sge<'env, M>],
+    ) -> BatchRequest<'_, 'qp, 'env> {
         BatchRequest {
             batch: self,
             parts: SendParts::new(wr_id, opcode, sges),
@@ -43,13 +45,13 @@ impl<'qp> WrBatch<'qp> {
 
     /// The request of `opcode` over `sges` to `remote`.
     #[inline(always)]
-    fn remote_request<'a, M: SgeMemory>(
+    fn remote_request<M: SgeMemory>(
         &mut self,
         wr_id: u64,
         opcode: ffi::ibv_wr_opcode,
-        sges: &'a [Sge<'a, M>],
+        sges: &'env [Sge<'env, M>],
         remote: RemoteMemory,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let mut wr = self.request(wr_id, opcode, sges);
         wr.parts.remote_addr = remote.addr;
         wr.parts.rkey = remote.rkey;
@@ -58,23 +60,23 @@ impl<'qp> WrBatch<'qp> {
 
     /// A send (`ibv_wr_send`), as [`SendRequest::send`](crate::SendRequest::send).
     #[inline(always)]
-    pub fn send<'a, M: SgeMemory>(
+    pub fn send<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        sges: &'a [Sge<'a, M>],
-    ) -> BatchRequest<'_, 'qp, 'a> {
+        sges: &'env [Sge<'env, M>],
+    ) -> BatchRequest<'_, 'qp, 'env> {
         self.request(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND, sges)
     }
 
     /// A send with immediate data given in host order (`ibv_wr_send_imm`), as
     /// [`SendRequest::send_with_imm`](crate::SendRequest::send_with_imm).
     #[inline(always)]
-    pub fn send_with_imm<'a, M: SgeMemory>(
+    pub fn send_with_imm<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        sges: &'a [Sge<'a, M>],
+        sges: &'env [Sge<'env, M>],
         imm: u32,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let mut wr = self.request(wr_id, ffi::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, sges);
         wr.parts.imm = imm.to_be();
         wr
@@ -83,25 +85,25 @@ impl<'qp> WrBatch<'qp> {
     /// An RDMA write (`ibv_wr_rdma_write`), as
     /// [`SendRequest::write`](crate::SendRequest::write).
     #[inline(always)]
-    pub fn write<'a, M: SgeMemory>(
+    pub fn write<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        sges: &'a [Sge<'a, M>],
+        sges: &'env [Sge<'env, M>],
         remote: RemoteMemory,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         self.remote_request(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE, sges, remote)
     }
 
     /// An RDMA write with immediate data given in host order (`ibv_wr_rdma_write_imm`), as
     /// [`SendRequest::write_with_imm`](crate::SendRequest::write_with_imm).
     #[inline(always)]
-    pub fn write_with_imm<'a, M: SgeMemory>(
+    pub fn write_with_imm<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        sges: &'a [Sge<'a, M>],
+        sges: &'env [Sge<'env, M>],
         remote: RemoteMemory,
         imm: u32,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let opcode = ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
         let mut wr = self.remote_request(wr_id, opcode, sges, remote);
         wr.parts.imm = imm.to_be();
@@ -110,27 +112,27 @@ impl<'qp> WrBatch<'qp> {
 
     /// An RDMA read (`ibv_wr_rdma_read`), as [`SendRequest::read`](crate::SendRequest::read).
     #[inline(always)]
-    pub fn read<'a, M: SgeMemory>(
+    pub fn read<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        sges: &'a [Sge<'a, M>],
+        sges: &'env [Sge<'env, M>],
         remote: RemoteMemory,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         self.remote_request(wr_id, ffi::ibv_wr_opcode::IBV_WR_RDMA_READ, sges, remote)
     }
 
     /// An atomic compare-and-swap (`ibv_wr_atomic_cmp_swp`), as
     /// [`SendRequest::compare_swap`](crate::SendRequest::compare_swap): `result` must be
-    /// 8 bytes.
+    /// 8 bytes, `remote.addr` 8-byte aligned.
     #[inline(always)]
-    pub fn compare_swap<'a, M: SgeMemory>(
+    pub fn compare_swap<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        result: &'a Sge<'a, M>,
+        result: &'env Sge<'env, M>,
         remote: RemoteMemory,
         compare: u64,
         swap: u64,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let opcode = ffi::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP;
         let mut wr = self.remote_request(wr_id, opcode, std::slice::from_ref(result), remote);
         (wr.parts.compare_add, wr.parts.swap) = (compare, swap);
@@ -138,15 +140,16 @@ impl<'qp> WrBatch<'qp> {
     }
 
     /// An atomic fetch-and-add (`ibv_wr_atomic_fetch_add`), as
-    /// [`SendRequest::fetch_add`](crate::SendRequest::fetch_add): `result` must be 8 bytes.
+    /// [`SendRequest::fetch_add`](crate::SendRequest::fetch_add): `result` must be 8 bytes,
+    /// `remote.addr` 8-byte aligned.
     #[inline(always)]
-    pub fn fetch_add<'a, M: SgeMemory>(
+    pub fn fetch_add<M: SgeMemory>(
         &mut self,
         wr_id: u64,
-        result: &'a Sge<'a, M>,
+        result: &'env Sge<'env, M>,
         remote: RemoteMemory,
         add: u64,
-    ) -> BatchRequest<'_, 'qp, 'a> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let opcode = ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD;
         let mut wr = self.remote_request(wr_id, opcode, std::slice::from_ref(result), remote);
         wr.parts.compare_add = add;
@@ -162,7 +165,7 @@ impl<'qp> WrBatch<'qp> {
         wr_id: u64,
         remote: RemoteMemory,
         value: [u8; 8],
-    ) -> BatchRequest<'_, 'qp, 'static> {
+    ) -> BatchRequest<'_, 'qp, 'env> {
         let opcode = ffi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE;
         let mut wr = self.remote_request(wr_id, opcode, NO_ENTRIES, remote);
         wr.parts.compare_add = u64::from_ne_bytes(value);
@@ -173,7 +176,7 @@ impl<'qp> WrBatch<'qp> {
 /// The list of a request that has none.
 const NO_ENTRIES: &[Sge<'static>] = &[];
 
-impl<'a> BatchRequest<'_, '_, 'a> {
+impl<'env> BatchRequest<'_, '_, 'env> {
     #[inline(always)]
     fn flag(mut self, flag: ffi::ibv_send_flags) -> Self {
         self.parts.flags |= flag.0;
@@ -209,9 +212,10 @@ impl<'a> BatchRequest<'_, '_, 'a> {
 
     /// Addresses a UD send (`ibv_wr_set_ud_addr`): the address handle, remote QP number
     /// and Q_Key. A send on a UD QP needs it (pushing checks that it was called, with a
-    /// handle of the QP's PD); on RC and UC QPs it is ignored.
+    /// handle of the QP's PD); on RC and UC QPs it is ignored. The handle is borrowed for
+    /// the batch's `'env`: the provider reads it until the batch is posted.
     #[inline(always)]
-    pub fn ud(mut self, ah: &'a AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
+    pub fn ud(mut self, ah: &'env AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
         self.parts.set_ud(ah, remote_qpn, remote_qkey);
         self
     }

@@ -1,10 +1,11 @@
 //! The posting path's soundness rules (rule 4 of `rdma_verbs::docs::soundness`, the batch's
 //! closure and the typed QP states), one named test per hazard, and a property test that
 //! posts random requests to real queue pairs of every transport, through `post_send`,
-//! `WrBatch::push` and the batch's `BatchRequest`s: every refused request gets the typed
-//! error an independent model of the limits predicts, every accepted one completes (or
-//! fails in the provider with a typed error), and the process neither dies nor hangs. Runs
-//! on a device (rxe in CI) through `scripts/with-rdma`.
+//! `WrBatch::push` and the batch's `BatchRequest`s (once, or once more than the send queue
+//! holds): every refused request gets the typed error an independent model of the limits
+//! (`model.rs`) predicts, every accepted one completes (or fails in the provider with a
+//! typed error), and the process neither dies nor hangs. Runs on a device (rxe in CI)
+//! through `scripts/with-rdma`.
 //!
 //! What the compiler rejects (a forgotten batch, a raw `modify` without `unsafe`) is pinned
 //! by the cases of `tests/compile_fail/` (`tests/compile_fail.rs`).
@@ -21,6 +22,10 @@ use rdma_verbs::{
 };
 
 use rdma_verbs_test_kit::{assert_clean_drops, open, poll_one, poll_within, ALL};
+
+mod model; // the property test's model of the rules
+
+use model::{expected, spec, Granted, Spec, Way, HUGE};
 
 /// Asserts that `cq` stays empty for a moment.
 fn assert_empty(cq: &CompletionQueue) {
@@ -433,7 +438,7 @@ fn the_state_agrees_with_the_type() {
     assert_clean_drops();
 }
 
-// The property test.
+// The property test (the model of the rules: `soundness/model.rs`).
 
 /// `cases` cases unless `PROPTEST_CASES` says otherwise; no failure files.
 fn config(cases: u32) -> Config {
@@ -446,154 +451,6 @@ fn config(cases: u32) -> Config {
         failure_persistence: None,
         ..Config::default()
     }
-}
-
-const OPCODES: [WrOpcode; 7] = [
-    WrOpcode::Send,
-    WrOpcode::SendWithImm,
-    WrOpcode::RdmaWrite,
-    WrOpcode::RdmaWriteWithImm,
-    WrOpcode::RdmaRead,
-    WrOpcode::CompareSwap,
-    WrOpcode::FetchAdd,
-];
-
-/// Entry lengths: small ones, and one far over any inline limit (only posted inline).
-const LENGTHS: [u32; 7] = [0, 1, 7, 8, 64, 1000, 4096];
-const HUGE: u32 = 1 << 24;
-
-/// One random request.
-#[derive(Clone, Debug)]
-struct Spec {
-    qp_type: QpType,
-    opcode: WrOpcode,
-    lengths: Vec<u32>,
-    inline: bool,
-    addressed: bool,
-    remote_offset: u64,
-    way: Way,
-}
-
-/// How a request is posted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Way {
-    /// `post_send` of a `SendRequest`.
-    PostSend,
-    /// `WrBatch::push` of a `SendRequest`.
-    Push,
-    /// A `BatchRequest` of the batch's method for the operation.
-    Builder,
-}
-
-fn spec() -> impl Strategy<Value = Spec> {
-    let qp_type = prop_oneof![Just(QpType::Rc), Just(QpType::Uc), Just(QpType::Ud)];
-    let length = prop_oneof![
-        20 => prop::sample::select(&LENGTHS[..]),
-        1 => Just(HUGE),
-    ];
-    (
-        qp_type,
-        prop::sample::select(&OPCODES[..]),
-        prop::collection::vec(length, 0..=6),
-        any::<bool>(),
-        prop::bool::weighted(0.8),
-        prop_oneof![9 => (0u64..1024).prop_map(|o| o * 8), 1 => 0u64..8192],
-        prop_oneof![Just(Way::PostSend), Just(Way::Push), Just(Way::Builder)],
-    )
-        .prop_map(
-            |(qp_type, opcode, mut lengths, inline, addressed, remote_offset, way)| {
-                if matches!(opcode, WrOpcode::CompareSwap | WrOpcode::FetchAdd) {
-                    // An atomic has exactly one (result) entry.
-                    lengths.truncate(1);
-                    if lengths.is_empty() {
-                        lengths.push(8);
-                    }
-                }
-                if !inline {
-                    // Huge entries only where they are refused: never moved under emulation.
-                    for l in &mut lengths {
-                        if *l == HUGE {
-                            *l = 64;
-                        }
-                    }
-                }
-                Spec {
-                    qp_type,
-                    opcode,
-                    lengths,
-                    inline,
-                    addressed,
-                    remote_offset,
-                    way,
-                }
-            },
-        )
-}
-
-/// What the crate must answer, worked out from the rules (not from its code): the
-/// transport's operations, the batch's enabled operations, inline only on sends and writes,
-/// the granted entry count, the granted inline size, 2^31, an atomic's 8-byte result, and a
-/// UD address.
-fn expected(spec: &Spec, max_sge: u32, max_inline: u32) -> Result<(), WrError> {
-    use WrOpcode as O;
-    let opcode = spec.opcode;
-    let on_transport = match spec.qp_type {
-        QpType::Rc => true,
-        QpType::Uc => matches!(
-            opcode,
-            O::Send | O::SendWithImm | O::RdmaWrite | O::RdmaWriteWithImm
-        ),
-        QpType::Ud => matches!(opcode, O::Send | O::SendWithImm),
-    };
-    if !on_transport {
-        return Err(WrError::OpcodeNotSupported {
-            opcode,
-            qp_type: spec.qp_type,
-        });
-    }
-    let enabled = send_ops(spec.qp_type).contains(opcode.send_op().unwrap());
-    if spec.way != Way::PostSend && !enabled {
-        return Err(WrError::OpcodeNotEnabled { opcode });
-    }
-    if spec.inline
-        && !matches!(
-            opcode,
-            O::Send | O::SendWithImm | O::RdmaWrite | O::RdmaWriteWithImm
-        )
-    {
-        return Err(WrError::InlineNotSupported { opcode });
-    }
-    let n = spec.lengths.len() as u32;
-    if n > max_sge {
-        return Err(WrError::TooManySge {
-            requested: n,
-            max: max_sge,
-        });
-    }
-    let total: u64 = spec.lengths.iter().map(|&l| u64::from(l)).sum();
-    if spec.inline && total > u64::from(max_inline) {
-        return Err(WrError::InlineTooLarge {
-            total,
-            max: max_inline,
-        });
-    }
-    if total > 1 << 31 {
-        return Err(WrError::MessageTooLong {
-            total,
-            max: 1 << 31,
-        });
-    }
-    if matches!(opcode, O::CompareSwap | O::FetchAdd) && total != 8 {
-        return Err(WrError::AtomicResultSize {
-            opcode,
-            len: total,
-            required: 8,
-        });
-    }
-    if spec.qp_type == QpType::Ud && !spec.addressed {
-        return Err(WrError::MissingAddressHandle);
-    }
-    Ok(())
 }
 
 /// Everything the property posts with: a pair per transport (rebuilt after an error), and
@@ -646,8 +503,11 @@ impl Bench {
             p.b.post_recv(&mut [RecvRequest::new(0, &rsge)]).unwrap();
             *posted_recvs += 1;
         }
-        let (max_sge, max_inline) = (p.a.max_send_sge(), p.a.max_inline_data());
-        let want = expected(spec, max_sge, max_inline);
+        let granted = Granted {
+            max_sge: p.a.max_send_sge(),
+            max_inline: p.a.max_inline_data(),
+            depth: p.a.max_send_wr(),
+        };
 
         let mut offset = 0;
         let sges: Vec<Sge<'_>> = spec
@@ -671,6 +531,9 @@ impl Bench {
             .remote()
             .slice(spec.remote_offset.min(room), span)
             .unwrap();
+        let want = expected(spec, &granted, remote.addr);
+        // A batch pushes the request once, or once more than the send queue holds.
+        let pushes = if spec.overfill { granted.depth + 1 } else { 1 };
         let mut wr = match spec.opcode {
             WrOpcode::Send => SendRequest::send(1, &sges),
             WrOpcode::SendWithImm => SendRequest::send_with_imm(1, &sges, 7),
@@ -691,39 +554,42 @@ impl Bench {
         }
         let got = match spec.way {
             Way::PostSend => p.a.post_send(&mut [wr]).map_err(Error::from),
-            Way::Push => p.a.batch(|batch| batch.push(&wr)),
+            Way::Push => {
+                p.a.batch(|batch| (0..pushes).try_for_each(|_| batch.push(&wr)))
+            }
             Way::Builder => p.a.batch(|batch| {
-                let wr = match spec.opcode {
-                    WrOpcode::Send => batch.send(1, &sges),
-                    WrOpcode::SendWithImm => batch.send_with_imm(1, &sges, 7),
-                    WrOpcode::RdmaWrite => batch.write(1, &sges, remote),
-                    WrOpcode::RdmaWriteWithImm => batch.write_with_imm(1, &sges, remote, 7),
-                    WrOpcode::RdmaRead => batch.read(1, &sges, remote),
-                    WrOpcode::CompareSwap => batch.compare_swap(1, &sges[0], remote, 0, 1),
-                    _ => batch.fetch_add(1, &sges[0], remote, 1),
-                }
-                .signaled();
-                let wr = if spec.inline { wr.inline() } else { wr };
-                match (&p.ah, spec.addressed) {
-                    (Some(ah), true) => wr.ud(ah, p.b.qp_num(), DEFAULT_QKEY).push(),
-                    _ => wr.push(),
-                }
+                (0..pushes).try_for_each(|_| {
+                    let wr = match spec.opcode {
+                        WrOpcode::Send => batch.send(1, &sges),
+                        WrOpcode::SendWithImm => batch.send_with_imm(1, &sges, 7),
+                        WrOpcode::RdmaWrite => batch.write(1, &sges, remote),
+                        WrOpcode::RdmaWriteWithImm => batch.write_with_imm(1, &sges, remote, 7),
+                        WrOpcode::RdmaRead => batch.read(1, &sges, remote),
+                        WrOpcode::CompareSwap => batch.compare_swap(1, &sges[0], remote, 0, 1),
+                        _ => batch.fetch_add(1, &sges[0], remote, 1),
+                    }
+                    .signaled();
+                    let wr = if spec.inline { wr.inline() } else { wr };
+                    match (&p.ah, spec.addressed) {
+                        (Some(ah), true) => wr.ud(ah, p.b.qp_num(), DEFAULT_QKEY).push(),
+                        _ => wr.push(),
+                    }
+                })
             }),
         };
 
         let mut hung = None;
         let broken = match (got, want) {
-            (Err(Error::Request { index: 0, reason }), Err(want)) => {
-                prop_assert_eq!(reason, want);
+            (Err(Error::Request { index, reason }), Err(want)) => {
+                prop_assert_eq!((index, reason), want);
                 false
             }
-            (got, Err(want)) => {
+            (got, Err((index, want))) => {
                 return Err(TestCaseError::fail(format!(
-                    "expected a refusal ({want}), got {got:?}"
+                    "expected request {index} refused ({want}), got {got:?}"
                 )))
             }
-            // The provider may still refuse what the rules allow (rxe: an unaligned atomic
-            // target), with a typed error.
+            // The provider may still refuse what the rules allow, with a typed error.
             (Err(Error::Post { .. } | Error::Verb { .. }), Ok(())) => true,
             (Err(other), Ok(())) => {
                 return Err(TestCaseError::fail(format!("unexpected error {other:?}")))
