@@ -369,9 +369,13 @@ impl RawCmId {
     /// `rdma_disconnect`.
     pub(crate) fn disconnect(&self) -> Result<()> {
         // SAFETY: the id is live.
-        check("rdma_disconnect", unsafe {
-            cm::rdma_disconnect(self.ptr())
-        })
+        let rc = unsafe { cm::rdma_disconnect(self.ptr()) };
+        if let Some(qp) = self.qp() {
+            // librdmacm moves the QP out of RTS first (to ERROR, or SQD on iWARP), so even
+            // a failed call may have: the QP takes no more posts on siw.
+            qp.mark_disconnected();
+        }
+        check("rdma_disconnect", rc)
     }
 
     /// `rdma_notify` of `event`.
