@@ -234,6 +234,13 @@ impl QueuePair {
         self.raw.transition(attr, mask)
     }
 
+    /// Records that the QP's CM id disconnected, which moved the QP out of RTS for good
+    /// (see [`post_send`](Self::post_send) on siw).
+    #[cfg(feature = "cm")]
+    pub(crate) fn mark_disconnected(&self) {
+        self.raw.mark_stopped();
+    }
+
     /// Moves the QP to ERROR, which flushes every outstanding request.
     pub fn to_error(&self) -> Result<()> {
         let mut attr = ffi::ibv_qp_attr {
@@ -251,6 +258,16 @@ impl QueuePair {
     /// [`Error::QueueFull`] when the send queue is full, [`Error::Unsupported`] when it has
     /// no `post_send` (or no support for the first request's operation: nothing was
     /// posted), else [`Error::Post`].
+    ///
+    /// On siw, whose provider never completes a request posted on a QP in ERROR or
+    /// disconnected (the kernel flushed its queue once, at the move), a post (send or
+    /// receive) on a QP this process moved to ERROR ([`to_error`](Self::to_error),
+    /// [`modify`](Self::modify)) or whose CM id it disconnected
+    /// ([`CmId::disconnect`](crate::cm::CmId::disconnect)) is refused with
+    /// [`Error::Unsupported`], nothing posted. siw's `ibv_query_qp` reports no state, so a
+    /// QP the kernel stopped by itself (the peer's disconnect, a failed request) is not
+    /// known: on siw, answer a `Disconnected` event with `disconnect` (or `to_error`)
+    /// before posting again, and give a wait for a completion there a deadline.
     ///
     /// [`Error::Request`]: crate::Error::Request
     /// [`Error::QueueFull`]: crate::Error::QueueFull

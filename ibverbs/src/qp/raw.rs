@@ -121,6 +121,12 @@ pub(super) struct RawQp {
     /// `tokio::AsyncQp` wraps only a QP without one, so that every completion with its number
     /// is of a request it posted.
     posted: AtomicBool,
+    /// Whether a post on the QP once [`stopped`](Self::stopped) is refused: on siw
+    /// ([`completes_no_post_once_stopped`]), where a request posted then never completes.
+    refuse_once_stopped: bool,
+    /// Whether the crate moved the QP to ERROR or disconnected its CM id (a QP never
+    /// leaves those: the typed transitions and `modify`'s contract go no way back).
+    stopped: AtomicBool,
     // Dropped after the QP is destroyed (fields drop after Drop::drop).
     pd: ProtectionDomain,
     _send_cq: Arc<CqInner>,
@@ -193,6 +199,8 @@ impl RawQp {
             recv,
             ex: None,
             posted: AtomicBool::new(false),
+            refuse_once_stopped: completes_no_post_once_stopped(ctx),
+            stopped: AtomicBool::new(false),
             pd: init.pd.clone(),
             _send_cq: Arc::clone(init.send_cq.inner()),
             _recv_cq: Arc::clone(init.recv_cq.inner()),
@@ -243,6 +251,22 @@ impl RawQp {
         self.posted.store(true, Ordering::Relaxed);
     }
 
+    /// Records that the QP went to ERROR, or that its CM id disconnected (which moves it to
+    /// ERROR or, on iWARP, to SQD and on to ERROR): see [`check_running`](Self::check_running).
+    pub(super) fn mark_stopped(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Refuses a post on a QP the crate stopped, where the provider would never complete it
+    /// (see [`completes_no_post_once_stopped`]).
+    #[inline(always)]
+    fn check_running(&self) -> Result<(), PostError> {
+        if self.refuse_once_stopped && self.stopped.load(Ordering::Relaxed) {
+            return Err(refused_once_stopped());
+        }
+        Ok(())
+    }
+
     /// Whether a request was ever posted on the QP.
     #[cfg(feature = "tokio")]
     pub(super) fn has_posted(&self) -> bool {
@@ -263,15 +287,15 @@ impl RawQp {
     ) -> Result<()> {
         // SAFETY: the QP is live and attr is initialised.
         let rc = unsafe { ffi::ibv_modify_qp(self.ptr(), attr, mask.0 as i32) };
+        let to_state = mask.0 & ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 != 0;
+        if rc == 0 && to_state && attr.qp_state == ffi::ibv_qp_state::IBV_QPS_ERR {
+            self.mark_stopped();
+        }
         match check("ibv_modify_qp", rc) {
-            Err(Error::Verb { source, .. })
-                if mask.0 & ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 != 0 =>
-            {
-                Err(Error::Transition {
-                    to: QpState::from_raw(attr.qp_state),
-                    source,
-                })
-            }
+            Err(Error::Verb { source, .. }) if to_state => Err(Error::Transition {
+                to: QpState::from_raw(attr.qp_state),
+                source,
+            }),
             other => other,
         }
     }
@@ -318,6 +342,7 @@ impl RawQp {
     #[inline]
     pub(super) fn post_send(&self, wrs: &mut [SendRequest<'_>]) -> Result<(), PostError> {
         self.mark_posted();
+        self.check_running()?;
         let queue = || ("ibv_post_send", self.send_limits.depth());
         post_list(wrs, &self.send_limits, queue, |head, bad| {
             // SAFETY: the QP is live; post_list hands over the list it linked of requests
@@ -337,6 +362,36 @@ impl RawQp {
         self.posted.store(true, Ordering::Relaxed);
         Some(ex.start())
     }
+}
+
+/// siw's `vendor_id` (`SIW_VENDOR_ID`, "bmt", in Linux's `drivers/infiniband/sw/siw/siw.h`).
+const SIW_VENDOR_ID: u32 = 0x62_6d74;
+
+/// Whether `ctx` is a siw device, which never completes a request posted on a QP in ERROR
+/// or disconnected: its provider writes the request into the queue it shares with the
+/// kernel, which flushed that queue once, at the move to ERROR, and whose `siw_post_send`
+/// in ERROR flushes only the requests the call itself carries (none for a user QP); out of
+/// RTS it fails the call, but the request stays in the queue and the provider rings no
+/// doorbell for the next ones, which then return success (Linux 6.1, `siw_verbs.c`,
+/// `siw_qp.c`, rdma-core's `providers/siw`); receives are written with no call at all.
+/// siw's `ibv_query_qp` reports no state (always RESET), so the crate refuses the posts on
+/// a QP it stopped itself.
+fn completes_no_post_once_stopped(ctx: &crate::Context) -> bool {
+    ctx.is_iwarp()
+        && ctx
+            .device_limits()
+            .is_ok_and(|attr| attr.vendor_id == SIW_VENDOR_ID)
+}
+
+/// The error of a post on a siw QP the crate stopped ([`RawQp::check_running`]).
+#[cold]
+#[inline(never)]
+fn refused_once_stopped() -> PostError {
+    PostError::from(Error::Unsupported {
+        what: "posting on a siw queue pair moved to ERROR or disconnected",
+        missing: "a completion of requests posted then: siw completes none of them (they \
+                  sit in its queue until the QP is destroyed)",
+    })
 }
 
 /// The signature of `ibv_context_ops::post_recv`.
@@ -387,6 +442,7 @@ impl RawQp {
     #[inline]
     pub(super) fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         self.mark_posted();
+        self.check_running()?;
         // Only the QP is kept across the provider call, in the frame next to `bad`.
         let mut frame = Frame::<ffi::ibv_recv_wr, _>::new(self);
         if let [one] = wrs {

@@ -160,7 +160,8 @@ impl RdmaStream {
                 return done;
             }
             if let Err(e) = self.wait() {
-                self.rings.fail(format!("waiting for the connection: {e}"));
+                self.rings
+                    .fail_locally(format!("waiting for the connection: {e}"));
             }
         }
     }

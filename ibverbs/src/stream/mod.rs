@@ -75,7 +75,10 @@
 //! ([`StreamConfig::keepalive`]): a zero-length RDMA write, which the peer's HCA
 //! acknowledges without its software (no receive, no credit, nothing for the peer's reader).
 //! A vanished host fails the probe the same way, so every wait ends within the interval
-//! plus the retries.
+//! plus the retries. A wait of this side's own that fails (polling its CQ or its CM
+//! channel; for the tokio form, as its runtime was dropped) breaks the stream with an
+//! error of kind `Other` naming it, as tokio's own sockets do for a runtime gone: never a
+//! peer's kind.
 
 mod blocking;
 pub(crate) mod ring;

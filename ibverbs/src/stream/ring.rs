@@ -44,9 +44,21 @@ enum Fin {
 /// Why the stream no longer moves bytes.
 #[derive(Debug)]
 struct Broken {
-    /// The peer broke the protocol (`InvalidData`), rather than the connection ending.
-    protocol: bool,
+    cause: Cause,
     why: String,
+}
+
+/// Whose the cause of a [`Broken`] stream is, which decides its errors' kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// The connection ended (a request failed or was flushed): `ConnectionReset` on reads,
+    /// `BrokenPipe` on writes.
+    Connection,
+    /// The peer broke the protocol: `InvalidData`.
+    Protocol,
+    /// This side's wait failed (its CQ, its CM channel or its timer; with tokio, a runtime
+    /// dropped or shutting down): `Other`, as tokio's own sockets give for a runtime gone.
+    Local,
 }
 
 /// What a read or write found.
@@ -164,12 +176,21 @@ impl Rings {
         self.peer_closed = true;
     }
 
-    /// Breaks the stream for a reason of this side's (the owner's CQ or CM failed).
+    /// Breaks the stream as the connection ended: a request failed or was flushed, or
+    /// could not be posted.
     pub(crate) fn fail(&mut self, why: String) {
-        self.broken.get_or_insert(Broken {
-            protocol: false,
-            why,
-        });
+        self.break_for(Cause::Connection, why);
+    }
+
+    /// Breaks the stream for a reason of this side's: the owner's wait for its CQ, its CM
+    /// channel or its timer failed (with tokio, as the runtime was dropped).
+    pub(crate) fn fail_locally(&mut self, why: String) {
+        self.break_for(Cause::Local, why);
+    }
+
+    /// Breaks the stream for `cause`, unless it broke before (the first cause stays).
+    fn break_for(&mut self, cause: Cause, why: String) {
+        self.broken.get_or_insert(Broken { cause, why });
     }
 
     fn violation(&mut self, qp: &QueuePair, why: String) {
@@ -177,10 +198,10 @@ impl Rings {
             // Stops the peer's messages; what was posted is flushed.
             let _ = qp.to_error();
         }
-        self.broken.get_or_insert(Broken {
-            protocol: true,
-            why: format!("the peer broke the stream protocol: {why}"),
-        });
+        self.break_for(
+            Cause::Protocol,
+            format!("the peer broke the stream protocol: {why}"),
+        );
     }
 
     /// Whether nothing more can arrive: reads end with what is queued.
@@ -190,8 +211,14 @@ impl Rings {
 
     fn error(&self, kind: io::ErrorKind) -> io::Error {
         match &self.broken {
-            Some(b) if b.protocol => io::Error::new(io::ErrorKind::InvalidData, b.why.clone()),
-            Some(b) => io::Error::new(kind, b.why.clone()),
+            Some(b) => {
+                let kind = match b.cause {
+                    Cause::Connection => kind,
+                    Cause::Protocol => io::ErrorKind::InvalidData,
+                    Cause::Local => io::ErrorKind::Other,
+                };
+                io::Error::new(kind, b.why.clone())
+            }
             None => io::Error::new(kind, "the peer closed the connection"),
         }
     }

@@ -166,7 +166,7 @@ impl RdmaStream {
             }
             Poll::Ready(Err(e)) => {
                 self.rings
-                    .fail(format!("polling the completion queue: {e}"));
+                    .fail_locally(format!("polling the completion queue: {e}"));
                 return Poll::Ready(());
             }
             Poll::Pending => {}
@@ -180,7 +180,9 @@ impl RdmaStream {
                 match ticker.poll_tick(&mut cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok(())) => self.rings.keepalive(qp(self.id.id())),
-                    Poll::Ready(Err(e)) => self.rings.fail(format!("the keepalive timer: {e}")),
+                    Poll::Ready(Err(e)) => {
+                        self.rings.fail_locally(format!("the keepalive timer: {e}"))
+                    }
                 }
                 Poll::Ready(())
             }
@@ -195,7 +197,7 @@ impl RdmaStream {
             }
             Poll::Ready(Err(e)) => {
                 self.rings
-                    .fail(format!("waiting for the connection's events: {e}"));
+                    .fail_locally(format!("waiting for the connection's events: {e}"));
                 Poll::Ready(())
             }
         }
@@ -205,7 +207,7 @@ impl RdmaStream {
     fn drain(&mut self) {
         if let Err(e) = self.rings.drain(self.cq.cq(), qp(self.id.id())) {
             self.rings
-                .fail(format!("polling the completion queue: {e}"));
+                .fail_locally(format!("polling the completion queue: {e}"));
         }
     }
 

@@ -11,8 +11,8 @@ use crate::wr::ColdBox;
 /// [`QueuePair::post_recv`](crate::QueuePair::post_recv) or
 /// [`SharedReceiveQueue::post_recv`](crate::SharedReceiveQueue::post_recv) failed: an
 /// [`Error::Request`] (refused before posting), an [`Error::QueueFull`], an
-/// [`Error::Unsupported`] (the provider has no post function: nothing was posted) or an
-/// [`Error::Post`] (the provider failed).
+/// [`Error::Unsupported`] (the provider has no post function, or, on siw, the QP is in
+/// ERROR: nothing was posted) or an [`Error::Post`] (the provider failed).
 ///
 /// It is the [`Error`] boxed: it dereferences to it, [`into_inner`](Self::into_inner)
 /// unboxes it, and `?` converts it in a function returning [`Result`](crate::Result).

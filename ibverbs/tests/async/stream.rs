@@ -236,6 +236,38 @@ async fn a_peer_that_drops_its_stream_ends_reads_and_writes_with_errors() {
     assert_clean_drops();
 }
 
+/// A stream whose runtime was dropped fails its reads and writes in another runtime with
+/// `Other` naming the runtime shut down (as tokio's own sockets do), never with a peer's
+/// `ConnectionReset` or `BrokenPipe`: the peer is still there.
+#[test]
+fn a_stream_whose_runtime_was_dropped_fails_with_a_local_error() {
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let first = runtime();
+    let (mut client, server) = first.block_on(pair(&StreamConfig::default()));
+    drop(first);
+    let second = runtime();
+    second.block_on(async {
+        let err = timeout(LIMIT, client.read(&mut [0; 16]))
+            .await
+            .expect("the read failed in time")
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Other, "{err}");
+        assert!(err.to_string().contains("shut"), "{err}");
+        let err = timeout(LIMIT, client.write_all(b"anyone?"))
+            .await
+            .expect("the write failed in time")
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Other, "{err}");
+    });
+    drop((client, server, second));
+    assert_clean_drops();
+}
+
 #[tokio::test]
 async fn a_writer_whose_peer_drops_mid_transfer_gets_an_error_not_a_hang() {
     let (mut client, server) = pair(&StreamConfig::default().slots(4).slot_size(4096)).await;

@@ -7,12 +7,12 @@ use std::net::SocketAddr;
 
 use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Context, Error, IwarpRule, QpType, SendOps, SendRequest,
-    Transport, WrError,
+    AccessFlags, ConnectOptions, Context, Error, IwarpRule, QpType, QueuePair, RecvRequest,
+    SendOps, SendRequest, Transport, WcStatus, WorkCompletion, WrError,
 };
 use rdma_verbs_test_kit::{iwarp_addr, iwarp_device};
 
-use super::{both_established, client, next_event, one_completion};
+use super::{both_established, client, next_event, one_completion, TIMEOUT};
 
 fn open_iwarp() -> Context {
     let name = iwarp_device();
@@ -196,4 +196,75 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
     let mut back = [0; 18];
     local.read(0, &mut back).unwrap();
     assert_eq!(&back, b"written over iWARP");
+}
+
+/// Whether `err` is the crate's refusal of a post on a siw QP it stopped.
+fn refused_once_stopped(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::Unsupported {
+            what: "posting on a siw queue pair moved to ERROR or disconnected",
+            ..
+        }
+    )
+}
+
+/// A send and a receive posted on `qp`, stopped, are both refused (siw would complete
+/// neither: they would sit in its queues until the QP is destroyed).
+fn posts_refused(qp: &QueuePair, mr: &rdma_verbs::MemoryRegion, side: &str) {
+    let sge = [mr.sge(..8).unwrap()];
+    let err = qp
+        .post_send(&mut [SendRequest::send(7, &sge).signaled()])
+        .unwrap_err();
+    assert!(refused_once_stopped(&err), "{side}, send: {err:?}");
+    let err = qp.post_recv(&mut [RecvRequest::new(8, &sge)]).unwrap_err();
+    assert!(refused_once_stopped(&err), "{side}, receive: {err:?}");
+}
+
+/// On siw, a request posted on a QP in ERROR or disconnected never completes (its provider
+/// writes it into the queue the kernel flushed once, at the move): the crate refuses the
+/// post on a QP it moved to ERROR, and on one whose id it disconnected (here in answer to
+/// the peer's disconnect); what was posted before the move completes flushed.
+#[test]
+fn a_post_on_a_stopped_siw_qp_is_refused_not_left_to_hang() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let listen = schan.create_id(PortSpace::Tcp).expect("rdma_create_id");
+    listen
+        .bind(SocketAddr::new(iwarp_addr(), 0))
+        .expect("rdma_bind_addr");
+    listen.listen(1).expect("rdma_listen");
+    let addr = listen.local_addr().expect("a bound id has an address");
+    let (cid, cside) = client(&cchan, addr);
+    cid.connect(&ConnParam::new()).expect("rdma_connect");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let sside = super::add_qp(&mut sid);
+    sid.accept(&ConnParam::new()).expect("rdma_accept");
+    both_established(&cchan, &schan);
+
+    // This side moves its QP to ERROR: the receive posted before is flushed, the posts
+    // after are refused.
+    let qp = cid.qp().expect("the client's QP");
+    let mr = cside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let sge = [mr.sge(..8).unwrap()];
+    qp.post_recv(&mut [RecvRequest::new(1, &sge)]).unwrap();
+    qp.to_error().expect("to ERROR");
+    let mut wc = [WorkCompletion::default()];
+    let done = cside.cq.poll_wait(&mut wc, Some(TIMEOUT)).unwrap();
+    assert_eq!(done.len(), 1, "the receive posted before ERROR is flushed");
+    assert_eq!(
+        (done[0].wr_id(), done[0].status()),
+        (1, WcStatus::WR_FLUSH_ERR)
+    );
+    posts_refused(qp, &mr, "client");
+
+    // The connection dropped: the peer answers its Disconnected with disconnect, and its
+    // posts are refused too.
+    let ev = next_event(&schan);
+    assert!(matches!(ev.kind, CmEventKind::Disconnected), "{ev:?}");
+    let _ = sid.disconnect();
+    let smr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    posts_refused(sid.qp().expect("the server's QP"), &smr, "server");
 }

@@ -269,8 +269,9 @@ fn bad_joins_and_leaves_are_refused_before_librdmacm() {
     assert!(none.is_none(), "{none:?}");
 
     // An IPv6 group on the IPv4-bound id: the kernel's rdma_cm (6.1 and 7.3) refuses it
-    // on RoCE v2 (ENOTSUPP, 524; C's mckey fails the same way, IPv6-bound too). A join
-    // that librdmacm refused is not the id's: leaving it is refused too.
+    // on RoCE v2 (ENOTSUPP, 524; C's mckey fails the same way, IPv6-bound too), which is
+    // Error::Unsupported, not the raw errno. A join that librdmacm refused is not the
+    // id's: leaving it is refused too.
     let v6: IpAddr = "ff0e::1:9".parse().unwrap();
     match id.join_multicast(v6) {
         Ok(()) => id.leave_multicast(v6).expect("leaving the IPv6 group"),
@@ -278,8 +279,8 @@ fn bad_joins_and_leaves_are_refused_before_librdmacm() {
             assert!(
                 matches!(
                     err,
-                    Error::Verb {
-                        verb: "rdma_join_multicast_ex",
+                    Error::Unsupported {
+                        what: "joining an IPv6 multicast group (rdma_join_multicast_ex)",
                         ..
                     }
                 ),

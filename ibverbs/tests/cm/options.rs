@@ -164,6 +164,61 @@ fn migrated_ids_get_their_events_on_the_new_channel() {
     ));
 }
 
+/// Waits (up to 10 s) until `channel` has an unread event, without taking it.
+fn wait_unread(channel: &EventChannel) {
+    let mut pfd = libc::pollfd {
+        // SAFETY: only polled; the event is taken by the channel.
+        fd: unsafe { channel.raw_fd() },
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is a valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no event in 10 s");
+}
+
+/// A connect request pending on a listener's channel is lost if the listener migrates
+/// (the kernel leaves the request's new id on the old channel): the migration is refused
+/// until the request is read, and a request after the migration arrives on the new channel.
+#[test]
+fn a_listener_with_a_request_pending_migrates_only_once_it_is_read() {
+    let (old, new, cchan) = (
+        EventChannel::new().unwrap(),
+        EventChannel::new().unwrap(),
+        EventChannel::new().unwrap(),
+    );
+    let (mut listen, addr) = listener(&old);
+    let (cid, _cside) = client(&cchan, addr);
+    cid.connect(&ConnParam::new()).unwrap();
+    wait_unread(&old);
+    let err = listen.migrate_id(&new).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { what: "CM id", reason } if reason.contains("unread event")),
+        "{err:?}"
+    );
+    // Still on the old channel: the request is there, and accepted.
+    let ev = next_event(&old);
+    assert!(ev.is_for(&listen), "{ev:?}");
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let _sside = add_qp(&mut sid);
+    sid.accept(&ConnParam::new()).unwrap();
+    both_established(&cchan, &old);
+    // Nothing unread now: the listener moves, and the next request comes on the new channel.
+    listen.migrate_id(&new).expect("rdma_migrate_id");
+    let (cid2, _cside2) = client(&cchan, addr);
+    cid2.connect(&ConnParam::new()).unwrap();
+    let ev = next_event(&new);
+    assert!(ev.is_for(&listen), "{ev:?}");
+    let CmEventKind::ConnectRequest { id: mut sid2, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let _sside2 = add_qp(&mut sid2);
+    sid2.accept(&ConnParam::new()).unwrap();
+    both_established(&cchan, &new);
+}
+
 #[test]
 fn notify_comm_est_establishes_an_accepted_connection_the_peer_never_confirmed() {
     if !provider_has(Need::IbTransport) {

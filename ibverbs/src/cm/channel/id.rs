@@ -88,9 +88,17 @@ impl CmId {
     }
 
     /// `rdma_migrate_id`: moves the id to `channel`, on which its events arrive from now
-    /// on (the events already read stay where they were read). The id holds the new
-    /// channel and lets go of the old one. Every event read for the id was acknowledged
-    /// when it was read, so the call does not wait for the old channel.
+    /// on, its unread ones included (the events already read stay where they were read).
+    /// The id holds the new channel and lets go of the old one. Every event read for the
+    /// id was acknowledged when it was read, so the call does not wait for the old channel.
+    ///
+    /// A listening id is refused ([`Error::InvalidArgument`]) while its old channel has an
+    /// unread event, which may be a connect request: the kernel leaves a pending request's
+    /// new id on the old channel, and librdmacm, reading the request on the new one, drops
+    /// it (the client is rejected when the old channel closes). Read the old channel's
+    /// events first. A request that arrives while the call runs, after that check, is lost
+    /// the same way: migrate a listener while no client connects, or prefer creating it on
+    /// the channel it will stay on.
     pub fn migrate_id(&mut self, channel: &EventChannel) -> Result<()> {
         self.raw.migrate(&channel.inner)
     }

@@ -57,6 +57,11 @@ impl ChannelInner {
         unsafe { (*self.ptr()).fd }
     }
 
+    /// Whether the channel has an event unread (its fd is readable now; no wait).
+    pub(crate) fn has_unread(&self) -> Result<bool> {
+        wait_readable(self.fd(), 0)
+    }
+
     /// Polls the fd until it is readable or `ms` milliseconds have passed (-1: no limit);
     /// a signal ends the wait early. Whether an event is there is for the next read to say
     /// (another reader may take it first).

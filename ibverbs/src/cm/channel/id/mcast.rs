@@ -27,6 +27,10 @@ use crate::cm::PortSpace;
 use crate::error::{Error, IwarpRule, Result};
 use crate::types::QpType;
 
+/// The kernel's `ENOTSUPP` (524, not a POSIX errno: C's `strerror` says "Unknown error
+/// 524"), which its rdma_cm returns for a join of an IPv6 group on a RoCE v2 port.
+const ENOTSUPP: i32 = 524;
+
 /// How a join takes part in its group (`enum rdma_cm_mc_join_flags`), for
 /// [`CmId::join_multicast_ex`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -112,7 +116,9 @@ impl CmId {
     /// `group` is a multicast address (IPv4 `224.0.0.0/4`, IPv6 `ff00::/8`), the id's port
     /// space is a UD one, the id is bound to a device, and it has not joined `group`
     /// already; and the device is not iWARP, which has no UD and so no multicast
-    /// ([`Error::Iwarp`], [`IwarpRule::RcOnly`](crate::IwarpRule::RcOnly)).
+    /// ([`Error::Iwarp`], [`IwarpRule::RcOnly`](crate::IwarpRule::RcOnly)). An IPv6
+    /// group on a RoCE v2 port, which the kernel's rdma_cm refuses (`ENOTSUPP`, whatever
+    /// the id's own family), is [`Error::Unsupported`].
     pub fn join_multicast_ex(&mut self, group: IpAddr, flag: MulticastJoinFlag) -> Result<()> {
         if !group.is_multicast() {
             return Err(Error::InvalidArgument {
@@ -149,7 +155,16 @@ impl CmId {
                 reason: format!("the id has already joined {group}"),
             });
         }
-        self.raw.join(group, flag.raw())
+        self.raw
+            .join(group, flag.raw())
+            .map_err(|err| match err.raw_os_error() {
+                Some(ENOTSUPP) if group.is_ipv6() => Error::Unsupported {
+                    what: "joining an IPv6 multicast group (rdma_join_multicast_ex)",
+                    missing: "IPv6 multicast on a RoCE v2 port: the kernel's rdma_cm joins \
+                              only IPv4 groups there (ENOTSUPP, 524)",
+                },
+                _ => err,
+            })
     }
 
     /// `rdma_leave_multicast`: leaves the group `group` the id joined (a join still under

@@ -13,7 +13,7 @@
 
 #[cfg(feature = "tokio")]
 use std::any::Any;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::ffi::c_void;
 use std::mem;
 use std::net::{IpAddr, SocketAddr};
@@ -151,6 +151,8 @@ pub(crate) struct RawCmId {
     /// The id's device context and its hold on it, once [`context`](Self::context) found
     /// it: an id stays on the device it was bound to.
     ctx: OnceCell<IdContext>,
+    /// Whether `rdma_listen` succeeded on the id (see [`migrate`](Self::migrate)).
+    listening: Cell<bool>,
     // Dropped after the id is destroyed (fields drop after Drop::drop).
     channel: Arc<ChannelInner>,
 }
@@ -172,6 +174,7 @@ impl RawCmId {
             #[cfg(feature = "tokio")]
             lent: None,
             ctx: OnceCell::new(),
+            listening: Cell::new(false),
             channel: Arc::clone(channel),
         }
     }
@@ -251,10 +254,36 @@ impl RawCmId {
         })
     }
 
-    /// `rdma_migrate_id` to `channel`, which the id then holds (letting go of the old one).
+    /// `rdma_migrate_id` to `channel`, which the id then holds (letting go of the old one);
+    /// refused for a listening id while its old channel has an unread event.
+    ///
+    /// The kernel (`ucma_connect_event_handler`, Linux 6.1) gives a connect request's new
+    /// id to the listener's channel as the request arrives, and `ucma_migrate_id` moves the
+    /// listener's unread events to the new channel but leaves their new ids on the old one:
+    /// librdmacm, reading such a request on the new channel, fails to query its new id
+    /// there (`EINVAL`), fails to destroy it, and drops the event without a word; the
+    /// client then waits, and is rejected when the old channel closes. The old channel's
+    /// fd is checked under the id table, so no reader of this process takes an event
+    /// between the check and the move; a request the kernel queues in that window is lost
+    /// all the same (nothing in user space can tell it from one that came after the move).
     pub(crate) fn migrate(&mut self, channel: &Arc<ChannelInner>) -> Result<()> {
+        let _table = id_table();
+        if self.listening.get()
+            && !Arc::ptr_eq(&self.channel, channel)
+            && self.channel.has_unread()?
+        {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: "a listening id migrates only once its channel has no unread event: \
+                         the kernel leaves a pending connect request's new id on the old \
+                         channel, and librdmacm drops the request read on the new one (read \
+                         the old channel's events first)"
+                    .into(),
+            });
+        }
         // SAFETY: the id and the channel are live; the id's events on its old channel were
-        // acknowledged when read (RawEvent::ack), which rdma_migrate_id waits for.
+        // acknowledged when read (RawEvent::ack), which rdma_migrate_id waits for, and an
+        // event read before the table was taken is acknowledged without it.
         check("rdma_migrate_id", unsafe {
             cm::rdma_migrate_id(self.ptr(), channel.ptr())
         })?;
@@ -276,7 +305,9 @@ impl RawCmId {
         // SAFETY: the id is live.
         check("rdma_listen", unsafe {
             cm::rdma_listen(self.ptr(), backlog)
-        })
+        })?;
+        self.listening.set(true);
+        Ok(())
     }
 
     /// `rdma_resolve_addr` of `dst` from `src` (IP or AF_IB, by their family) within `ms`.
@@ -338,9 +369,13 @@ impl RawCmId {
     /// `rdma_disconnect`.
     pub(crate) fn disconnect(&self) -> Result<()> {
         // SAFETY: the id is live.
-        check("rdma_disconnect", unsafe {
-            cm::rdma_disconnect(self.ptr())
-        })
+        let rc = unsafe { cm::rdma_disconnect(self.ptr()) };
+        if let Some(qp) = self.qp() {
+            // librdmacm moves the QP out of RTS first (to ERROR, or SQD on iWARP), so even
+            // a failed call may have: the QP takes no more posts on siw.
+            qp.mark_disconnected();
+        }
+        check("rdma_disconnect", rc)
     }
 
     /// `rdma_notify` of `event`.
