@@ -26,6 +26,6 @@ pub use ibdevices::ibdevices;
 pub use ibstat::ibstat;
 pub use perftest::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,
-    ib_write_lat,
+    ib_write_lat, perftest,
 };
 pub use rping::rping;

@@ -21,7 +21,8 @@
 //!   `cm_qps`: the test's QPs connected through rdma_cm (`-R`);
 //! - `engine`: the measured loops (`post`, `cq`, `timer`, `watchdog`, `credit`, `bw`, `lat`);
 //! - `session`: one run, the exchange sequence of the test's program around the loops;
-//! - `tools`: the eight entry points.
+//! - `tools`: the eight entry points; `command`: `perftest`, the guide's one command, which
+//!   runs `ib_write_bw` and then `ib_send_lat` through `session`.
 //!
 //! # Use
 //! As perftest: without an address a program is the server and waits for one client on TCP
@@ -162,6 +163,7 @@
 mod clock;
 mod cm_qps;
 mod comm;
+mod command;
 mod engine;
 #[cfg(test)]
 mod fuzz;
@@ -175,6 +177,7 @@ mod tools;
 mod types;
 mod wire;
 
+pub use command::perftest;
 pub use tools::{
     ib_atomic_bw, ib_atomic_lat, ib_read_bw, ib_read_lat, ib_send_bw, ib_send_lat, ib_write_bw,
     ib_write_lat,

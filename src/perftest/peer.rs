@@ -58,8 +58,17 @@ impl Peer {
     /// Listens on `port` on every IPv4 address and takes the first client (waiting as
     /// long as it takes).
     pub fn accept(port: u16) -> Result<Peer> {
-        let listener = TcpListener::bind(("0.0.0.0", port))
-            .map_err(|e| Error::new(format!("Couldn't listen to port {port}: {}", io_text(&e))))?;
+        Peer::accept_on(&Peer::listen(port)?)
+    }
+
+    /// Listens on `port` on every IPv4 address, for [`accept_on`](Self::accept_on).
+    pub fn listen(port: u16) -> Result<TcpListener> {
+        TcpListener::bind(("0.0.0.0", port))
+            .map_err(|e| Error::new(format!("Couldn't listen to port {port}: {}", io_text(&e))))
+    }
+
+    /// Takes the next client of `listener` (waiting as long as it takes).
+    pub fn accept_on(listener: &TcpListener) -> Result<Peer> {
         let (stream, _) = listener
             .accept()
             .map_err(|e| Error::new(format!("accept() failed: {}", io_text(&e))))?;

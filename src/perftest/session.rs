@@ -2,6 +2,7 @@
 //! measured loops and the report.
 
 use std::fmt::Write as _;
+use std::net::TcpListener;
 use std::time::Duration;
 
 use rdma_verbs::cm::UDP_QKEY;
@@ -99,11 +100,12 @@ fn agree(peer: &mut Peer, o: &Options, mtu: u32) -> Result<Agreed> {
     })
 }
 
-/// Connects to the peer (the client) or waits for it (the server), over TCP or rdma_cm.
-fn meet(c: &Connection) -> Result<Peer> {
+/// Connects to the peer (the client) or waits for it (the server), over TCP or rdma_cm;
+/// a TCP server takes its client from `listener` if it is given.
+fn meet(c: &Connection, listener: Option<&TcpListener>) -> Result<Peer> {
     match (&c.server, c.rdma_cm) {
         (Some(host), false) => Peer::connect(host, c.port, CONNECT_TIMEOUT),
-        (None, false) => Peer::accept(c.port),
+        (None, false) => listener.map_or_else(|| Peer::accept(c.port), Peer::accept_on),
         (Some(host), true) => Peer::connect_cm(host, c.port, CONNECT_TIMEOUT),
         (None, true) => Peer::accept_cm(c.port),
     }
@@ -172,10 +174,12 @@ struct Session<'o> {
 }
 
 /// Runs the test the options `o` ask for: opens the device, meets the peer, resolves the
-/// run and connects the QPs, then runs the test's program.
-pub fn run(o: Options, out: &mut Output) -> Result<()> {
+/// run and connects the QPs, then runs the test's program. A TCP server takes its client
+/// from `listener` where the caller keeps one across runs (`perftest`'s two tests), else
+/// listens on `-p` for this run alone.
+pub fn run(o: Options, listener: Option<&TcpListener>, out: &mut Output) -> Result<()> {
     let clock = Clock::new();
-    let (run, mut peer) = start(o, out)?;
+    let (run, mut peer) = start(o, listener, out)?;
     let info = Info::from(&run);
     let (res, mine, theirs) = connect_qps(&run, &mut peer, &info, out)?;
     let qkey = if run.connection.rdma_cm {
@@ -210,9 +214,9 @@ pub fn run(o: Options, out: &mut Output) -> Result<()> {
     }
 }
 
-/// Opens the device of the options `o`, meets the peer and settles the setup with it: the
-/// run, resolved once, and the peer.
-fn start(o: Options, out: &mut Output) -> Result<(Run, Peer)> {
+/// Opens the device of the options `o`, meets the peer (a server's client taken from
+/// `listener` if given) and settles the setup with it: the run, resolved once, and the peer.
+fn start(o: Options, listener: Option<&TcpListener>, out: &mut Output) -> Result<(Run, Peer)> {
     out.write_str(&o.notes).ok();
     let dev = Device::open(&o.device)?;
     let setup = Setup::new(&dev, &o)?;
@@ -224,7 +228,7 @@ fn start(o: Options, out: &mut Output) -> Result<(Run, Peer)> {
         out.write_str(report::WAITING).ok();
     }
     out.flush();
-    let mut peer = meet(&o.connection)?;
+    let mut peer = meet(&o.connection, listener)?;
     peer.set_timeout(EXCHANGE_TIMEOUT)?;
     let agreed = agree(&mut peer, &o, setup.port_mtu)?;
     let run = Run::resolve(o, dev, setup, agreed, out)?;

@@ -21,7 +21,7 @@ fn run(test: Test, argv: Vec<OsString>) -> ExitCode {
             out.write_str(&text).ok();
             false
         }
-        Ok(Command::Run(o)) => match session::run(*o, &mut out) {
+        Ok(Command::Run(o)) => match session::run(*o, None, &mut out) {
             Ok(()) => true,
             Err(e) => {
                 out.error(&e.to_string());
