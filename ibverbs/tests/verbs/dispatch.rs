@@ -261,7 +261,7 @@ fn atomics_off_8_byte_alignment_are_refused() {
         assert_eq!(refusal(a.post_send(&mut [cas])), cas_error);
         assert_eq!(refusal(a.post_send(&mut [faa])), faa_error);
     }
-    assert_empty(&a_cq, "after the refused atomics");
+    assert_empty(a_cq, "after the refused atomics");
     // Aligned, through each way: 5 + 6 + 7 = 18 lands at offset 8.
     let aligned = target_mr.remote().slice(8, 8).unwrap();
     a.batch(|batch| batch.fetch_add(5, &result, aligned, 5).signaled().push())
@@ -271,7 +271,7 @@ fn atomics_off_8_byte_alignment_are_refused() {
     a.post_send(&mut [SendRequest::fetch_add(7, &result, aligned, 7).signaled()])
         .unwrap();
     for id in 5..=7 {
-        let wc = poll_one(&a_cq);
+        let wc = poll_one(a_cq);
         assert_eq!(
             (wc.wr_id(), wc.status(), wc.opcode()),
             (id, WcStatus::SUCCESS, WcOpcode::FetchAdd)
@@ -318,7 +318,7 @@ fn a_batch_holds_at_most_the_send_queue() {
         Ok(())
     });
     assert_eq!(refusal_at(built, depth as usize), full);
-    assert_empty(&a_cq, "after the refused batches");
+    assert_empty(a_cq, "after the refused batches");
     // Exactly the depth fits, and every request of it completes.
     let n = a
         .batch(|batch| {
@@ -330,9 +330,9 @@ fn a_batch_holds_at_most_the_send_queue() {
         .unwrap();
     assert_eq!(n, depth as usize);
     for i in 0..u64::from(depth) {
-        assert_eq!(poll_one(&a_cq).ok().unwrap().wr_id(), i);
+        assert_eq!(poll_one(a_cq).ok().unwrap().wr_id(), i);
     }
-    assert_empty(&a_cq, "after the batch of the queue's depth");
+    assert_empty(a_cq, "after the batch of the queue's depth");
     drop((buf, p));
     assert_clean_drops();
 }
