@@ -32,21 +32,20 @@
 //! every byte is posted (in the HCA's send queue, as a TCP flush hands bytes to the
 //! kernel).
 //!
-//! `shutdown` never waits for the peer's reader. As TCP's, it queues the end behind the
-//! bytes written, and the peer reads them all, then the end, in order; the end goes on a
-//! control credit, which comes back without the peer reading. It then waits only for what
-//! needs no room at the peer: if every byte had a data credit, it returns once every send
-//! completed (the HCA's acknowledgement), so the peer has every byte and the end; if bytes
-//! still wait for room in the peer's ring (its reader is behind, say blocked writing to
-//! this side), it returns at once, and they and the end go out as later reads, flushes or
-//! shutdowns of this stream take the credits the peer's reader returns. A `flush` after a
-//! `shutdown` waits for all of it: every byte and the end sent and completed (waiting for
-//! the peer's reader if it must), the peer then has them all; and after a `shutdown`, a
-//! read reports the peer's end (`Ok(0)`) only once this side's bytes and end were
-//! delivered too. Dropping the stream drops what is still queued (below), so a stream
-//! whose shutdown may have left bytes queued is read to the peer's end, or flushed, before
-//! it is dropped (`shutdown`, read to the end, drop: nothing is lost).
-//!
+//! `shutdown` queues the end behind the bytes written; the peer reads them all, then the
+//! end, in order (the end goes on a control credit, which comes back without the peer
+//! reading). It returns once every send completed, so the peer has every byte and the end
+//! (and dropping the stream then loses nothing), with one exception, where waiting could
+//! be waiting for this side's own reader: bytes still wait for room in the peer's ring
+//! while this side's unread messages fill its receive ring (the peer may be blocked
+//! writing to this side, as an echoing peer that this side has not read yet is). Then it
+//! returns at once, as TCP's does (the end queued, not delivered): the bytes and the end go
+//! out as this side's reads make room, and a read reports the peer's end (`Ok(0)`) only
+//! once they were delivered, so that reading to the end and dropping loses nothing. A
+//! `flush` after a `shutdown` waits for all of it (every byte and the end sent and
+//! completed). A peer that neither reads nor writes holds a shutdown as it holds a write
+//! (backpressure; the keepalive probes end it if its host vanishes).
+
 //! Send and receive (not RDMA write with immediate into the peer's ring): iWARP has no
 //! immediate data, so the same protocol runs on InfiniBand, RoCE and iWARP; the peer gets no
 //! write access to this side's memory; and a prototype of the other way was no faster on
@@ -65,7 +64,8 @@
 //! id (the peer gets a disconnect), then deregisters the rings: nothing the device may still
 //! touch is freed. Dropping is abortive, as a TCP close with a zero linger: bytes written
 //! but not yet sent (in the open slot, or posted and not yet completed) are dropped with
-//! it. `shutdown` then `flush` first, and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
+//! it. `shutdown` first (then read to the peer's end, or `flush`, if it returned with bytes
+//! queued), and the peer has them all. A peer's disconnect (its process ending, its stream dropped) ends
 //! this side's reads with `ConnectionReset` once the bytes that came before it are read
 //! (`Ok(0)` if its end came first), and fails writes with `BrokenPipe`; a peer that
 //! vanishes without a disconnect (its host gone, the link down) fails the next send after

@@ -453,16 +453,21 @@ impl Rings {
             .then(|| Err(self.error(io::ErrorKind::BrokenPipe)))
     }
 
-    /// Queues the end of this side's bytes behind what was written, and waits for what
-    /// needs no room at the peer: done once every send completed (the peer then has every
-    /// byte and the end), or at once if bytes wait for a data credit (for the peer's reader
-    /// to make room: they and the end go out, in order, as later calls take the credits).
+    /// Queues the end of this side's bytes behind what was written, and waits until every
+    /// send completed (the peer then has every byte and the end), except when that could
+    /// wait for this side's own reader: bytes wait for a data credit while this side's
+    /// unread messages fill its receive ring (the peer may be blocked writing to this side,
+    /// as an echoing peer is). Then it is done at once, and the bytes and the end go out, in
+    /// order, as this side's reads make room (which report the peer's end only after them).
     pub(crate) fn shutdown(&mut self, qp: &QueuePair) -> Step<()> {
         if self.fin == Fin::No {
             self.fin = Fin::Wanted;
         }
         self.pump(qp);
-        if self.delivered() || (self.open > 0 && self.data_credits == 0 && !self.ended()) {
+        let unread = self.ready.iter().filter(|m| !m.fin).count() as u32;
+        let ring_full = unread + self.data_unreported >= u32::from(self.ours.data);
+        let stuck = self.open > 0 && self.data_credits == 0 && ring_full;
+        if self.delivered() || (stuck && !self.ended()) {
             return Some(Ok(()));
         }
         self.ended()

@@ -285,11 +285,10 @@ impl AsyncWrite for RdmaStream {
     }
 
     /// Queues the end of this side's bytes behind what was written (the peer reads `Ok(0)`
-    /// after them) without waiting for the peer's reader: ready once every send completed
-    /// (the peer has them all), or at once if bytes still wait for room in the peer's ring
-    /// (they and the end go out, in order, as later reads and flushes take its credits; a
-    /// flush waits for them: see [`crate::stream`]). Reading goes on; writing fails with
-    /// `BrokenPipe`.
+    /// after them) and is ready once every send completed (the peer has them all); or at
+    /// once, the end queued, if bytes wait for room in the peer's ring while this side's
+    /// unread bytes fill its own (the peer may be blocked writing to this side): see
+    /// [`crate::stream`]. Reading goes on; writing fails with `BrokenPipe`.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
         self.get_mut()
             .poll_step(cx, true, |rings, qp| rings.shutdown(qp))
