@@ -117,6 +117,19 @@ fn both_established(client: &EventChannel, server: &EventChannel) {
     }
 }
 
+/// Waits (up to 10 s) until `channel` has an unread event, without taking it.
+fn wait_unread(channel: &EventChannel) {
+    let mut pfd = libc::pollfd {
+        // SAFETY: only polled; the event is taken by the channel.
+        fd: unsafe { channel.raw_fd() },
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: pfd is a valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    assert_eq!(ready, 1, "no event in 10 s");
+}
+
 /// One completion of `cq`, successful, within [`TIMEOUT`].
 fn one_completion(cq: &CompletionQueue) -> WorkCompletion {
     let mut wc = [WorkCompletion::default()];
@@ -458,17 +471,9 @@ fn the_raw_fd_waits_for_readiness_and_the_channel_takes_the_event() {
     let id = channel.create_id(PortSpace::Tcp).unwrap();
     let dst = SocketAddr::new(cm_addr(), 7471);
     id.resolve_addr(None, dst, TIMEOUT).unwrap();
-    let mut pfd = libc::pollfd {
-        // SAFETY: only polled; the event is taken by get_event_timeout.
-        fd: unsafe { channel.raw_fd() },
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: pfd is a valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
-    assert_eq!(ready, 1, "no event in 10 s");
+    wait_unread(&channel);
     // SAFETY: only its descriptor flags are read.
-    let flags = unsafe { libc::fcntl(pfd.fd, libc::F_GETFD) };
+    let flags = unsafe { libc::fcntl(channel.raw_fd(), libc::F_GETFD) };
     assert!(
         flags >= 0 && flags & libc::FD_CLOEXEC != 0,
         "closed on exec: {flags}"

@@ -8,7 +8,7 @@ use rdma_verbs::cm::{CmEventKind, CmOption, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::Error;
 use rdma_verbs_test_kit::{cm_addr, provider_has, Need};
 
-use super::{add_qp, both_established, client, listener, next_event};
+use super::{add_qp, both_established, client, listener, next_event, wait_unread};
 
 /// Whether `err` is the typed refusal of `option` (C's name) for the id's state.
 fn refused_in_state(err: &Error, option: &str) -> bool {
@@ -162,19 +162,6 @@ fn migrated_ids_get_their_events_on_the_new_channel() {
         next_event(&back).kind,
         CmEventKind::Established { .. }
     ));
-}
-
-/// Waits (up to 10 s) until `channel` has an unread event, without taking it.
-fn wait_unread(channel: &EventChannel) {
-    let mut pfd = libc::pollfd {
-        // SAFETY: only polled; the event is taken by the channel.
-        fd: unsafe { channel.raw_fd() },
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: pfd is a valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
-    assert_eq!(ready, 1, "no event in 10 s");
 }
 
 /// A connect request pending on a listener's channel is lost if the listener migrates
