@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use rdma_verbs::cm::{CmEventKind, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
     AccessFlags, ConnectOptions, Context, Error, IwarpRule, QpType, QueuePair, RecvRequest,
     SendOps, SendRequest, Transport, WcStatus, WorkCompletion, WrError,
@@ -91,15 +91,21 @@ fn a_multicast_join_on_iwarp_is_refused_naming_the_rule() {
     );
 }
 
-#[test]
-fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
-    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listen = schan.create_id(PortSpace::Tcp).expect("rdma_create_id");
+/// A listening id (backlog 1) on the iWARP device's address, on a port the CM picks.
+fn iwarp_listener(channel: &EventChannel) -> (CmId, SocketAddr) {
+    let listen = channel.create_id(PortSpace::Tcp).expect("rdma_create_id");
     listen
         .bind(SocketAddr::new(iwarp_addr(), 0))
         .expect("rdma_bind_addr");
     listen.listen(1).expect("rdma_listen");
     let addr = listen.local_addr().expect("a bound id has an address");
+    (listen, addr)
+}
+
+#[test]
+fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = iwarp_listener(&schan);
     let (cid, cside) = client(&cchan, addr);
     assert_eq!(
         cid.context().expect("the id's context").transport(),
@@ -228,12 +234,7 @@ fn posts_refused(qp: &QueuePair, mr: &rdma_verbs::MemoryRegion, side: &str) {
 #[test]
 fn a_post_on_a_stopped_siw_qp_is_refused_not_left_to_hang() {
     let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listen = schan.create_id(PortSpace::Tcp).expect("rdma_create_id");
-    listen
-        .bind(SocketAddr::new(iwarp_addr(), 0))
-        .expect("rdma_bind_addr");
-    listen.listen(1).expect("rdma_listen");
-    let addr = listen.local_addr().expect("a bound id has an address");
+    let (_listen, addr) = iwarp_listener(&schan);
     let (cid, cside) = client(&cchan, addr);
     cid.connect(&ConnParam::new()).expect("rdma_connect");
     let ev = next_event(&schan);
