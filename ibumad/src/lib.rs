@@ -1,7 +1,8 @@
 //! Safe access to InfiniBand management datagrams (MADs) through libibumad, rdma-core's
 //! user MAD library: list the local CAs and their ports ([`ca_names`], [`Ca::get`]), open a
 //! port ([`Port::open`]), register an agent for a management class ([`Port::register`]) and
-//! send a request and get its answer with a timeout and retries ([`Agent::request`]).
+//! send a request and get its answer with a timeout and retries ([`Agent::request`]), or
+//! keep several in flight ([`Agent::pipeline`]).
 //! Every handle releases what it holds on drop. The [`mad`] module encodes and decodes the
 //! MADs themselves.
 //!
@@ -16,10 +17,12 @@
 mod ca;
 mod error;
 pub mod mad;
+mod pipeline;
 mod port;
 
 pub use ca::{ca_names, Ca, CaPort};
 pub use error::{Error, Result};
+pub use pipeline::Pipeline;
 pub use port::{Address, Agent, Port, GSI_QKEY, MAD_SIZE};
 
 use std::sync::OnceLock;

@@ -3,18 +3,19 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ibumad_sys as sys;
 
 use crate::ca::ca_name;
+use crate::pipeline::Pipeline;
 use crate::{init, Error, Result};
 
 /// Size of a MAD on the wire (no RMPP).
 pub const MAD_SIZE: usize = 256;
 
 /// Offset of the transaction ID (8 bytes, big-endian) in the common MAD header.
-const TID_OFFSET: usize = 8;
+pub(crate) const TID_OFFSET: usize = 8;
 
 /// The Q_Key of the general services QP (QP1) (IBA 9.6.1.1).
 pub const GSI_QKEY: u32 = 0x8001_0000;
@@ -137,80 +138,95 @@ impl Agent<'_> {
         timeout: Duration,
         retries: u32,
     ) -> Result<[u8; MAD_SIZE]> {
-        let tid = NEXT_TID.fetch_add(1, Ordering::Relaxed);
-        let mut request = *mad;
-        request[TID_OFFSET + 4..TID_OFFSET + 8].copy_from_slice(&tid.to_be_bytes());
-        let mut send = UmadBuf::new();
-        send.mad_mut().copy_from_slice(&request);
-        let mut recv = UmadBuf::new();
+        let mut pipeline = self.pipeline(timeout, retries);
+        pipeline.send(mad, to)?;
+        pipeline
+            .answer()
+            .unwrap_or(Err(Error::Timeout { tries: 0 }))
+    }
+
+    /// A [`Pipeline`] on this agent: requests sent one after the other without waiting, their
+    /// answers taken in the order they were sent, each try waiting up to `timeout`, each
+    /// request sent `retries` more times without an answer.
+    pub fn pipeline(&self, timeout: Duration, retries: u32) -> Pipeline<'_, '_> {
+        Pipeline::new(self, timeout, retries)
+    }
+
+    /// Sends the MAD in `buf` (its TID set), addressed to `to` (`umad_send`), with the
+    /// kernel's timeout `timeout`.
+    pub(crate) fn send(&self, buf: &mut UmadBuf, to: &Address, timeout: Duration) -> Result<()> {
         let timeout_ms = c_int::try_from(timeout.as_millis())
             .unwrap_or(c_int::MAX)
             .max(1);
-        for _ in 0..=retries {
-            send.set_addr(to)?;
-            // SAFETY: fd and agent are live; the buffer holds a header and MAD_SIZE bytes.
-            let rc = unsafe {
-                sys::umad_send(
-                    self.port.fd,
-                    self.id,
-                    send.as_mut_ptr(),
-                    MAD_SIZE as c_int,
-                    timeout_ms,
-                    0,
-                )
-            };
-            if rc < 0 {
-                return Err(Error::call("umad_send", rc));
-            }
-            if let Some(answer) = self.await_answer(&mut recv, tid, timeout)? {
-                return Ok(answer);
-            }
+        buf.set_addr(to)?;
+        // SAFETY: fd and agent are live; the buffer holds a header and MAD_SIZE bytes.
+        let rc = unsafe {
+            sys::umad_send(
+                self.port.fd,
+                self.id,
+                buf.as_mut_ptr(),
+                MAD_SIZE as c_int,
+                timeout_ms,
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::call("umad_send", rc));
         }
-        Err(Error::Timeout {
-            tries: retries.saturating_add(1),
-        })
+        Ok(())
     }
 
-    /// Receives until the answer to `tid` arrives (`Some`) or `timeout` passes, or the kernel
-    /// hands back the request as timed out (`None`).
-    fn await_answer(
-        &self,
-        buf: &mut UmadBuf,
-        tid: u32,
-        timeout: Duration,
-    ) -> Result<Option<[u8; MAD_SIZE]>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            let left_ms = c_int::try_from(left.as_millis())
-                .unwrap_or(c_int::MAX)
-                .max(1);
-            let mut len = MAD_SIZE as c_int;
-            // SAFETY: fd is live; the buffer holds a header and `len` bytes of MAD.
-            let rc = unsafe { sys::umad_recv(self.port.fd, buf.as_mut_ptr(), &mut len, left_ms) };
-            if rc == -libc::ETIMEDOUT || rc == -libc::EAGAIN {
-                return Ok(None);
-            }
-            if rc < 0 {
-                return Err(Error::call("umad_recv", rc));
-            }
-            let mad = buf.mad_mut();
-            let ours = mad[TID_OFFSET + 4..TID_OFFSET + 8] == tid.to_be_bytes();
-            if rc != self.id || !ours {
-                continue; // another agent's, or an answer to an earlier try
-            }
-            if buf.status() != 0 {
-                return Ok(None); // our request, handed back by the kernel: timed out
-            }
-            let mad = buf.mad_mut();
-            if mad[3] & 0x80 != 0 {
-                return Ok(Some(*mad));
-            }
+    /// Receives one MAD into `buf` (`umad_recv`), waiting up to `wait`, and says what it is.
+    pub(crate) fn receive(&self, buf: &mut UmadBuf, wait: Duration) -> Result<Received> {
+        let wait_ms = c_int::try_from(wait.as_millis())
+            .unwrap_or(c_int::MAX)
+            .max(1);
+        let mut len = MAD_SIZE as c_int;
+        // SAFETY: fd is live; the buffer holds a header and `len` bytes of MAD.
+        let rc = unsafe { sys::umad_recv(self.port.fd, buf.as_mut_ptr(), &mut len, wait_ms) };
+        if rc == -libc::ETIMEDOUT || rc == -libc::EAGAIN {
+            return Ok(Received::Nothing);
         }
+        if rc < 0 {
+            return Err(Error::call("umad_recv", rc));
+        }
+        if rc != self.id {
+            return Ok(Received::Other); // another agent's
+        }
+        let mad = buf.mad_mut();
+        let tid = u32::from_be_bytes([
+            mad[TID_OFFSET + 4],
+            mad[TID_OFFSET + 5],
+            mad[TID_OFFSET + 6],
+            mad[TID_OFFSET + 7],
+        ]);
+        let response = mad[3] & 0x80 != 0;
+        if buf.status() != 0 {
+            return Ok(Received::HandedBack(tid)); // our request, handed back: timed out
+        }
+        Ok(if response {
+            Received::Answer(tid)
+        } else {
+            Received::Other
+        })
     }
+}
+
+/// What [`Agent::receive`] got.
+pub(crate) enum Received {
+    /// Nothing within the wait.
+    Nothing,
+    /// A response with this TID (low 32 bits), in the buffer.
+    Answer(u32),
+    /// A request of this agent with this TID, handed back by the kernel as timed out.
+    HandedBack(u32),
+    /// Anything else: another agent's MAD, or a request.
+    Other,
+}
+
+/// The next transaction ID (low 32 bits) this process sends.
+pub(crate) fn next_tid() -> u32 {
+    NEXT_TID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Drop for Agent<'_> {
@@ -222,14 +238,15 @@ impl Drop for Agent<'_> {
 
 /// A libibumad buffer: the `ib_user_mad` header (`umad_size` bytes, which depends on the
 /// ABI the open port negotiated) followed by one MAD, 8-byte aligned as the header is.
-struct UmadBuf {
+#[derive(Debug)]
+pub(crate) struct UmadBuf {
     words: Vec<u64>,
     header: usize,
 }
 
 impl UmadBuf {
     /// A zeroed buffer; call once a port is open (the header size is known then).
-    fn new() -> UmadBuf {
+    pub(crate) fn new() -> UmadBuf {
         // SAFETY: no preconditions.
         let header = unsafe { sys::umad_size() };
         UmadBuf {
@@ -243,7 +260,7 @@ impl UmadBuf {
     }
 
     /// The MAD after the header.
-    fn mad_mut(&mut self) -> &mut [u8; MAD_SIZE] {
+    pub(crate) fn mad_mut(&mut self) -> &mut [u8; MAD_SIZE] {
         let header = self.header;
         // SAFETY: the words are plain bytes to u8, and the buffer holds header + MAD_SIZE
         // bytes, so the MAD_SIZE bytes from `header` are in bounds and borrowed with self.

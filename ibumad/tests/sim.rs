@@ -170,3 +170,46 @@ fn performance_class_port_info_over_qp1() {
     );
     assert_eq!(u16::from_be_bytes([answer[4], answer[5]]), 0, "MAD status");
 }
+
+#[test]
+fn a_pipeline_answers_in_the_order_sent() {
+    let (ca, _) = local();
+    let port = Port::open(None, 0).expect("umad_open_port");
+    let agent = port.register(0x81, 1).expect("umad_register");
+    let to = Address::smi(0xffff);
+    let port_num = u8::try_from(ca.ports[0].port_num).unwrap();
+    let mut pipeline = agent.pipeline(TIMEOUT, 1);
+    assert!(pipeline.answer().is_none(), "nothing in flight");
+    pipeline
+        .send(&node_info_get(Some(&[port_num])), &to)
+        .expect("DR 1 hop");
+    pipeline
+        .send(&node_info_get(Some(&[])), &to)
+        .expect("DR to self");
+    assert_eq!(pipeline.len(), 2);
+    let next = pipeline.answer().expect("in flight").expect("DR 1 hop");
+    assert_eq!(node_info(&next).0, 2, "the switch the CA is cabled to");
+    let here = pipeline.answer().expect("in flight").expect("DR to self");
+    assert_eq!(node_info(&here), (1, ca.node_guid), "this CA");
+    assert!(pipeline.is_empty());
+}
+
+#[test]
+fn a_pipeline_times_out_one_request_and_answers_the_next() {
+    let (ca, lid) = local();
+    let port = Port::open(None, 0).expect("umad_open_port");
+    let agent = port.register(0x01, 1).expect("umad_register");
+    let mut pipeline = agent.pipeline(TIMEOUT, 1);
+    let start = Instant::now();
+    for dest in [lid, 0x7ff, lid] {
+        let to = Address::smi(dest);
+        pipeline.send(&node_info_get(None), &to).expect("umad_send");
+    }
+    let first = pipeline.answer().expect("in flight").expect("NodeInfo");
+    assert_eq!(node_info(&first), (1, ca.node_guid));
+    let err = pipeline.answer().expect("in flight").unwrap_err();
+    assert!(matches!(err, Error::Timeout { tries: 2 }), "{err}");
+    let last = pipeline.answer().expect("in flight").expect("NodeInfo");
+    assert_eq!(node_info(&last), (1, ca.node_guid));
+    assert!(start.elapsed() < 10 * TIMEOUT, "took {:?}", start.elapsed());
+}

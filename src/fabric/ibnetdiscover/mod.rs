@@ -13,6 +13,7 @@ mod diff;
 mod reports;
 mod topology;
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -86,7 +87,7 @@ const OPTS: [Opt; 15] = [
         "outstanding_smps",
         'o',
         Some("<val>"),
-        "number of SMPs outstanding during the scan (no effect: one at a time here)",
+        "number of SMPs outstanding during the scan (no effect: 2 here)",
     ),
 ];
 
@@ -279,10 +280,9 @@ fn open_and_discover(common: &options::Common, show: bool, out: &mut Output) -> 
         TIMEOUT_MS
     };
     let mut smi = UmadSmi {
-        agent,
-        timeout: Duration::from_millis(u64::from(timeout)),
-        retries: RETRIES,
+        pipeline: agent.pipeline(Duration::from_millis(u64::from(timeout)), RETRIES),
         m_key: common.m_key,
+        sent: VecDeque::new(),
     };
     discover(&mut smi, show, out)
 }

@@ -30,6 +30,10 @@ pub const NODE_SWITCH: u8 = 2;
 /// A router.
 pub const NODE_ROUTER: u8 = 3;
 
+/// SMPs in flight during the walk: libibnetdisc's default (`DEFAULT_MAX_SMP_ON_WIRE`,
+/// ibnetdiscover's `-o`).
+const IN_FLIGHT: usize = 2;
+
 /// Most hops of a directed route.
 const MAX_HOPS: usize = 63;
 /// Most nodes a discovery accepts (a subnet has at most 48K unicast LIDs): a fabric that
@@ -186,16 +190,29 @@ pub fn discover(smi: &mut dyn Smi, show_progress: bool, out: &mut Output) -> Opt
         out,
     };
     scan.queue.push_back((Vec::new(), Query::NodeInfo(None)));
-    while let Some((path, query)) = scan.queue.pop_front() {
-        let (attr, modifier) = match query {
-            Query::NodeInfo(_) => (NodeInfo::ATTR_ID, 0),
-            Query::NodeDesc(_) => (NodeDescription::ATTR_ID, 0),
-            Query::SwitchInfo(_) => (SwitchInfo::ATTR_ID, 0),
-            Query::PortInfo(_, port) => (PortInfo::ATTR_ID, u32::from(port)),
-            Query::MlnxExtPortInfo(_, port) => (mlnx_ext::ATTR_ID, u32::from(port)),
+    // Sent, their answers not yet handled, oldest first. The queue is sent in its order and
+    // the answers handled in the same order, so the walk is the one of one SMP at a time.
+    let mut in_flight: VecDeque<(Vec<u8>, Query, u16, u32)> = VecDeque::new();
+    loop {
+        while in_flight.len() < IN_FLIGHT {
+            let Some((path, query)) = scan.queue.pop_front() else {
+                break;
+            };
+            let (attr, modifier) = match query {
+                Query::NodeInfo(_) => (NodeInfo::ATTR_ID, 0),
+                Query::NodeDesc(_) => (NodeDescription::ATTR_ID, 0),
+                Query::SwitchInfo(_) => (SwitchInfo::ATTR_ID, 0),
+                Query::PortInfo(_, port) => (PortInfo::ATTR_ID, u32::from(port)),
+                Query::MlnxExtPortInfo(_, port) => (mlnx_ext::ATTR_ID, u32::from(port)),
+            };
+            scan.fabric.total_mads += 1;
+            smi.send(&path, attr, modifier);
+            in_flight.push_back((path, query, attr, modifier));
+        }
+        let Some((path, query, attr, modifier)) = in_flight.pop_front() else {
+            break;
         };
-        scan.fabric.total_mads += 1;
-        let data = match smi.get(&path, attr, modifier) {
+        let data = match smi.answer() {
             Ok(data) => data,
             Err(e) => {
                 let text = format!(

@@ -1,11 +1,11 @@
 //! Where the discovery's SMPs go: the [`Smi`] trait, and [`UmadSmi`], which sends them as
-//! directed-route Gets through libibumad (the `ibumad` crate).
+//! directed-route Gets through libibumad (the `ibumad` crate), several in flight.
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::time::Duration;
 
 use ibumad::mad::{Route, Smp};
-use ibumad::{Address, Agent};
+use ibumad::{Address, Pipeline};
 
 /// Why a query got no usable answer.
 #[derive(Debug)]
@@ -31,33 +31,51 @@ impl fmt::Display for QueryError {
     }
 }
 
-/// Sends a Get of an SMP attribute along a directed route from the local port.
+/// Sends Gets of SMP attributes along directed routes from the local port, several in
+/// flight, their answers taken in the order they were sent.
 pub trait Smi {
-    /// The 64 bytes of attribute `attr` (with `modifier`) of the node at the end of `path`
-    /// (the port to leave by at each hop; empty for the local node).
-    fn get(&mut self, path: &[u8], attr: u16, modifier: u32) -> Result<[u8; 64], QueryError>;
+    /// Sends a Get of attribute `attr` (with `modifier`) of the node at the end of `path`
+    /// (the port to leave by at each hop; empty for the local node), behind those in flight.
+    /// A failure to send comes out of [`answer`](Smi::answer) in its turn.
+    fn send(&mut self, path: &[u8], attr: u16, modifier: u32);
+    /// The 64 bytes of the attribute from the answer to the oldest Get in flight.
+    fn answer(&mut self) -> Result<[u8; 64], QueryError>;
 }
 
-/// [`Smi`] over a directed-route agent (class 0x81) of an open port.
-pub struct UmadSmi<'p> {
-    /// The agent registered for class 0x81.
-    pub agent: Agent<'p>,
-    /// Time to wait for each try.
-    pub timeout: Duration,
-    /// Tries after the first.
-    pub retries: u32,
+/// [`Smi`] over a pipeline of a directed-route agent (class 0x81) of an open port.
+pub struct UmadSmi<'a, 'p> {
+    /// The agent's pipeline (its timeout and retries per Get).
+    pub pipeline: Pipeline<'a, 'p>,
     /// The M_Key each SMP carries.
     pub m_key: u64,
+    /// Per Get in flight, oldest first: `None` if it is in the pipeline, else why it could
+    /// not be sent.
+    pub sent: VecDeque<Option<QueryError>>,
 }
 
-impl Smi for UmadSmi<'_> {
-    fn get(&mut self, path: &[u8], attr: u16, modifier: u32) -> Result<[u8; 64], QueryError> {
+impl Smi for UmadSmi<'_, '_> {
+    fn send(&mut self, path: &[u8], attr: u16, modifier: u32) {
         let mut smp = Smp::get(attr, modifier, Route::directed(path));
         smp.m_key = self.m_key;
-        let request = smp.encode().map_err(|e| QueryError::Bad(e.to_string()))?;
+        let sent = match smp.encode() {
+            Ok(request) => self
+                .pipeline
+                .send(&request, &Address::smi(0xffff))
+                .err()
+                .map(QueryError::Io),
+            Err(e) => Some(QueryError::Bad(e.to_string())),
+        };
+        self.sent.push_back(sent);
+    }
+
+    fn answer(&mut self) -> Result<[u8; 64], QueryError> {
+        if let Some(e) = self.sent.pop_front().flatten() {
+            return Err(e);
+        }
         let answer = self
-            .agent
-            .request(&request, &Address::smi(0xffff), self.timeout, self.retries)
+            .pipeline
+            .answer()
+            .unwrap_or(Err(ibumad::Error::Timeout { tries: 0 }))
             .map_err(|e| match e {
                 ibumad::Error::Timeout { .. } => QueryError::Timeout,
                 e => QueryError::Io(e),

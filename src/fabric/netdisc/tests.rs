@@ -16,6 +16,8 @@ struct Hostile {
     seed: u64,
     guids: u64,
     budget: u32,
+    /// The answers to the SMPs in flight, oldest first.
+    answers: std::collections::VecDeque<Result<[u8; 64], QueryError>>,
 }
 
 impl Hostile {
@@ -29,6 +31,17 @@ impl Hostile {
 }
 
 impl Smi for Hostile {
+    fn send(&mut self, path: &[u8], attr: u16, modifier: u32) {
+        let answer = self.get(path, attr, modifier);
+        self.answers.push_back(answer);
+    }
+
+    fn answer(&mut self) -> Result<[u8; 64], QueryError> {
+        self.answers.pop_front().unwrap_or(Err(QueryError::Timeout))
+    }
+}
+
+impl Hostile {
     fn get(&mut self, _path: &[u8], attr: u16, _modifier: u32) -> Result<[u8; 64], QueryError> {
         if self.budget == 0 {
             return Err(QueryError::Timeout);
@@ -91,7 +104,9 @@ fn a_port_beyond_the_node_is_refused() {
     // The local node says it has 1 port and that the SMP came in by port 9.
     struct Liar;
     impl Smi for Liar {
-        fn get(&mut self, _: &[u8], _: u16, _: u32) -> Result<[u8; 64], QueryError> {
+        fn send(&mut self, _: &[u8], _: u16, _: u32) {}
+
+        fn answer(&mut self) -> Result<[u8; 64], QueryError> {
             let info = NodeInfo {
                 node_type: NODE_CA,
                 num_ports: 1,
@@ -113,7 +128,12 @@ proptest! {
 
     #[test]
     fn hostile_answers_end_cleanly(seed in 1u64.., guids in 1u64..40, budget in 0u32..3000) {
-        let mut smi = Hostile { seed, guids, budget };
+        let mut smi = Hostile {
+            seed,
+            guids,
+            budget,
+            answers: std::collections::VecDeque::new(),
+        };
         let mut out = Output::new();
         if let Some(fabric) = discover(&mut smi, true, &mut out) {
             check(&fabric);
