@@ -8,7 +8,7 @@ pub(crate) mod access; // AccessFlags
 pub(crate) mod async_event; // AsyncEvent, AsyncEventKind, EventSource, ObjectId
 pub(crate) mod gid; // Gid, GidType
 pub(crate) mod memory; // MemoryRule, ReregState
-pub(crate) mod qp_state; // QpState
+pub(crate) mod qp_state; // QpState, PathMigState
 pub(crate) mod qp_type; // QpType
 pub(crate) mod wc_opcode; // WcOpcode
 pub(crate) mod wc_status; // WcStatus
@@ -18,7 +18,7 @@ pub use access::AccessFlags;
 pub use async_event::{AsyncEvent, AsyncEventKind, EventSource, ObjectId};
 pub use gid::{Gid, GidType};
 pub use memory::{MemoryRule, ReregState};
-pub use qp_state::QpState;
+pub use qp_state::{PathMigState, QpState};
 pub use qp_type::QpType;
 pub use wc_opcode::WcOpcode;
 pub use wc_status::WcStatus;

@@ -1,13 +1,14 @@
 //! The full `ibv_query_qp`: a typed snapshot of a queue pair's attributes.
 
+use crate::ah::attr::AhAttr;
 use crate::context::port::Mtu;
 use crate::error::Result;
 use crate::ffi;
 use crate::qp::{PreparedQueuePair, QueuePair};
 use crate::types::AccessFlags;
 use crate::types::Gid;
-use crate::types::QpState;
 use crate::types::QpType;
+use crate::types::{PathMigState, QpState};
 
 /// A queue pair's attributes as `ibv_query_qp` reports them (`struct ibv_qp_attr` and
 /// `struct ibv_qp_init_attr`), taken by [`QueuePair::query`].
@@ -69,6 +70,17 @@ pub struct QpAttributes {
     pub rnr_retry: u8,
     /// Whether the send queue is draining (SQD).
     pub sq_draining: bool,
+    /// The path migration state (RC, UC): `Migrated` until an alternate path is loaded
+    /// ([`QueuePair::load_alt_path`](crate::QueuePair::load_alt_path)).
+    pub path_mig_state: PathMigState,
+    /// The alternate path's address vector (`alt_ah_attr`; all zeros without one).
+    pub alt_ah_attr: AhAttr,
+    /// The alternate path's local port (`alt_port_num`; 0 without one).
+    pub alt_port: u8,
+    /// The alternate path's local ACK timeout exponent (`alt_timeout`).
+    pub alt_timeout: u8,
+    /// The alternate path's P_Key index (`alt_pkey_index`).
+    pub alt_pkey_index: u16,
     /// Send queue depth (rxe reports its whole ring, which can be more than the create
     /// granted: 255 for 128).
     pub max_send_wr: u32,
@@ -120,6 +132,11 @@ impl QueuePair {
             retry_cnt: attr.retry_cnt,
             rnr_retry: attr.rnr_retry,
             sq_draining: attr.sq_draining != 0,
+            path_mig_state: PathMigState::from_raw(attr.path_mig_state),
+            alt_ah_attr: AhAttr::from_raw(&attr.alt_ah_attr),
+            alt_port: attr.alt_port_num,
+            alt_timeout: attr.alt_timeout,
+            alt_pkey_index: attr.alt_pkey_index,
             max_send_wr: init.cap.max_send_wr,
             max_recv_wr: init.cap.max_recv_wr,
             max_send_sge: init.cap.max_send_sge,

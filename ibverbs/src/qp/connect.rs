@@ -2,7 +2,7 @@
 //! transitions, and [`PreparedQueuePair::connect`] (RC, UC) and
 //! [`PreparedQueuePair::ready`] (UD) that make them.
 
-use super::{PreparedQueuePair, QueuePair};
+use super::{AltPath, PreparedQueuePair, QueuePair};
 use crate::context::port::Mtu;
 use crate::error::{Error, IwarpRule, Result};
 use crate::ffi;
@@ -27,6 +27,7 @@ pub struct ConnectOptions {
     max_rd_atomic: u8,
     max_dest_rd_atomic: u8,
     route: Route,
+    alt_path: Option<AltPath>,
 }
 
 impl Default for ConnectOptions {
@@ -40,6 +41,7 @@ impl Default for ConnectOptions {
             max_rd_atomic: 16,
             max_dest_rd_atomic: 16,
             route: Route::new(),
+            alt_path: None,
         }
     }
 }
@@ -47,7 +49,7 @@ impl Default for ConnectOptions {
 impl ConnectOptions {
     /// perftest's settings: the port's active MTU, ACK timeout 14 (67 ms), 7 retries of each
     /// kind, RNR timer 12 (0.64 ms), 16 reads and atomics each way (clamped to the device),
-    /// the default [`Route`].
+    /// the default [`Route`], no alternate path.
     pub fn new() -> Self {
         Self::default()
     }
@@ -110,6 +112,16 @@ impl ConnectOptions {
         self
     }
 
+    /// An alternate path to the peer, loaded at the move to RTS (`IBV_QP_ALT_PATH` and
+    /// `path_mig_state` `IBV_MIG_REARM`: the HCA is to arm it), as
+    /// [`QueuePair::load_alt_path`] loads one later; by default none. Checked before the
+    /// first transition as [`AltPath`] says: on a RoCE port (rxe's) it is refused with
+    /// [`Error::Unsupported`].
+    pub fn alt_path(mut self, path: AltPath) -> Self {
+        self.alt_path = Some(path);
+        self
+    }
+
     /// Fails with [`Error::OutOfRange`] naming the first setting out of its range.
     fn check(&self) -> Result<()> {
         for (what, value, max) in [
@@ -135,8 +147,9 @@ impl PreparedQueuePair {
     /// Connects an RC or UC QP to `remote`: INIT → RTR → RTS.
     ///
     /// The QP sends from the GID it was built with ([`QueuePair::gid_index`]). A setting out
-    /// of its range is [`Error::OutOfRange`], before any transition; a failed transition is
-    /// [`Error::Transition`], naming the state.
+    /// of its range is [`Error::OutOfRange`], and an alternate path
+    /// ([`ConnectOptions::alt_path`]) is checked as [`AltPath`] says, both before any
+    /// transition; a failed transition is [`Error::Transition`], naming the state.
     pub fn connect(self, remote: &Endpoint, opts: &ConnectOptions) -> Result<QueuePair> {
         use ffi::ibv_qp_attr_mask as M;
         let qp = self.qp;
@@ -150,6 +163,9 @@ impl PreparedQueuePair {
             return Err(Error::Iwarp(IwarpRule::ConnectThroughRdmaCm));
         }
         opts.check()?;
+        if let Some(path) = &opts.alt_path {
+            path.check(qp.pd().context(), qp.qp_type, qp.port)?;
+        }
         let path_mtu = ffi::ibv_mtu(opts.path_mtu.unwrap_or(qp.active_mtu).raw());
         let (max_rd, max_dest_rd) = qp.rd_atomic_limits(opts)?;
         let mut route = opts.route;
@@ -194,6 +210,9 @@ impl PreparedQueuePair {
                 | M::IBV_QP_RETRY_CNT
                 | M::IBV_QP_RNR_RETRY
                 | M::IBV_QP_MAX_QP_RD_ATOMIC;
+        }
+        if let Some(path) = &opts.alt_path {
+            mask |= path.apply(&mut rts);
         }
         qp.transition(&mut rts, mask)?;
         Ok(qp)

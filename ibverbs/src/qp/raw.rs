@@ -300,9 +300,11 @@ impl RawQp {
         }
     }
 
-    /// `ibv_modify_qp` for the typed transitions (INIT, RTR, RTS, ERROR), which keep the
-    /// promise of [`modify`](Self::modify): each moves the state on with the attributes of
-    /// its transition, never `IBV_QP_CAP`. A failed state change is [`Error::Transition`].
+    /// `ibv_modify_qp` for the typed transitions (INIT, RTR, RTS, ERROR) and the typed
+    /// changes in RTS (`qp/path_mig.rs`), which keep the promise of
+    /// [`modify`](Self::modify): each moves the state on (or keeps it) with the attributes
+    /// of its transition, never `IBV_QP_CAP`. A failed state change is
+    /// [`Error::Transition`].
     pub(super) fn transition(
         &self,
         attr: &mut ffi::ibv_qp_attr,

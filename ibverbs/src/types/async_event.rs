@@ -20,9 +20,14 @@ pub enum AsyncEventKind {
     CommEst,
     /// `IBV_EVENT_SQ_DRAINED`: a QP's send queue drained in SQD.
     SqDrained,
-    /// `IBV_EVENT_PATH_MIG`: a QP migrated to its alternate path.
+    /// `IBV_EVENT_PATH_MIG`: a QP migrated to its alternate path, by itself or when asked
+    /// ([`QueuePair::migrate_path`](crate::QueuePair::migrate_path)). The source is
+    /// [`EventSource::Qp`] of that QP (see
+    /// [`QueuePair::load_alt_path`](crate::QueuePair::load_alt_path)). rxe never reports
+    /// it: its ports are RoCE, where no alternate path can be loaded.
     PathMig,
-    /// `IBV_EVENT_PATH_MIG_ERR`: path migration failed.
+    /// `IBV_EVENT_PATH_MIG_ERR`: a QP failed to migrate to its alternate path. The source
+    /// is [`EventSource::Qp`] of that QP. rxe never reports it.
     PathMigErr,
     /// `IBV_EVENT_DEVICE_FATAL`: the device failed.
     DeviceFatal,

@@ -1,4 +1,5 @@
-//! Queue pair states: `enum ibv_qp_state`.
+//! Queue pair states: `enum ibv_qp_state`, and the path migration state of a connected
+//! queue pair, `enum ibv_mig_state`.
 
 use std::fmt;
 
@@ -57,5 +58,39 @@ impl fmt::Display for QpState {
             QpState::Unknown(raw) => return write!(f, "unknown state {raw}"),
         };
         f.write_str(name)
+    }
+}
+
+/// The path migration state of an RC or UC queue pair (`enum ibv_mig_state`, the
+/// `path_mig_state` of `struct ibv_qp_attr`), read by
+/// [`QueuePair::query`](crate::QueuePair::query).
+///
+/// A QP without an alternate path reports `Migrated`. Loading one
+/// ([`QueuePair::load_alt_path`](crate::QueuePair::load_alt_path)) asks for `Rearm`; the
+/// HCA arms the path (`Armed`), and reports `Migrated` again once the QP migrated to it
+/// (by itself, or on [`QueuePair::migrate_path`](crate::QueuePair::migrate_path)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PathMigState {
+    /// `IBV_MIG_MIGRATED`: no alternate path is armed (none was loaded, or the QP migrated
+    /// to it).
+    Migrated,
+    /// `IBV_MIG_REARM`: an alternate path was loaded; the HCA is to arm it.
+    Rearm,
+    /// `IBV_MIG_ARMED`: the alternate path is ready to migrate to.
+    Armed,
+    /// A state libibverbs does not know: the raw value.
+    Unknown(u32),
+}
+
+impl PathMigState {
+    pub(crate) fn from_raw(raw: ffi::ibv_mig_state) -> Self {
+        use ffi::ibv_mig_state as M;
+        match raw {
+            M::IBV_MIG_MIGRATED => PathMigState::Migrated,
+            M::IBV_MIG_REARM => PathMigState::Rearm,
+            M::IBV_MIG_ARMED => PathMigState::Armed,
+            other => PathMigState::Unknown(other.0),
+        }
     }
 }

@@ -2,13 +2,15 @@
 //! provider under test): what iWARP forbids is refused by the crate before the provider,
 //! naming the rule ([`IwarpRule`]): UD and UC QPs, atomics, a QP connected by hand, a read
 //! into a region without remote write; what it has works over a connection rdma_cm set up.
+//! What siw lacks is refused by name too: path migration.
 
 use std::net::SocketAddr;
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Context, Error, IwarpRule, QpType, QueuePair, RecvRequest,
-    SendOps, SendRequest, Transport, WcStatus, WorkCompletion, WrError,
+    AccessFlags, AhAttr, AltPath, ConnectOptions, Context, DeviceCapFlags, Error, IwarpRule,
+    QpType, QueuePair, RecvRequest, SendOps, SendRequest, Transport, WcStatus, WorkCompletion,
+    WrError,
 };
 use rdma_verbs_test_kit::{iwarp_addr, iwarp_device};
 
@@ -268,4 +270,40 @@ fn a_post_on_a_stopped_siw_qp_is_refused_not_left_to_hang() {
     let _ = sid.disconnect();
     let smr = sside.pd.alloc_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
     posts_refused(sid.qp().expect("the server's QP"), &smr, "server");
+}
+
+/// siw reports no `IBV_DEVICE_AUTO_PATH_MIG`: an alternate path and a migration request on
+/// a QP rdma_cm connected are refused naming the flag, before `ibv_modify_qp`.
+#[test]
+fn path_migration_on_siw_is_refused_naming_the_missing_flag() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = iwarp_listener(&schan);
+    let (cid, _cside) = client(&cchan, addr);
+    cid.connect(&ConnParam::new()).expect("rdma_connect");
+    let ev = next_event(&schan);
+    let CmEventKind::ConnectRequest { id: mut sid, .. } = ev.kind else {
+        panic!("expected a connect request, got {ev:?}");
+    };
+    let _sside = super::add_qp(&mut sid);
+    sid.accept(&ConnParam::new()).expect("rdma_accept");
+    both_established(&cchan, &schan);
+
+    let qp = cid.qp().expect("the client's QP");
+    let flags = qp.pd().context().query_device().unwrap().device_cap_flags;
+    assert!(!flags.contains(DeviceCapFlags::AUTO_PATH_MIG), "{flags:?}");
+    for err in [
+        qp.load_alt_path(&AltPath::new(AhAttr::new(1))).unwrap_err(),
+        qp.migrate_path().unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Error::Unsupported {
+                    missing: "IBV_DEVICE_AUTO_PATH_MIG in device_cap_flags",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 // Inputs can grow without breaking callers (the crate docs' Stability section): outside the
 // crate a settings value is made by its constructor and chained setters, never by a struct
 // literal (its fields are private), so a setting added in a minor version breaks no caller.
-use rdma_verbs::{ConnectOptions, Route};
+use rdma_verbs::{AhAttr, AltPath, ConnectOptions, Route};
 
 fn main() {
     let _settings = ConnectOptions {
@@ -11,5 +11,9 @@ fn main() {
     let _route = Route {
         sl: 3,
         ..Route::new()
+    };
+    let _path = AltPath {
+        timeout: 16,
+        ..AltPath::new(AhAttr::new(1))
     };
 }
