@@ -78,7 +78,7 @@
 //! `Debug` output, and items marked `#[doc(hidden)]`.
 //!
 //! The inputs are built so that they can grow in a minor version:
-//! - **Settings** ([`ConnectOptions`], [`Route`], [`QueuePairBuilder`],
+//! - **Settings** ([`ConnectOptions`], [`RateLimit`], [`Route`], [`QueuePairBuilder`],
 //!   [`AddressHandleBuilder`], `cm::ConnParam`, `cm::AddrHints`, `stream::StreamConfig`)
 //!   have private fields, a constructor with the defaults (`new`, or the call that starts
 //!   the builder) and one chained setter per setting, named after the C field it sets.
@@ -190,7 +190,9 @@ pub use qp::attr::QpAttributes;
 pub use qp::create_flags::QpCreateFlags;
 pub use qp::ex::{BatchRequest, WrBatch};
 pub use qp::mcast::MULTICAST_QPN;
-pub use qp::{ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY};
+pub use qp::{
+    ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, RateLimit, DEFAULT_QKEY,
+};
 pub use raw::AsRaw;
 pub use route::{Endpoint, Route};
 pub use srq::{SharedReceiveQueue, SrqAttributes};

@@ -14,6 +14,7 @@ pub(crate) mod create_flags; // QpCreateFlags and QueuePairBuilder::create_flags
 pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
+mod rate_limit; // packet pacing: RateLimit, QueuePair::modify_rate_limit (ibv_modify_qp_rate_limit)
 mod raw; // the FFI calls of the QP (RawQp): every unsafe block of the folder but ex/'s
 mod recv; // posting receives: QueuePair::post_recv
 
@@ -32,6 +33,7 @@ use crate::wr::post_error::PostError;
 use crate::wr::{RecvRequest, SendRequest};
 pub use builder::{QueuePairBuilder, DEFAULT_QKEY};
 pub use connect::ConnectOptions;
+pub use rate_limit::RateLimit;
 use raw::RawQp;
 
 /// A queue pair in INIT: it can take receives but not send yet. See the module docs.

@@ -7,7 +7,8 @@
 //! (file mappings against another holder of the file), `multicast` (UD groups),
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
-//! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
+//! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `rate_limit`
+//! (packet pacing, checked against the device's caps), `dispatch`
 //! (what reaches a provider function: a batch's opcodes, missing provider functions,
 //! inline data from device memory), `ah_from_wc` (address handles back to a datagram's
 //! sender, from its completion and GRH; hostile headers); `common` holds what several share.
@@ -33,5 +34,6 @@ mod memory;
 mod multicast;
 mod odp;
 mod query;
+mod rate_limit;
 mod srq;
 mod transfers;
