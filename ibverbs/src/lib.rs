@@ -78,8 +78,8 @@
 //! `Debug` output, and items marked `#[doc(hidden)]`.
 //!
 //! The inputs are built so that they can grow in a minor version:
-//! - **Settings** ([`ConnectOptions`], [`Route`], [`AltPath`], [`QueuePairBuilder`],
-//!   [`AddressHandleBuilder`], `cm::ConnParam`, `cm::AddrHints`, `stream::StreamConfig`)
+//! - **Settings** ([`ConnectOptions`], [`Route`], [`AltPath`], [`RateLimit`],
+//!   [`QueuePairBuilder`], [`AddressHandleBuilder`], `cm::ConnParam`, `cm::AddrHints`, `stream::StreamConfig`)
 //!   have private fields, a constructor with the defaults (`new`, or the call that starts
 //!   the builder) and one chained setter per setting, named after the C field it sets.
 //!   A minor version may add a setting, with a default that keeps what code written before
@@ -191,7 +191,8 @@ pub use qp::create_flags::QpCreateFlags;
 pub use qp::ex::{BatchRequest, WrBatch};
 pub use qp::mcast::MULTICAST_QPN;
 pub use qp::{
-    AltPath, ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, DEFAULT_QKEY,
+    AltPath, ConnectOptions, PreparedQueuePair, QueuePair, QueuePairBuilder, RateLimit,
+    DEFAULT_QKEY,
 };
 pub use raw::AsRaw;
 pub use route::{Endpoint, Route};

@@ -15,6 +15,7 @@ pub(crate) mod ex; // the extended send path: WrBatch (ibv_wr_*)
 mod inline_limit; // the error of a creation asking for too much inline data; the probe creation
 pub(crate) mod mcast; // multicast attach and detach (ibv_attach_mcast)
 mod path_mig; // AltPath: an alternate path, path migration (load_alt_path, migrate_path)
+mod rate_limit; // packet pacing: RateLimit, QueuePair::modify_rate_limit (ibv_modify_qp_rate_limit)
 mod raw; // the FFI calls of the QP (RawQp): every unsafe block of the folder but ex/'s
 mod recv; // posting receives: QueuePair::post_recv
 
@@ -34,6 +35,7 @@ use crate::wr::{RecvRequest, SendRequest};
 pub use builder::{QueuePairBuilder, DEFAULT_QKEY};
 pub use connect::ConnectOptions;
 pub use path_mig::AltPath;
+pub use rate_limit::RateLimit;
 use raw::RawQp;
 
 /// A queue pair in INIT: it can take receives but not send yet. See the module docs.

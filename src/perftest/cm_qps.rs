@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Duration;
 
-use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
+use rdma_verbs::cm::{CmEventKind, CmId, CmOption, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::QpType;
 use rdma_verbs::{AddressHandle, Gid, RecvRequest, SendRequest, WorkCompletion};
 
@@ -148,6 +148,12 @@ fn try_connect(
         let mut id = channel
             .create_id(port_space(run))
             .ctx("Failed to create RDMA CM ID.")?;
+        // --tclass: the type of service of the connection, which on RoCE is the route's
+        // traffic class (set before the route is resolved).
+        if run.qos.tclass != 0 {
+            id.set_option(CmOption::Tos(run.qos.tclass))
+                .ctx("Failed to set the TOS of the RDMA CM ID.")?;
+        }
         comm::resolve(&channel, &id, dst)?;
         create_qp(&mut id, base, run)?;
         id.connect(&conn_param(run))

@@ -218,6 +218,9 @@ pub fn run(o: Options, listener: Option<&TcpListener>, out: &mut Output) -> Resu
 /// `listener` if given) and settles the setup with it: the run, resolved once, and the peer.
 fn start(o: Options, listener: Option<&TcpListener>, out: &mut Output) -> Result<(Run, Peer)> {
     out.write_str(&o.notes).ok();
+    if !o.stderr_notes.is_empty() {
+        out.error(o.stderr_notes.trim_end());
+    }
     let dev = Device::open(&o.device)?;
     let setup = Setup::new(&dev, &o)?;
     out.write_str(&setup.said.stdout).ok();

@@ -325,6 +325,14 @@ impl RawQp {
         Ok((attr, init))
     }
 
+    /// `ibv_modify_qp_rate_limit` with `attr`: its return code (`EOPNOTSUPP` where the
+    /// provider has no `modify_qp_rate_limit`: the `-sys` port checks the pointer first).
+    pub(super) fn modify_rate_limit(&self, mut attr: ffi::ibv_qp_rate_limit_attr) -> c_int {
+        // SAFETY: the QP is live and attr is an initialised ibv_qp_rate_limit_attr, which
+        // the call only reads.
+        unsafe { ffi::ibv_modify_qp_rate_limit(self.ptr(), &mut attr) }
+    }
+
     /// `ibv_attach_mcast` to the group `gid` of multicast LID `lid`: its return code.
     pub(super) fn attach_mcast(&self, gid: Gid, lid: u16) -> c_int {
         let raw = gid.to_raw();

@@ -2,15 +2,16 @@
 //! provider under test): what iWARP forbids is refused by the crate before the provider,
 //! naming the rule ([`IwarpRule`]): UD and UC QPs, atomics, a QP connected by hand, a read
 //! into a region without remote write; what it has works over a connection rdma_cm set up.
-//! What siw lacks is refused by name too: path migration.
+//! What siw lacks is refused by name too: path migration, and packet pacing (the typed
+//! `Unsupported`).
 
 use std::net::SocketAddr;
 
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
     AccessFlags, AhAttr, AltPath, ConnectOptions, Context, DeviceCapFlags, Error, IwarpRule,
-    QpType, QueuePair, RecvRequest, SendOps, SendRequest, Transport, WcStatus, WorkCompletion,
-    WrError,
+    QpType, QueuePair, RateLimit, RecvRequest, SendOps, SendRequest, Transport, WcStatus,
+    WorkCompletion, WrError,
 };
 use rdma_verbs_test_kit::{iwarp_addr, iwarp_device};
 
@@ -127,6 +128,20 @@ fn atomics_are_refused_and_reads_and_writes_run_over_an_rdma_cm_connection() {
     both_established(&cchan, &schan);
 
     let qp = cid.qp().expect("the client's QP");
+    // siw reports no packet pacing: a rate limit is refused before the call.
+    let err = qp
+        .modify_rate_limit(&RateLimit::new().rate_limit(1_000_000))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported {
+                missing: "qp_rate_limit_max in packet_pacing_caps",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     // A read's sink is written by the peer's read response: it has remote write too
     // (IwarpRule::ReadSinkNeedsRemoteWrite).
     let mut local = cside.pd.alloc_mr(64, rights).expect("ibv_reg_mr");

@@ -8,7 +8,8 @@
 //! `atomic_write` (where the kernel's rxe has it), `query` (`ibv_query_qp`), `srq` (SRQ
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
 //! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `path_mig`
-//! (alternate paths and migration requests), `dispatch` (what reaches a provider function:
+//! (alternate paths and migration requests), `rate_limit` (packet pacing, checked against
+//! the device's caps), `dispatch` (what reaches a provider function:
 //! a batch's opcodes, missing provider functions, inline data from device memory),
 //! `ah_from_wc` (address handles back to a datagram's sender, from its completion and GRH;
 //! hostile headers); `common` holds what several share.
@@ -35,5 +36,6 @@ mod multicast;
 mod odp;
 mod path_mig;
 mod query;
+mod rate_limit;
 mod srq;
 mod transfers;

@@ -10,7 +10,7 @@ use super::credit::Credit;
 use super::post::{self, list_sges, Poster, Request, Target};
 use super::timer::{phase, Phase, Timer};
 use super::watchdog::Watchdog;
-use super::{Plan, POLL_BATCH};
+use super::{Pacing, Plan, POLL_BATCH};
 use crate::perftest::clock::Clock;
 use crate::perftest::rdma::{Queues, Resources};
 use crate::perftest::stats::BwSamples;
@@ -102,10 +102,12 @@ struct Sends<'a> {
     totccnt: u64,
     /// Requests of the run over all QPs (iterations mode).
     tot: u64,
+    /// The SW rate limiter, if the run has one.
+    pacer: Option<Pacer>,
 }
 
 impl<'a> Sends<'a> {
-    fn new(plan: &'a Plan, poster: Poster<'a>, nq: usize) -> Self {
+    fn new(plan: &'a Plan, poster: Poster<'a>, nq: usize, clock: &Clock) -> Self {
         Sends {
             plan,
             poster,
@@ -114,6 +116,7 @@ impl<'a> Sends<'a> {
             totscnt: 0,
             totccnt: 0,
             tot: plan.iters * nq as u64,
+            pacer: plan.pacing.map(|p| Pacer::new(p, clock)),
         }
     }
 
@@ -141,6 +144,9 @@ impl<'a> Sends<'a> {
                         break;
                     }
                 }
+                if !self.pacer.as_mut().map_or(true, |p| p.may_post(clock)) {
+                    return Ok(posted);
+                }
                 if !plan.no_peak {
                     s.tposted[self.totscnt as usize] = clock.now();
                 }
@@ -148,6 +154,9 @@ impl<'a> Sends<'a> {
                     break;
                 }
                 self.poster.post(q, self.scnt[q])?;
+                if let Some(p) = &mut self.pacer {
+                    p.posted(plan.post_list);
+                }
                 self.scnt[q] += plan.post_list;
                 self.totscnt += plan.post_list;
                 posted = true;
@@ -206,6 +215,51 @@ impl<'a> Sends<'a> {
             wd.progress();
         }
         Ok(())
+    }
+}
+
+/// perftest's SW rate limiter in a sending loop: a burst of posts, then none until the
+/// next burst is due, the bursts [`Pacing`]'s gap apart on a fixed schedule from the start
+/// (so a late burst does not push the later ones back).
+struct Pacer {
+    /// Ticks from one burst's start to the next's.
+    gap: u64,
+    /// When the next burst may start.
+    due: u64,
+    burst: u64,
+    /// Posts left in the current burst.
+    left: u64,
+}
+
+impl Pacer {
+    fn new(p: Pacing, clock: &Clock) -> Pacer {
+        let gap = clock.ticks_per_sec() * p.burst as f64 / p.per_second;
+        Pacer {
+            gap: gap as u64,
+            due: clock.now(),
+            burst: p.burst,
+            left: 0,
+        }
+    }
+
+    /// Whether a post may go now: within a burst, or once the next one is due (which
+    /// starts it).
+    #[inline]
+    fn may_post(&mut self, clock: &Clock) -> bool {
+        if self.left == 0 {
+            if clock.now() < self.due {
+                return false;
+            }
+            self.due = self.due.saturating_add(self.gap);
+            self.left = self.burst;
+        }
+        true
+    }
+
+    /// Counts `n` requests posted in the burst.
+    #[inline]
+    fn posted(&mut self, n: u64) {
+        self.left = self.left.saturating_sub(n);
     }
 }
 
@@ -281,7 +335,7 @@ pub fn bw_send(
     let credit = Credit::of(credits.as_mut(), plan, nq)?;
     let mut timer = Timer::started(plan, clock);
     let sges = list_sges(plan, queues)?;
-    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
+    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq, clock);
 
     if plan.duration.is_none() && plan.no_peak {
         s.tposted[0] = clock.now();
@@ -298,8 +352,9 @@ pub fn bw_send(
         }
         sends.fill(ph, &mut timer, clock, &mut s, credit.as_ref())?;
         if sends.waiting(ph) {
-            // A sender waiting for credit may have no completion to come: it polls.
-            let n = if credit.is_some() {
+            // A sender waiting for credit, or for its next burst, may have no completion to
+            // come: it polls.
+            let n = if credit.is_some() || sends.pacer.is_some() {
                 cq::poll(send_cq, &mut wc)?
             } else {
                 cq::poll_or_wait(send_cq, &mut wc, wd)?
@@ -417,7 +472,7 @@ pub fn bw_bidir(
         s.tposted[0] = clock.now();
     }
     let sges = list_sges(plan, queues)?;
-    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq);
+    let mut sends = Sends::new(plan, Poster::new(plan, queues, targets, &sges), nq, clock);
     let mut recvs = Recvs::new(plan, queues);
     let mut wc = [WorkCompletion::default(); POLL_BATCH];
     // Receives are taken up to rx_depth at a time, as perftest's run_iter_bi does: each

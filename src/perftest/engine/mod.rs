@@ -16,7 +16,7 @@ pub use lat::{lat_read, lat_send, lat_write, LatSamples};
 pub use post::{post_receives, Target};
 pub use watchdog::{Watchdog, STALL};
 
-use super::options::Timed;
+use super::options::{Limiter, Timed};
 use super::rdma::Run;
 use super::types::{AtomicOp, Verb};
 
@@ -48,6 +48,18 @@ pub struct Plan {
     pub duration: Option<Timed>,
     /// Receive queue depth (send tests).
     pub rx_depth: u64,
+    /// The SW rate limiter: messages per second and per burst.
+    pub pacing: Option<Pacing>,
+}
+
+/// perftest's SW rate limiter: bursts of `burst` messages (over all QPs), each starting
+/// `1 / (per_second / burst)` seconds after the one before.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pacing {
+    /// Messages per second.
+    pub per_second: f64,
+    /// Messages per burst.
+    pub burst: u64,
 }
 
 impl Plan {
@@ -68,6 +80,15 @@ impl Plan {
             atomic: t.atomic,
             duration: t.duration,
             rx_depth: q.rx_depth.into(),
+            pacing: run
+                .qos
+                .rate_limit
+                .as_ref()
+                .filter(|r| r.limiter == Limiter::Sw)
+                .map(|r| Pacing {
+                    per_second: r.per_second(size),
+                    burst: r.burst.max(1).into(),
+                }),
         }
     }
 
@@ -106,6 +127,7 @@ mod tests {
             atomic: AtomicOp::FetchAndAdd,
             duration: None,
             rx_depth: 1,
+            pacing: None,
         };
         let signaled: Vec<u64> = (0..250).filter(|&k| plan.signaled(k)).collect();
         assert_eq!(signaled, [99, 199, 249]);

@@ -6,7 +6,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::fuzz::{argv, config, number_text};
-use crate::perftest::options::{Command, Options, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
+use crate::perftest::options::{Command, Limiter, Options, ATOMIC_SIZE, MAX_INLINE_UD, MAX_SIZE};
 use crate::perftest::types::{Conn, Test, Verb};
 
 use super::test;
@@ -49,6 +49,12 @@ const LONGS: &[&str] = &[
     "perform_warm_up",
     "ipv6",
     "disable_pcie_relaxed",
+    "tclass",
+    "rate_limit",
+    "rate_units",
+    "rate_limit_type",
+    "burst_size",
+    "typical_pkt_size",
     "bogus",
 ];
 const WORDS: &[&str] = &[
@@ -63,6 +69,13 @@ const WORDS: &[&str] = &[
     "rxe0",
     "127.0.0.1",
     "localhost",
+    "SW",
+    "HW",
+    "PP",
+    "M",
+    "g",
+    "p",
+    "2.5",
 ];
 
 /// Options with values that are mostly in range, so that many command lines get past
@@ -77,12 +90,16 @@ fn plausible_args() -> impl Strategy<Value = Vec<OsString>> {
         ]),
     ];
     let option = prop_oneof![
-        3 => (prop::sample::select(vec!["-n", "-s", "-t", "-r", "-Q", "-l", "-q", "-D", "-f", "-I", "-m", "-o", "-x", "-u", "-S", "-i", "-p"]), number)
+        3 => (prop::sample::select(vec!["-n", "-s", "-t", "-r", "-Q", "-l", "-q", "-D", "-f", "-I", "-m", "-o", "-x", "-u", "-S", "-i", "-p"]), number.clone())
             .prop_map(|(o, v)| vec![o.to_owned(), v.to_string()]),
         2 => prop::sample::select(vec!["-a", "-b", "-e", "-N", "-H", "-U", "-F", "--report_gbits", "--report-both", "--perform_warm_up", "--ipv6", "--disable_pcie_relaxed"])
             .prop_map(|o| vec![o.to_owned()]),
         1 => prop::sample::select(vec!["RC", "UC", "UD"]).prop_map(|c| vec!["-c".to_owned(), c.to_owned()]),
         1 => prop::sample::select(vec!["CMP_AND_SWAP", "FETCH_AND_ADD"]).prop_map(|c| vec!["-A".to_owned(), c.to_owned()]),
+        1 => (prop::sample::select(vec!["--rate_limit", "--burst_size", "--tclass"]), number)
+            .prop_map(|(o, v)| vec![o.to_owned(), v.to_string()]),
+        1 => prop::sample::select(vec!["SW", "HW", "PP"]).prop_map(|t| vec!["--rate_limit_type".to_owned(), t.to_owned()]),
+        1 => prop::sample::select(vec!["M", "g", "p"]).prop_map(|u| vec!["--rate_units".to_owned(), u.to_owned()]),
         1 => prop::sample::select(vec!["4K", "1M", "8M", "0x40"]).prop_map(|s| vec!["-s".to_owned(), s.to_owned()]),
         1 => Just(vec!["127.0.0.1".to_owned()]),
     ];
@@ -153,6 +170,14 @@ fn check_options(t: Test, o: &Options) -> Result<(), TestCaseError> {
     let c = &o.connection;
     prop_assert!(c.port >= 1 && d.ib_port >= 1 && c.sl <= 15);
     prop_assert!(d.gid_index.map_or(true, |g| g <= 64));
+    // A limiter that paces has a rate and a burst, and never runs on a test it cannot.
+    if let Some(r) = &o.qos.rate_limit {
+        prop_assert!(r.burst >= 1);
+        if r.limiter == Limiter::Sw {
+            prop_assert!(r.rate > 0.0 && o.test.is_bw() && verb != Verb::Atomic);
+        }
+        prop_assert!(r.limiter != Limiter::Pp);
+    }
     Ok(())
 }
 
@@ -255,7 +280,7 @@ proptest! {
     #[test]
     fn any_value_of_any_option(
         t in test(),
-        option in prop::sample::select(vec!["-A", "-c", "-d", "-D", "-f", "-i", "-I", "-l", "-m", "-n", "-o", "-p", "-q", "-Q", "-r", "-s", "-S", "-t", "-u", "-x", "--out_json_file"]),
+        option in prop::sample::select(vec!["-A", "-c", "-d", "-D", "-f", "-i", "-I", "-l", "-m", "-n", "-o", "-p", "-q", "-Q", "-r", "-s", "-S", "-t", "-u", "-x", "--out_json_file", "--tclass", "--rate_limit", "--rate_units", "--rate_limit_type", "--burst_size", "--typical_pkt_size"]),
         value in prop_oneof![number_text(), "[ -~]{0,12}"],
     ) {
         let argv = with_prog(t, vec![option.into(), value.into()]);

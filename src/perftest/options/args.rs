@@ -81,6 +81,18 @@ pub struct Args {
     pub disable_pcie_relaxed: bool,
     /// Connect the QPs with rdma_cm, which also carries the exchange.
     pub rdma_cm: bool,
+    /// Traffic class of the GRH (`--tclass`, default 0).
+    pub tclass: Option<String>,
+    /// Rate limit (`--rate_limit`), in `--rate_units`.
+    pub rate_limit: Option<String>,
+    /// Units of the rate limit: M (MiB/s), g (Gb/s, the default) or p (packets/s).
+    pub rate_units: Option<String>,
+    /// Rate limiter: HW (the path's static rate), SW (paced posts) or PP (packet pacing).
+    pub rate_limit_type: Option<String>,
+    /// Messages per burst of the rate limiter (default the TX depth).
+    pub burst_size: Option<String>,
+    /// Typical packet size of packet pacing (PP only).
+    pub typical_pkt_size: Option<String>,
     /// The server to connect to; none to be the server.
     pub hosts: Vec<String>,
 }
@@ -309,6 +321,42 @@ const OPTIONS: &[Spec] = &[
         'R',
         "Connect the QPs with rdma_cm, which also carries the exchange",
     ),
+    Spec::value(
+        "tclass",
+        '\u{e007}',
+        "value",
+        "Traffic class of the GRH, where one is used (default 0)",
+    ),
+    Spec::value(
+        "burst_size",
+        '\u{e008}',
+        "size",
+        "Messages per burst of the rate limiter (default: the TX depth)",
+    ),
+    Spec::value(
+        "typical_pkt_size",
+        '\u{e009}',
+        "bytes",
+        "Typical packet size of a burst (PP rate limiter only)",
+    ),
+    Spec::value(
+        "rate_limit",
+        '\u{e00a}',
+        "rate",
+        "Most the QPs send, in --rate_units (default units Gb/s)",
+    ),
+    Spec::value(
+        "rate_units",
+        '\u{e00b}',
+        "units",
+        "[Mgp] Rate limit units: MiB/s (M), Gb/s (g, default) or packets/s (p; not with HW)",
+    ),
+    Spec::value(
+        "rate_limit_type",
+        '\u{e00c}',
+        "type",
+        "[HW/SW/PP] Rate limiter: the path's static rate (HW, default with --rate_limit), paced posts (SW) or packet pacing (PP)",
+    ),
 ];
 
 /// What the help says the tool is.
@@ -387,6 +435,12 @@ impl Args {
                 '\u{e005}' => a.ipv6 = true,
                 '\u{e006}' => a.disable_pcie_relaxed = true,
                 'R' => a.rdma_cm = true,
+                '\u{e007}' => a.tclass = value,
+                '\u{e008}' => a.burst_size = value,
+                '\u{e009}' => a.typical_pkt_size = value,
+                '\u{e00a}' => a.rate_limit = value,
+                '\u{e00b}' => a.rate_units = value,
+                '\u{e00c}' => a.rate_limit_type = value,
                 _ => {}
             }
         }

@@ -7,12 +7,14 @@ mod args;
 mod defaults;
 mod dependencies;
 mod number;
+mod qos;
 #[cfg(test)]
 mod tests;
 
 use std::ffi::OsString;
 
 pub use args::Args;
+pub(crate) use qos::{Limiter, Qos};
 
 use super::types::{AtomicOp, Conn, Error, Result, Test};
 use super::wire::{self, Summary};
@@ -47,8 +49,12 @@ pub(crate) struct Options {
     pub(crate) queues: Queues,
     /// What is computed and printed beyond the table.
     pub(crate) report: Reporting,
+    /// The traffic class and the rate limiter.
+    pub(crate) qos: Qos,
     /// Lines perftest prints on stdout while deciding the options.
     pub(crate) notes: String,
+    /// Lines perftest prints on stderr while deciding the options.
+    pub(crate) stderr_notes: String,
 }
 
 /// The peer, and how the QPs reach its QPs.
@@ -200,6 +206,7 @@ impl Options {
         let atomic = defaults::atomic(verb, a)?;
         defaults::check_features(test, conn, a)?;
         let given = defaults::Given::parse(verb, a)?;
+        let qos = qos::Given::parse(a)?;
         let mut o = Options {
             test,
             conn,
@@ -209,9 +216,15 @@ impl Options {
             traffic: Traffic::new(test, a, &given, atomic),
             queues: Queues::new(test, a, &given),
             report: Reporting::new(a),
+            qos: Qos {
+                tclass: 0,
+                rate_limit: None,
+            },
             notes: String::new(),
+            stderr_notes: String::new(),
         };
         o.force_dependencies(&given)?;
+        o.rate_limiter(&qos)?;
         Ok(o)
     }
 }

@@ -206,6 +206,70 @@ fn help_and_version_print() {
     assert!(parse(&["ib_write_bw", "--bogus", "-h"]).is_err());
 }
 
+/// The error of `args` on `test`, as printed.
+fn refusal(test: Test, args: &[&str]) -> String {
+    options(test, args).unwrap_err().to_string()
+}
+
+#[test]
+fn rate_limiters_like_perftest() {
+    let p = options(
+        Test::WriteBw,
+        &["--rate_limit=2.5", "--rate_units=g", "--tclass=96"],
+    )
+    .unwrap();
+    let limit = p.qos.rate_limit.unwrap();
+    // --rate_limit alone asks for HW; the burst is the TX depth.
+    assert_eq!(limit.limiter, Limiter::Hw { explicit: false });
+    assert_eq!((limit.burst, limit.rate, p.qos.tclass), (128, 2.5, 96));
+    let p = options(
+        Test::WriteBw,
+        &["--rate_limit", "1", "--rate_limit_type", "SW"],
+    )
+    .unwrap();
+    assert_eq!(p.stderr_notes, " Setting burst size to tx depth = 128\n");
+    let limit = p.qos.rate_limit.unwrap();
+    assert_eq!(limit.limiter, Limiter::Sw);
+    // 1 Gb/s of 64 KiB messages; 10 MiB/s of 1 MiB messages; packets as they are.
+    assert_eq!(limit.per_second(65536), 1e9 / (65536.0 * 8.0));
+    let p = options(
+        Test::SendBw,
+        &[
+            "--rate_limit=10",
+            "--rate_units=M",
+            "--rate_limit_type=SW",
+            "--burst_size=4",
+        ],
+    )
+    .unwrap();
+    let limit = p.qos.rate_limit.unwrap();
+    assert_eq!((limit.burst, limit.per_second(1 << 20)), (4, 10.0));
+    assert!(p.stderr_notes.is_empty());
+    assert!(options(Test::WriteBw, &[])
+        .unwrap()
+        .qos
+        .rate_limit
+        .is_none());
+    for (test, args, error) in [
+        (Test::WriteBw, &["--rate_limit=0"][..], " Rate limit must be non-negative floating point number"),
+        (Test::WriteBw, &["--rate_units=G"], " Invalid rate limit units. Please use M,g or p"),
+        (Test::WriteBw, &["--rate_limit_type=sw"], " Invalid rate limit type flag. Please use HW, SW or PP."),
+        (Test::WriteBw, &["--burst_size=8"], " Can't enable burst mode when rate limiter is off"),
+        (Test::WriteBw, &["--rate_limit=1", "--typical_pkt_size=1500"], " Typical packet size only supports PP rate limiter"),
+        (Test::WriteLat, &["--rate_limit=1", "--rate_limit_type=SW"], "SW Rate limiter cann't be executed on non-BW, ATOMIC or bidirectional SEND / SEND_IMM tests"),
+        (Test::SendBw, &["-b", "--rate_limit=1", "--rate_limit_type=SW"], "SW Rate limiter cann't"),
+        (Test::WriteBw, &["--rate_limit_type=SW"], " Must specify a rate limit when using the SW rate limiter."),
+        (Test::WriteBw, &["--rate_limit=5", "--rate_units=p"], " Failed: pps rate limit units is not supported when setting HW rate limit"),
+        (Test::WriteBw, &["--rate_limit=3"], " Failed: Unknown rate limit value"),
+        (Test::WriteBw, &["-R", "--rate_limit=10"], " HW rate limit isn't supported yet with rdma_cm scenarios"),
+        (Test::WriteBw, &["--rate_limit=10", "--rate_limit_type=PP"], "Packet Pacing is only supported for Raw Ethernet."),
+        (Test::WriteBw, &["--tclass=256"], " traffic class should be between 0 and 255"),
+    ] {
+        let got = refusal(test, args);
+        assert!(got.contains(error), "{args:?}: {got}");
+    }
+}
+
 const HELP: &str = r#"perftest-compatible RDMA benchmark: no address = server, an address = client
 
 Usage: {prog} [OPTIONS] [host]...
@@ -214,41 +278,47 @@ Arguments:
   [host]...  The server to connect to; none to be the server
 
 Options:
-  -a, --all                    Run sizes from 2 to 2^23 bytes
-  -A, --atomic_type <type>     Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)
-  -b, --bidirectional          Measure bidirectional bandwidth (BW tests)
-  -c, --connection <RC/UC/UD>  Connection type: RC, UC (send, write) or UD (send) (default RC)
-  -d, --ib-dev <dev>           Use RDMA device <dev> (default: the first one)
-  -D, --duration <seconds>     Run for <seconds> instead of a number of iterations
-  -e, --events                 Sleep on completion events instead of polling (not for write tests)
-  -f, --margin <margin>        Measure only within <margin> seconds from both ends of a -D run (default D/4)
-  -F, --CPU-freq               Accepted for compatibility (perftest's CPU frequency warning switch)
-  -h, --help                   Show this help
-  -H, --report-histogrm        Print every latency sample, sorted (latency tests)
-  -i, --ib-port <port>         Use port <port> of the device (default 1)
-  -I, --inline_size <size>     Send messages up to <size> bytes inline
-  -l, --post_list <n>          Post lists of <n> send requests (BW tests)
-  -m, --mtu <mtu>              Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)
-  -n, --iters <n>              Number of iterations (default 5000 for write BW, else 1000)
-  -N, --noPeak                 Do not compute the peak bandwidth (BW tests)
-  -o, --outs <n>               Outstanding reads/atomics (default: the device's maximum)
-  -p, --port <port>            TCP port of the out-of-band exchange (default 18515)
-  -q, --qp <n>                 Number of QPs (BW tests, default 1)
-  -Q, --cq-mod <n>             Completion moderation: one completion per <n> requests (default 100)
-  -r, --rx-depth <n>           Receive queue depth (send tests, default 512)
-  -s, --size <size>            Message size in bytes; K and M suffixes multiply by 2^10 and 2^20
-  -S, --sl <sl>                Service level (default 0)
-  -t, --tx-depth <n>           Send queue depth (default 128 for BW, 1 for latency tests)
-  -u, --qp-timeout <n>         QP ACK timeout exponent: 4.096 µs × 2^n (default 14)
-  -U, --report-unsorted        Print every latency sample in the order taken (latency tests)
-  -V, --version                Print the version and exit
-  -x, --gid-index <index>      GID index (default: the best one, scored as perftest does)
-      --report_gbits           Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s)
-      --report-both            With -b, also print each side's results
-      --out_json               Also write the results to a file (perftest's JSON-like format)
-      --out_json_file <file>   The file of --out_json (default perftest_out.json)
-      --perform_warm_up        Post a TX-depth burst before measuring (BW tests)
-      --ipv6                   Prefer IPv6 GIDs when choosing the GID index
-      --disable_pcie_relaxed   Register memory without PCIe relaxed ordering
-  -R, --rdma_cm                Connect the QPs with rdma_cm, which also carries the exchange
+  -a, --all                       Run sizes from 2 to 2^23 bytes
+  -A, --atomic_type <type>        Atomic operation: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)
+  -b, --bidirectional             Measure bidirectional bandwidth (BW tests)
+  -c, --connection <RC/UC/UD>     Connection type: RC, UC (send, write) or UD (send) (default RC)
+  -d, --ib-dev <dev>              Use RDMA device <dev> (default: the first one)
+  -D, --duration <seconds>        Run for <seconds> instead of a number of iterations
+  -e, --events                    Sleep on completion events instead of polling (not for write tests)
+  -f, --margin <margin>           Measure only within <margin> seconds from both ends of a -D run (default D/4)
+  -F, --CPU-freq                  Accepted for compatibility (perftest's CPU frequency warning switch)
+  -h, --help                      Show this help
+  -H, --report-histogrm           Print every latency sample, sorted (latency tests)
+  -i, --ib-port <port>            Use port <port> of the device (default 1)
+  -I, --inline_size <size>        Send messages up to <size> bytes inline
+  -l, --post_list <n>             Post lists of <n> send requests (BW tests)
+  -m, --mtu <mtu>                 Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)
+  -n, --iters <n>                 Number of iterations (default 5000 for write BW, else 1000)
+  -N, --noPeak                    Do not compute the peak bandwidth (BW tests)
+  -o, --outs <n>                  Outstanding reads/atomics (default: the device's maximum)
+  -p, --port <port>               TCP port of the out-of-band exchange (default 18515)
+  -q, --qp <n>                    Number of QPs (BW tests, default 1)
+  -Q, --cq-mod <n>                Completion moderation: one completion per <n> requests (default 100)
+  -r, --rx-depth <n>              Receive queue depth (send tests, default 512)
+  -s, --size <size>               Message size in bytes; K and M suffixes multiply by 2^10 and 2^20
+  -S, --sl <sl>                   Service level (default 0)
+  -t, --tx-depth <n>              Send queue depth (default 128 for BW, 1 for latency tests)
+  -u, --qp-timeout <n>            QP ACK timeout exponent: 4.096 µs × 2^n (default 14)
+  -U, --report-unsorted           Print every latency sample in the order taken (latency tests)
+  -V, --version                   Print the version and exit
+  -x, --gid-index <index>         GID index (default: the best one, scored as perftest does)
+      --report_gbits              Report bandwidth in Gb/s (10^9 bit/s) instead of MB/s (2^20 bytes/s)
+      --report-both               With -b, also print each side's results
+      --out_json                  Also write the results to a file (perftest's JSON-like format)
+      --out_json_file <file>      The file of --out_json (default perftest_out.json)
+      --perform_warm_up           Post a TX-depth burst before measuring (BW tests)
+      --ipv6                      Prefer IPv6 GIDs when choosing the GID index
+      --disable_pcie_relaxed      Register memory without PCIe relaxed ordering
+  -R, --rdma_cm                   Connect the QPs with rdma_cm, which also carries the exchange
+      --tclass <value>            Traffic class of the GRH, where one is used (default 0)
+      --burst_size <size>         Messages per burst of the rate limiter (default: the TX depth)
+      --typical_pkt_size <bytes>  Typical packet size of a burst (PP rate limiter only)
+      --rate_limit <rate>         Most the QPs send, in --rate_units (default units Gb/s)
+      --rate_units <units>        [Mgp] Rate limit units: MiB/s (M), Gb/s (g, default) or packets/s (p; not with HW)
+      --rate_limit_type <type>    [HW/SW/PP] Rate limiter: the path's static rate (HW, default with --rate_limit), paced posts (SW) or packet pacing (PP)
 "#;

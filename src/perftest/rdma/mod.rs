@@ -17,6 +17,7 @@ use rdma_verbs::{
     Route, Transport,
 };
 
+use super::options::Limiter;
 use super::types::{Conn, Ctx as _, Error, Result, Test, Verb};
 use super::wire::Record;
 
@@ -385,8 +386,20 @@ impl Prepared {
     }
 
     /// Connects every QP to the peer's (RTR and RTS with perftest's attributes; UD: ready,
-    /// and address handles where this side sends).
+    /// and address handles where this side sends); refuses a HW rate limiter named on a
+    /// port without static rates, as perftest's connect does.
     pub fn connect(self, run: &Run, remote: &[Record]) -> Result<Resources> {
+        // A HW limiter left by the run was named on a port that keeps no static rate.
+        if run
+            .qos
+            .rate_limit
+            .as_ref()
+            .is_some_and(|r| r.limiter != Limiter::Sw)
+        {
+            return Err(Error::new(
+                "\x1b[31mThe QP failed to accept HW rate limit  \x1b[0m\n Unable to Connect the HCA's through the link",
+            ));
+        }
         let sends = run.sends();
         let mut qps = Vec::with_capacity(self.qps.len());
         let mut ahs = Vec::new();
@@ -419,11 +432,13 @@ impl Prepared {
     }
 }
 
-/// perftest's route to a peer QP: hop limit 255, and a GRH where this side uses a GID.
+/// perftest's route to a peer QP: hop limit 255, `-S` and `--tclass`, and a GRH where this
+/// side uses a GID.
 fn route(run: &Run) -> Route {
     Route::new()
         .hop_limit(0xff)
         .sl(run.connection.sl)
+        .traffic_class(run.qos.tclass)
         .force_grh(run.uses_gid())
 }
 

@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 
 use crate::cli::Output;
-use crate::perftest::options::{Connection, MessageSize, Options, Queues, Reporting, Traffic};
+use crate::perftest::options::{
+    Connection, Limiter, MessageSize, Options, Qos, Queues, Reporting, Traffic,
+};
 use crate::perftest::report::{Info, PortInfo, RunInfo, RESULT_LINE};
 use crate::perftest::stats::BwShape;
 use crate::perftest::types::{Conn, Error, Result, Test, Verb};
@@ -135,6 +137,32 @@ fn port_mtu(asked: Option<u32>, active: u32, said: &mut Said) -> u32 {
     }
 }
 
+/// perftest's HW rate limiter, which sets the path's static rate and reads it back: a RoCE
+/// or iWARP port keeps none, so the limiter falls back to SW (saying so on `out`'s stderr)
+/// unless `--rate_limit_type HW` named it, which stays HW for the connect to refuse.
+/// Static rates on InfiniBand are not implemented: refused by name.
+fn hw_rate_limit(mut qos: Qos, device: &Device, out: &mut Output) -> Result<Qos> {
+    let Some(limit) = qos.rate_limit.as_mut() else {
+        return Ok(qos);
+    };
+    let Limiter::Hw { explicit } = limit.limiter else {
+        return Ok(qos);
+    };
+    if !device.ethernet {
+        return Err(Error::new(
+            " HW rate limit (the path's static rate) is not supported by this implementation on InfiniBand; use --rate_limit_type=SW",
+        ));
+    }
+    if explicit {
+        // Refused when the QPs connect (`Prepared::connect`), after the exchange, as
+        // perftest's connect refuses it.
+        return Ok(qos);
+    }
+    out.error("\x1b[31mThe QP failed to accept HW rate limit, providing SW rate limit \x1b[0m");
+    limit.limiter = Limiter::Sw;
+    Ok(qos)
+}
+
 /// `enum ibv_mtu` of a size in bytes, as perftest prints it in some messages.
 fn mtu_code(bytes: u32) -> u32 {
     bytes.trailing_zeros().saturating_sub(7)
@@ -175,6 +203,8 @@ pub(crate) struct Run {
     pub(crate) report: Reporting,
     /// Where things are in the memory region.
     pub(crate) layout: Layout,
+    /// The traffic class and the rate limiter (HW resolved: see [`hw_rate_limit`]).
+    pub(crate) qos: Qos,
 }
 
 /// What perftest decides with the device and the peer.
@@ -219,6 +249,7 @@ impl Run {
             out.error(&note);
         }
         let gid_index = device.gid_index(o.device.gid_index, o.device.ipv6)?;
+        let qos = hw_rate_limit(o.qos, &device, out)?;
         // With -a, the size is now the largest the transport carries: MAX_SIZE, or UD's
         // path MTU.
         let ud = o.conn == Conn::Ud;
@@ -249,6 +280,7 @@ impl Run {
             queues: o.queues,
             report: o.report,
             layout,
+            qos,
         })
     }
 

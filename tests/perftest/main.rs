@@ -18,9 +18,13 @@
 //! and the atomic tools failing cleanly on both sides, as perftest's do (iWARP has no
 //! atomics).
 //!
+//! `qos` holds the QoS options' tests (service level, traffic class, rate limiters).
+//!
 //! Debian's perftest measures the CPU frequency when it reports, and in a loaded virtual
 //! machine that sometimes fails ("Correlation coefficient r^2 < 0.9", then "Can't produce
 //! a report" or `inf`): a run where the C tool fails that way is repeated.
+
+mod qos;
 
 use rdma_verbs_test_kit::{
     c_tool, cm_addr, cm_device, cm_listening, device, free_port, listening, open_cm, provider,
