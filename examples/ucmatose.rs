@@ -336,7 +336,7 @@ impl Test {
     fn addr_handler(&mut self, n: usize) -> i32 {
         let id = self.id(n);
         if let Some(tos) = self.o.tos {
-            if let Err(e) = id.set_option(CmOption::Tos(tos)) {
+            if let Err(e) = id.set_option(CmOption::TrafficClass(tos)) {
                 perror("cmatose: set TOS option failed", &e);
             }
         }

@@ -392,7 +392,7 @@ impl Test {
     fn addr_handler(&mut self, n: usize) -> Result<(), Ret> {
         let id = &self.nodes[n].id;
         if let Some(tos) = self.tos {
-            if let Err(e) = id.set_option(CmOption::Tos(tos)) {
+            if let Err(e) = id.set_option(CmOption::TrafficClass(tos)) {
                 perror("udaddy: set TOS option failed", &e);
             }
         }

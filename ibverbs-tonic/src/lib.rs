@@ -84,8 +84,9 @@
 //! | `Router::serve(addr)`, `serve_with_incoming(TcpIncoming::bind(addr)?)` | `serve_with_incoming(`[`RdmaIncoming::bind`]`(addr)?)`, [`RdmaIncoming::bind_with`]`(addr, &config)` |
 //! | a handler's `request.extensions().get::<TcpConnectInfo>()` | `get::<`[`RdmaConnectInfo`]`>()`: the `local` and `peer` addresses |
 //! | `Endpoint::connect`, `connect_lazy` | `connect_with_connector(`[`RdmaConnector::new`]`())`, `connect_with_connector_lazy` |
-//! | `Endpoint::tcp_nodelay`, `tcp_keepalive`, `local_address` (used by tonic's own TCP connector only) | [`RdmaConnector::with_config`]: the rings and keepalive of [`StreamConfig`] |
+//! | `Endpoint::tcp_nodelay`, `tcp_keepalive`, `local_address` (used by tonic's own TCP connector only) | [`RdmaConnector::with_config`]: the rings, keepalive and traffic class of [`StreamConfig`] |
 //! | `Server::tcp_nodelay`, `tcp_keepalive` (used by `serve` only) | the `config` of [`RdmaIncoming::bind_with`] |
+//! | a socket's `IP_TOS` (DSCP and ECN) | [`StreamConfig::traffic_class`] (the connecting side's class is the one both ends use) |
 //! | `Endpoint::connect_timeout`, `timeout`, HTTP/2 settings | the same, unchanged |
 //!
 //! What differs:
@@ -194,7 +195,8 @@ impl RdmaIncoming {
         Self::bind_with(addr, &StreamConfig::default())
     }
 
-    /// Listens on `addr` with the rings of `config` for every connection.
+    /// Listens on `addr` with the rings (and traffic class) of `config` for every
+    /// connection.
     pub fn bind_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaIncoming> {
         Ok(RdmaIncoming {
             listener: RdmaListener::bind_with(addr, config)?,
@@ -236,7 +238,8 @@ impl RdmaConnector {
         Self::default()
     }
 
-    /// A connector whose connections have the rings of `config`.
+    /// A connector whose connections have the rings, keepalive and traffic class of
+    /// `config`.
     pub fn with_config(config: StreamConfig) -> Self {
         RdmaConnector { config }
     }

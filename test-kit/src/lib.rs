@@ -21,8 +21,12 @@
 //! - [`feature`](mod@feature): device capabilities only some kernels' rxe has, and what the
 //!   kernel scripts/with-rdma booted is expected to have.
 //!
+//! - [`capture`]: the RoCE v2 packets a network device sends and receives, with their IP
+//!   traffic class (a packet socket).
+//!
 //! Everything here is generic; what only one test needs stays in its test file.
 
+pub mod capture;
 pub mod data;
 pub mod device;
 pub mod fabric;
@@ -36,6 +40,7 @@ pub mod programs;
 pub mod run;
 pub mod wire;
 
+pub use capture::{Capture, RocePacket, GSI_QP};
 pub use data::{mix, pattern, record};
 pub use device::{
     assert_clean_drops, assert_empty, cm_addr, cm_device, delivered_private_data, device, gid,

@@ -80,6 +80,7 @@ impl RdmaStream {
         let keepalive = poll_timeout(config.probe_interval()?);
         let channel = EventChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
+        id.set_option(config.tos())?;
         id.resolve_addr(None, addr, config.timeout())?;
         expect(&channel, "rdma_resolve_addr", |k| {
             matches!(k, CmEventKind::AddrResolved)
@@ -292,6 +293,7 @@ impl RdmaListener {
         let handshake = config.handshake_deadline()?;
         let channel = EventChannel::new()?;
         let id = channel.create_id(PortSpace::Tcp)?;
+        id.set_option(config.tos())?;
         id.bind(addr)?;
         id.listen(BACKLOG)?;
         Ok(RdmaListener {

@@ -89,6 +89,7 @@ pub use blocking::{RdmaListener, RdmaStream};
 
 use std::time::Duration;
 
+use crate::cm::CmOption;
 use crate::error::{Error, Result};
 use wire::{Hello, MAX_DATA_SLOTS, MAX_SLOT};
 
@@ -119,11 +120,12 @@ pub struct StreamConfig {
     resolve_timeout: Duration,
     keepalive: Option<Duration>,
     handshake_timeout: Duration,
+    traffic_class: u8,
 }
 
 impl Default for StreamConfig {
     /// 8 slots of 64 KiB (1.25 MiB registered per stream), a resolve timeout of 2 s, a
-    /// keepalive probe after 10 s of waiting, a handshake timeout of 5 s.
+    /// keepalive probe after 10 s of waiting, a handshake timeout of 5 s, traffic class 0.
     fn default() -> Self {
         StreamConfig {
             slot_size: 64 << 10,
@@ -131,6 +133,7 @@ impl Default for StreamConfig {
             resolve_timeout: Duration::from_secs(2),
             keepalive: Some(KEEPALIVE),
             handshake_timeout: HANDSHAKE,
+            traffic_class: 0,
         }
     }
 }
@@ -180,6 +183,25 @@ impl StreamConfig {
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
         self
+    }
+
+    /// The traffic class of the stream's packets: on RoCE v2 and iWARP the IP header's
+    /// type of service byte (DSCP and ECN), on InfiniBand the GRH's traffic class. Set on
+    /// the stream's CM ids ([`CmOption::TrafficClass`], `RDMA_OPTION_ID_TOS`) by a connect,
+    /// before its route is resolved, and by a listener on its listening id. On InfiniBand and RoCE an accepted stream's QP sends with the
+    /// class of the connect request, so the connecting side's setting is the one both ends
+    /// use. rdma_cm has no service level setting: on RoCE the kernel derives the route's
+    /// service level (the Ethernet priority) from this byte, on InfiniBand the subnet
+    /// administrator's path record carries it.
+    #[doc(alias = "tos")]
+    pub fn traffic_class(mut self, class: u8) -> Self {
+        self.traffic_class = class;
+        self
+    }
+
+    /// The traffic class, as the CM option that sets it.
+    pub(crate) fn tos(&self) -> CmOption {
+        CmOption::TrafficClass(self.traffic_class)
     }
 
     pub(crate) fn timeout(&self) -> Duration {

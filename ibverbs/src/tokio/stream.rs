@@ -112,6 +112,7 @@ impl RdmaStream {
         let keepalive = config.probe_interval()?;
         let channel = AsyncCmChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
+        id.id().set_option(config.tos())?;
         id.resolve(None, addr, config.timeout()).await?;
         let (cq, rings) = prepare(&mut id, hello)?;
         let connected = id.connect(&conn_param(&hello.encode())).await?;
@@ -342,7 +343,10 @@ impl RdmaListener {
         let hello = config.hello()?;
         let keepalive = config.probe_interval()?;
         let timeout = config.handshake_deadline()?;
-        let listener = AsyncCmChannel::new()?.listen(addr, BACKLOG)?;
+        let id = AsyncCmChannel::new()?.create_id(PortSpace::Tcp)?;
+        id.id().set_option(config.tos())?;
+        id.id().bind(addr)?;
+        let listener = id.listen(BACKLOG)?;
         Ok(RdmaListener {
             listener,
             hello,

@@ -16,7 +16,7 @@ fn refused_in_state(err: &Error, option: &str) -> bool {
 }
 
 #[test]
-fn tos_and_ack_timeout_reach_the_connected_qp() {
+fn traffic_class_and_ack_timeout_reach_the_connected_qp() {
     if !provider_has(Need::IbTransport) {
         return;
     }
@@ -25,7 +25,7 @@ fn tos_and_ack_timeout_reach_the_connected_qp() {
     let mut cid = cchan.create_id(PortSpace::Tcp).unwrap();
     // Set before the route is resolved: the route (and so the QP's traffic class) takes
     // the TOS, the QP's RTS transition the ACK timeout.
-    cid.set_option(CmOption::Tos(32))
+    cid.set_option(CmOption::TrafficClass(32))
         .expect("RDMA_OPTION_ID_TOS");
     cid.set_option(CmOption::AckTimeout(17))
         .expect("RDMA_OPTION_ID_ACK_TIMEOUT");
@@ -78,7 +78,8 @@ fn options_out_of_range_or_port_space_are_refused_before_the_call() {
         "{err:?}"
     );
     // The UD id takes what UD has.
-    ud.set_option(CmOption::Tos(8)).expect("TOS on a UD id");
+    ud.set_option(CmOption::TrafficClass(8))
+        .expect("TOS on a UD id");
 }
 
 #[test]

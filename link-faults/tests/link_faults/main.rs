@@ -19,8 +19,8 @@
 //! through `WITH_RDMA_PEER_EXEC`, as the ignored test `peer::peer_process` with
 //! `LINK_FAULTS_PEER` set to the address to connect back to. Over that TCP connection (on
 //! the link) it takes one-line commands: set up a new QP, check what was written into it,
-//! receive a stream, inject or clear a fault on its own side, run a perftest, rping or gRPC
-//! server. The tests share it (starting a process on the other VM takes seconds) and take
+//! receive a stream, inject or clear a fault on its own side, run a perftest (ours or
+//! C's), rping, ucmatose or gRPC server. The tests share it (starting a process on the other VM takes seconds) and take
 //! turns with it, so they run one at a time, as they must: they share the link.
 //!
 //! Each test prints what it measured (for the faults, the time from the fault to the first
@@ -28,12 +28,14 @@
 //! faults on every path (guards), and checks at its end that no destroy call failed in a
 //! destructor, here or in the peer process.
 //!
-//! Here: the tests. `link`: the link's configuration and the faults injected on it. `peer`:
-//! the peer process, from here and there. `traffic`: the data layout, this host's verbs
-//! objects and the streams of writes.
+//! Here: the tests of faults. `link`: the link's configuration and the faults injected on
+//! it. `peer`: the peer process, from here and there. `qos`: the traffic class on the wire,
+//! captured on the link (no fault). `traffic`: the data layout, this host's verbs objects
+//! and the streams of writes.
 
 mod link;
 mod peer;
+mod qos;
 mod traffic;
 
 use std::io::Read;
@@ -89,7 +91,7 @@ fn outage(kind: FaultKind, name: &str, expected: &[WcStatus]) {
     // Generous for an emulated machine: timers fire late when the host is busy.
     let bound = nominal * 4 + Duration::from_secs(2);
 
-    let (mut side, peer_mem) = peer.connect(&host, &opts);
+    let (mut side, peer_mem) = peer.connect(&host, &opts, 0);
     let (out, fault) = stream_into_fault(&mut side, peer_mem, &link, kind);
     let (status, wr_id, after) = out.first_error;
     eprintln!(
@@ -127,7 +129,7 @@ fn outage(kind: FaultKind, name: &str, expected: &[WcStatus]) {
     assert!(answer.starts_with("ok "), "peer: {answer}");
     drop(side);
 
-    let (mut side, peer_mem) = peer.connect(&host, &opts);
+    let (mut side, peer_mem) = peer.connect(&host, &opts, 0);
     write_records(&mut side, peer_mem, RECORDS as u64);
     let answer = peer.ask(&format!("records {} {RECORDS}", RECORDS - 1));
     assert_eq!(
@@ -215,7 +217,7 @@ fn five_percent_loss_each_way_delivers_every_message_intact() {
 /// the requests as invalid (the peer process is then in a state no test can vouch for).
 fn exchange_under_loss(link: &Link, peer: &mut Peer) -> Result<(), String> {
     let host = Host::open(&link.device, link.local);
-    let (mut side, peer_mem) = peer.connect(&host, &ConnectOptions::new());
+    let (mut side, peer_mem) = peer.connect(&host, &ConnectOptions::new(), 0);
     assert_eq!(peer.ask(&format!("netem {LOSS}")), "ok");
     let fault = Fault::netem(&link.netdev, LOSS);
     assert_eq!(peer.ask(&format!("receive {MESSAGES}")), "ready");

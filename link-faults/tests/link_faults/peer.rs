@@ -9,7 +9,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, ConnectOptions, RecvRequest, RemoteMemory, Route, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use rdma_verbs_test_kit::{
     assert_clean_drops, c_tool, cm_listening, example, free_port, hello, listening, parse_hello,
@@ -95,11 +96,18 @@ impl Peer {
         self.wire().recv(&what)
     }
 
-    /// Tells the peer to set up a new QP (dropping its old one) and connects `side` to it.
-    pub fn connect(&mut self, host: &Host, opts: &ConnectOptions) -> (Side, RemoteMemory) {
+    /// Tells the peer to set up a new QP (dropping its old one) whose route has
+    /// `traffic_class`, and connects `side` to it.
+    pub fn connect(
+        &mut self,
+        host: &Host,
+        opts: &ConnectOptions,
+        traffic_class: u8,
+    ) -> (Side, RemoteMemory) {
         let (qp, cq, mem) = host.prepare(DEPTH as usize * SLOT, AccessFlags::LOCAL_WRITE, 0);
         let none = RemoteMemory::new(0, 0, 0);
-        let answer = self.ask(&format!("qp {}", hello(&qp.endpoint(), &none)));
+        let hello = hello(&qp.endpoint(), &none);
+        let answer = self.ask(&format!("qp {traffic_class} {hello}"));
         let (ep, peer_mem) = parse_hello(&answer);
         let qp = qp.connect(&ep, opts).unwrap();
         (Side { qp, cq, mem }, peer_mem)
@@ -238,6 +246,7 @@ pub fn peer_process() {
             },
             "tool" => peer_tool(&state, args, &mut wire),
             "rping" => peer_rping(args, &mut wire),
+            "ucmatose" => peer_ucmatose(args, &mut wire),
             "grpc" => peer_grpc(args, &mut wire),
             "drops" => format!("ok {}", rdma_verbs::drop_error::count()),
             _ => panic!("peer: unknown command {line:?}"),
@@ -248,14 +257,19 @@ pub fn peer_process() {
     assert_clean_drops();
 }
 
-/// `qp HELLO`: a new QP with memory the peer may write (and receives to post), connected to
-/// the QP of HELLO; answers with its own hello.
+/// `qp TCLASS HELLO`: a new QP with memory the peer may write (and receives to post),
+/// connected to the QP of HELLO by a route of traffic class TCLASS; answers with its own
+/// hello.
 fn peer_qp(state: &mut PeerState, args: &str) -> String {
     state.side = None;
-    let (remote, _) = parse_hello(args);
+    let (class, line) = args.split_once(' ').expect("qp TCLASS HELLO");
+    let (remote, _) = parse_hello(line);
+    let route = Route::new().traffic_class(class.parse().expect("a traffic class"));
     let remote_write = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
     let (qp, cq, mem) = state.host.prepare(INBOX, remote_write, AHEAD as u32);
-    let qp = qp.connect(&remote, &ConnectOptions::new()).unwrap();
+    let qp = qp
+        .connect(&remote, &ConnectOptions::new().route(route))
+        .unwrap();
     let answer = hello(&qp.endpoint(), &mem.remote());
     state.side = Some(Side { qp, cq, mem });
     answer
@@ -371,12 +385,16 @@ fn peer_bulk(state: &PeerState, args: &str) -> String {
     format!("ok {checked}")
 }
 
-/// `tool NAME ARGS...`: runs our tool NAME as a perftest server on a free port with
-/// ARGS, on this side's device and GID; answers `listening PORT` when it listens, then
-/// `exit CODE` when it has finished.
+/// `tool NAME ARGS...`: runs our tool NAME (`c:NAME`: rdma-core's) as a perftest server on
+/// a free port with ARGS, on this side's device and GID; answers `listening PORT` when it
+/// listens, then `exit CODE` when it has finished.
 fn peer_tool(state: &PeerState, args: &str, wire: &mut Wire) -> String {
     let mut words = args.split_whitespace();
-    let tool = rdma_verbs_test_kit::tool(words.next().expect("tool NAME ARGS"));
+    let name = words.next().expect("tool NAME ARGS");
+    let tool = match name.strip_prefix("c:") {
+        Some(c) => c_tool(c),
+        None => rdma_verbs_test_kit::tool(name),
+    };
     let port = free_port();
     let mut server = Command::new(&tool)
         .args(["-d", &env(DEVICE_VAR)])
@@ -442,6 +460,20 @@ fn peer_rping(args: &str, wire: &mut Wire) -> String {
         out.status.code().map_or(-1, |c| c)
     };
     format!("exit {code} {pings}")
+}
+
+/// `ucmatose PORT`: runs rdma-core's `ucmatose` as the server (one connection, 4 messages
+/// each way) on PORT of this side's link address; answers `listening` once its CM id
+/// listens, then `exit CODE` when it has finished.
+fn peer_ucmatose(args: &str, wire: &mut Wire) -> String {
+    let local: IpAddr = env(LOCAL_VAR).parse().expect("an address");
+    let at = SocketAddr::new(local, args.parse().expect("a port"));
+    let args = ["-b", &local.to_string(), "-p", args, "-C", "4"].map(String::from);
+    let mut server = Running::spawn("peer ucmatose server", &c_tool("ucmatose"), &args);
+    server.wait_until("listened", GUARD, || cm_listening(at));
+    wire.send("listening");
+    let out = server.finish(Instant::now() + GUARD);
+    format!("exit {}", out.status.code().map_or(-1, |c| c))
 }
 
 /// `grpc PORT [KEEPALIVE]`: runs the `grpc_echo` example's server (rdma-verbs-tonic: gRPC

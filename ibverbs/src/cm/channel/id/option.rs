@@ -11,10 +11,17 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CmOption {
-    /// `RDMA_OPTION_ID_TOS`: the type of service (RFC 2474's byte) of the connection's
-    /// packets; on RoCE it also picks the traffic class of the route. Any state; it applies
-    /// to routes resolved after it.
-    Tos(u8),
+    /// `RDMA_OPTION_ID_TOS`: the traffic class of the connection's packets, the name
+    /// [`Route::traffic_class`](crate::Route::traffic_class) and
+    /// [`StreamConfig::traffic_class`](crate::stream::StreamConfig::traffic_class) give the
+    /// same byte: the IP header's type of service (DSCP and ECN, RFC 2474) on RoCE v2 and
+    /// iWARP, the GRH's traffic class on InfiniBand. Any state; it applies to routes
+    /// resolved after it. rdma_cm has no service level option: on RoCE the kernel derives
+    /// the route's service level from this byte (the netdev's priority for it), on
+    /// InfiniBand the path record the subnet administrator answers with carries it.
+    #[doc(alias = "Tos")]
+    #[doc(alias = "RDMA_OPTION_ID_TOS")]
+    TrafficClass(u8),
     /// `RDMA_OPTION_ID_REUSEADDR`: like `SO_REUSEADDR`, the id may bind to an address that
     /// another id's connection still uses. Turned on in any state but listening; turned
     /// off only before the id is bound.
@@ -33,7 +40,7 @@ impl CmOption {
     /// C's option name, for errors.
     fn name(self) -> &'static str {
         match self {
-            CmOption::Tos(_) => "RDMA_OPTION_ID_TOS",
+            CmOption::TrafficClass(_) => "RDMA_OPTION_ID_TOS",
             CmOption::ReuseAddr(_) => "RDMA_OPTION_ID_REUSEADDR",
             CmOption::AfOnly(_) => "RDMA_OPTION_ID_AFONLY",
             CmOption::AckTimeout(_) => "RDMA_OPTION_ID_ACK_TIMEOUT",
@@ -48,7 +55,7 @@ impl CmOption {
             CmOption::AfOnly(_) => {
                 "set only while the id is new or bound (not listening, resolved or connected)"
             }
-            CmOption::Tos(_) | CmOption::AckTimeout(_) => "refused by the kernel",
+            CmOption::TrafficClass(_) | CmOption::AckTimeout(_) => "refused by the kernel",
         }
     }
 }
@@ -82,7 +89,7 @@ impl CmId {
         }
         // The kernel reads a u8 for TOS and the ACK timeout, an int for the flags.
         let result = match option {
-            CmOption::Tos(v) => self.raw.set_option(cm::RDMA_OPTION_ID_TOS, &v),
+            CmOption::TrafficClass(v) => self.raw.set_option(cm::RDMA_OPTION_ID_TOS, &v),
             CmOption::AckTimeout(v) => self.raw.set_option(cm::RDMA_OPTION_ID_ACK_TIMEOUT, &v),
             CmOption::ReuseAddr(v) => self
                 .raw
