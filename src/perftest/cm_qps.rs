@@ -151,7 +151,7 @@ fn try_connect(
         // --tclass: the type of service of the connection, which on RoCE is the route's
         // traffic class (set before the route is resolved).
         if run.qos.tclass != 0 {
-            id.set_option(CmOption::Tos(run.qos.tclass))
+            id.set_option(CmOption::TrafficClass(run.qos.tclass))
                 .ctx("Failed to set the TOS of the RDMA CM ID.")?;
         }
         comm::resolve(&channel, &id, dst)?;

@@ -1,7 +1,7 @@
 //! The traffic class on the wire: each way of setting it (a verbs RC QP's route, a UD
-//! address handle's, rdma_cm's option, a byte stream's config, C perftest's `--tclass`)
-//! makes every RoCE v2 packet of the traffic carry it in the IP header, which a packet
-//! socket on this host's link device reads ([`Capture`]). Between two hosts, since rxe
+//! address handle's, rdma_cm's option, a byte stream's config, `ib_write_bw --tclass`,
+//! C's and ours) makes every RoCE v2 packet of the traffic carry it in the IP header,
+//! which a packet socket on this host's link device reads ([`Capture`]). Between two hosts, since rxe
 //! hands the packets of one host's QPs back inside the kernel, where no device sees them.
 //!
 //! The class is 0x68 (DSCP 26, AF31), whose ECN bits are 0. The UD test also sends it with
@@ -209,15 +209,32 @@ fn byte_stream_traffic_class_is_on_the_wire() {
 }
 
 /// rdma-core's perftest: `ib_write_bw --tclass` (server on the peer, client here, both
-/// with the flag), a short run. (Our `ib_write_bw` is to take the same flag and join here.)
+/// with the flag), a short run.
 #[test]
 fn c_ib_write_bw_tclass_is_on_the_wire() {
+    ib_write_bw_tclass_is_on_the_wire(true);
+}
+
+/// Our `ib_write_bw --tclass`, the same run: the same byte on the wire as C's.
+#[test]
+fn our_ib_write_bw_tclass_is_on_the_wire() {
+    ib_write_bw_tclass_is_on_the_wire(false);
+}
+
+/// `ib_write_bw --tclass` between the hosts, rdma-core's (`c`) or ours on both ends.
+fn ib_write_bw_tclass_is_on_the_wire(c: bool) {
+    let (name, tool) = if c {
+        ("C ib_write_bw", rdma_verbs_test_kit::c_tool("ib_write_bw"))
+    } else {
+        ("our ib_write_bw", rdma_verbs_test_kit::tool("ib_write_bw"))
+    };
     let link = Link::from_env();
     let mut peer = PeerTurn::take(&link);
     let host = Host::open(&link.device, link.local);
     let class = format!("--tclass={CLASS}");
     let run = ["-s", "4096", "-n", "50", &class];
-    let answer = peer.ask(&format!("tool c:ib_write_bw {}", run.join(" ")));
+    let peer_tool = if c { "c:ib_write_bw" } else { "ib_write_bw" };
+    let answer = peer.ask(&format!("tool {peer_tool} {}", run.join(" ")));
     let port = answer
         .strip_prefix("listening ")
         .unwrap_or_else(|| panic!("peer: {answer}"))
@@ -236,15 +253,15 @@ fn c_ib_write_bw_tclass_is_on_the_wire() {
     .chain([link.peer.to_string().as_str()])
     .map(String::from)
     .collect::<Vec<_>>();
-    let c_tool = rdma_verbs_test_kit::c_tool("ib_write_bw");
-    let out = Running::spawn("C ib_write_bw client", &c_tool, &args).finish(Instant::now() + GUARD);
+    let out =
+        Running::spawn(&format!("{name} client"), &tool, &args).finish(Instant::now() + GUARD);
     assert!(out.status.success(), "{}\n{}", out.status, out.context());
     assert_eq!(
         peer.wire().recv("the end of the server"),
         "exit 0",
-        "C ib_write_bw server"
+        "{name} server"
     );
-    assert_class(&capture, "C ib_write_bw --tclass", CLASS, true);
+    assert_class(&capture, &format!("{name} --tclass"), CLASS, true);
 }
 
 /// Runs `work` on a thread of its own and returns its result, failing the test if it
