@@ -114,14 +114,19 @@ pub fn server(service: EchoService) -> EchoServer<EchoService> {
         .max_encoding_message_size(MAX_MESSAGE)
 }
 
+/// A client of the service on `channel`, with the raised message limits.
+pub fn client(channel: Channel) -> EchoClient<Channel> {
+    EchoClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
 /// A client of the service at `addr` over RDMA, with the raised message limits.
 pub async fn connect(addr: SocketAddr) -> Result<EchoClient<Channel>, tonic::transport::Error> {
     let channel = Endpoint::from_shared(format!("http://{addr}"))?
         .connect_with_connector(RdmaConnector::new())
         .await?;
-    Ok(EchoClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE))
+    Ok(client(channel))
 }
 
 /// A client of the service at `addr` over TCP (for comparison), with the raised limits.
@@ -129,9 +134,7 @@ pub async fn connect_tcp(addr: SocketAddr) -> Result<EchoClient<Channel>, tonic:
     let channel = Endpoint::from_shared(format!("http://{addr}"))?
         .connect()
         .await?;
-    Ok(EchoClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE))
+    Ok(client(channel))
 }
 
 /// Messages per streaming call of [`every_call`].
