@@ -49,6 +49,12 @@ impl PreparedQueuePair {
         &self.qp
     }
 
+    /// The QP, for an owner that moves it out of INIT (a CM id's, `CmId::set_qp`).
+    #[cfg(feature = "cm")]
+    pub(crate) fn into_qp(self) -> QueuePair {
+        self.qp
+    }
+
     /// What the peer needs to connect to this QP.
     pub fn endpoint(&self) -> Endpoint {
         self.qp.endpoint()
@@ -57,6 +63,11 @@ impl PreparedQueuePair {
     /// The local port the QP was bound to.
     pub fn port(&self) -> u8 {
         self.qp.port
+    }
+
+    /// The protection domain.
+    pub fn pd(&self) -> &ProtectionDomain {
+        self.qp.pd()
     }
 
     /// The index of the GID the QP sends from, in its port's table.

@@ -189,9 +189,28 @@ pub enum Need {
     /// The extended QP creation (`ibv_create_qp_ex` with send operations): siw's provider
     /// has no `create_qp_ex`.
     ExtendedQp,
-    /// QPs connected by hand (`ibv_modify_qp` to RTR and RTS): iWARP connects QPs only
-    /// through rdma_cm (the crate refuses it: `tests/cm/iwarp.rs`).
-    HandConnect,
+    /// UC queue pairs: iWARP has RC only.
+    Uc,
+    /// Atomic operations (fetch and add, compare and swap, atomic write): iWARP has none.
+    Atomics,
+    /// Memory windows (`ibv_alloc_mw`, `ibv_bind_mw`): siw's provider has none.
+    MemoryWindows,
+    /// Extended CQs (`ibv_create_cq_ex`): siw's provider has no `create_cq_ex`.
+    ExtendedCq,
+    /// Querying a QP's state and port (`ibv_query_qp`): siw's reports RESET and port 0 for
+    /// a connected QP.
+    QpQuery,
+    /// Resizing a CQ (`ibv_resize_cq`): siw's provider has no `resize_cq`.
+    CqResize,
+    /// Immediate data (sends and RDMA writes with immediate): iWARP's RDMA protocol
+    /// carries none.
+    ImmediateData,
+    /// A writer that learns of the peer's refusal of its RDMA write from the write's
+    /// completion: an iWARP write completes once sent, unacknowledged.
+    AckedWrites,
+    /// A send queue that fills up under a long post list: siw took a list 64 times its
+    /// send queue's depth whole.
+    FillableSendQueue,
     /// Querying a shared receive queue (`ibv_query_srq`): siw's provider cannot.
     SrqQuery,
 }
@@ -207,7 +226,20 @@ impl Need {
             },
             Need::ExtendedQp => "extended QP creation (no create_qp_ex in its provider)",
             Need::SrqQuery => "SRQ query (no query_srq in its provider)",
-            Need::HandConnect => "QPs connected by hand (iWARP connects through rdma_cm only)",
+            Need::Uc => "UC queue pairs (iWARP has RC only)",
+            Need::Atomics => "atomic operations (iWARP has none)",
+            Need::MemoryWindows => "memory windows (no alloc_mw in its provider)",
+            Need::ExtendedCq => "extended CQs (no create_cq_ex in its provider)",
+            Need::QpQuery => "QP query (its query_qp reports neither state nor port)",
+            Need::CqResize => "CQ resizing (no resize_cq in its provider)",
+            Need::ImmediateData => "immediate data (iWARP's RDMA protocol carries none)",
+            Need::AckedWrites => {
+                "RDMA write completions acknowledged by the peer (an iWARP write completes once \
+                 sent)"
+            },
+            Need::FillableSendQueue => {
+                "send queue a post list fills (it took a list 64 times the queue's depth)"
+            },
         }
     }
 }

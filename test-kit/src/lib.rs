@@ -9,6 +9,7 @@
 //! - [`wire`]: a TCP connection carrying text lines, between test processes;
 //! - [`programs`]: the root package's example binaries (our tools) and the C tools they
 //!   are compared with, by absolute path;
+//! - [`pair`]: two RC QPs connected to each other, by hand or, on iWARP, through rdma_cm;
 //! - [`net`]: TCP ports (a free one; whether one is listened on) and rdma_cm listeners;
 //! - [`run`]: a program run in the background, its output and status; a test re-run in a
 //!   child process;
@@ -36,6 +37,7 @@ pub mod hello;
 pub mod ibdevices;
 pub mod limit;
 pub mod net;
+pub mod pair;
 pub mod programs;
 pub mod run;
 pub mod wire;
@@ -51,6 +53,7 @@ pub use feature::{feature, Feature};
 pub use hello::{hello, parse_hello, stream_hello};
 pub use limit::{errno, exhaust, Exhaust, Exhausted};
 pub use net::{cm_listening, free_port, listening};
+pub use pair::{connect_pair, Link};
 pub use programs::{c_tool, example, rping_ended_well, tool, Program};
 pub use run::{child_test, child_test_with, run_alone, strings, Outcome, Running};
 pub use wire::Wire;

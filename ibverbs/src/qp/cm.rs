@@ -4,12 +4,30 @@
 //! are in `qp/raw.rs` (`CmQpId`, and `create_on_id`, the unsafe way in).
 
 use super::raw::CmQpId;
-use super::{QueuePair, QueuePairBuilder};
+use super::{PreparedQueuePair, QueuePair, QueuePairBuilder};
 use crate::cm::PortSpace;
 use crate::context::port_cache::SourceGid;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::types::QpType;
+use crate::types::{Gid, QpType};
+
+/// Refuses a QP of `qp_type` on an id of port space `ps` that does not carry it.
+fn check_fits(qp_type: QpType, ps: PortSpace) -> Result<()> {
+    let fits = match ps {
+        PortSpace::Tcp => qp_type == QpType::Rc,
+        PortSpace::Udp | PortSpace::Ipoib => qp_type == QpType::Ud,
+        PortSpace::Ib => matches!(qp_type, QpType::Rc | QpType::Uc | QpType::Ud),
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        what: "queue pair type",
+        reason: format!(
+            "a {qp_type:?} QP does not fit port space {ps:?} (TCP: RC; UDP, IPoIB: UD; IB: RC, UC, UD)"
+        ),
+    })
+}
 
 impl QueuePairBuilder<'_> {
     /// Refuses the settings rdma_cm decides for a QP on an id (its port and GID, from the
@@ -31,21 +49,7 @@ impl QueuePairBuilder<'_> {
                 ),
             });
         }
-        let fits = match ps {
-            PortSpace::Tcp => self.qp_type == QpType::Rc,
-            PortSpace::Udp | PortSpace::Ipoib => self.qp_type == QpType::Ud,
-            PortSpace::Ib => matches!(self.qp_type, QpType::Rc | QpType::Uc | QpType::Ud),
-        };
-        if !fits {
-            return Err(Error::InvalidArgument {
-                what: "queue pair type",
-                reason: format!(
-                    "a {:?} QP does not fit port space {ps:?} (TCP: RC; UDP, IPoIB: UD; IB: RC, UC, UD)",
-                    self.qp_type
-                ),
-            });
-        }
-        Ok(())
+        check_fits(self.qp_type, ps)
     }
 
     /// Creates the QP on `id` (see [`create_on_id`](Self::create_on_id)), whose context is
@@ -69,5 +73,41 @@ impl QueuePairBuilder<'_> {
             return Err(err);
         }
         Ok(self.wrap(raw, port_num, &gid, &port))
+    }
+}
+
+impl PreparedQueuePair {
+    /// Refuses the QP as the QP of an id of port space `ps` on the device of `ctx` (see
+    /// [`set_on_id`](Self::set_on_id)) unless its type fits the port space, it is of that
+    /// device and it was built on the port and GID of the id's route (`route`; iWARP's
+    /// has no GID), which rdma_cm connects it from.
+    pub(crate) fn check_for_id(
+        &self,
+        ps: PortSpace,
+        ctx: &Context,
+        route: (u8, Gid),
+    ) -> Result<()> {
+        let qp = self.qp();
+        check_fits(qp.qp_type, ps)?;
+        if qp.pd().context().name() != ctx.name() {
+            return Err(Error::Mismatch {
+                what: "queue pair",
+                owner: "device (the CM id's)",
+            });
+        }
+        let (port, sgid) = route;
+        // An iWARP route has no GID (zero): only its port is compared.
+        let gid_differs = !sgid.is_zero() && qp.gid != sgid;
+        if qp.port != port || gid_differs {
+            return Err(Error::InvalidArgument {
+                what: "queue pair for a CM id",
+                reason: format!(
+                    "built on port {} GID {}, but the id's route is from port {port} GID {sgid}: \
+                     build it with that port and GID's index",
+                    qp.port, qp.gid
+                ),
+            });
+        }
+        Ok(())
     }
 }

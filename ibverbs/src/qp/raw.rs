@@ -533,9 +533,10 @@ mod cm_id {
     use rdmacm_sys as cm;
 
     use super::{QpInit, RawQp};
+    use crate::cm::PortSpace;
     use crate::context::Context;
     use crate::error::{check, Result};
-    use crate::qp::{QueuePair, QueuePairBuilder};
+    use crate::qp::{PreparedQueuePair, QueuePair, QueuePairBuilder};
     use crate::types::Gid;
 
     /// A CM id to create a QP on, vouched for by the caller of
@@ -581,6 +582,37 @@ mod cm_id {
         pub(in crate::qp) fn forget_qp(&self) {
             // SAFETY: the id is live (create_on_id's caller).
             unsafe { (*self.id.as_ptr()).qp = std::ptr::null_mut() };
+        }
+
+        /// Points the id's `qp` at `qp`.
+        fn set_qp(&self, qp: &QueuePair) {
+            // SAFETY: the id is live and has no QP (set_on_id's caller); the caller clears
+            // the pointer before the QP drops.
+            unsafe { (*self.id.as_ptr()).qp = qp.ptr() };
+        }
+    }
+
+    impl PreparedQueuePair {
+        /// Makes this QP the QP of `id` (librdmacm's `id->qp`), which librdmacm then moves
+        /// to RTS on connect or accept, as one it created, once
+        /// [`check_for_id`](Self::check_for_id) passes for the id's port space, device and
+        /// route.
+        ///
+        /// # Safety
+        /// `id` must be a live id bound to a device (`ctx`, its context), without a QP. On
+        /// success the id's `qp` is the returned QP, which the caller must clear before the
+        /// QP drops (librdmacm must not reach it after).
+        pub(crate) unsafe fn set_on_id(
+            self,
+            id: NonNull<cm::rdma_cm_id>,
+            ps: PortSpace,
+            ctx: &Context,
+        ) -> Result<QueuePair> {
+            let id = CmQpId { id };
+            self.check_for_id(ps, ctx, id.route())?;
+            let qp = self.into_qp();
+            id.set_qp(&qp);
+            Ok(qp)
         }
     }
 

@@ -169,10 +169,11 @@ fn post_error<W: Linked>(
 #[cold]
 #[inline(never)]
 pub(crate) fn post_failed(verb: &'static str, index: usize, rc: i32, depth: u32) -> PostError {
-    let source = if rc < 0 {
-        std::io::Error::last_os_error()
-    } else {
-        std::io::Error::from_raw_os_error(rc)
+    // An errno, as the verbs' documentation says; -1 with errno set, as some providers
+    // return; or a negated errno, as siw's provider returns.
+    let source = match rc {
+        -1 => std::io::Error::last_os_error(),
+        rc => std::io::Error::from_raw_os_error(rc.saturating_abs()),
     };
     PostError::from(match source.raw_os_error() {
         // ENOMEM on rxe and most providers, ENOSPC on siw.

@@ -1,6 +1,6 @@
 //! The QP of a CM id, from the same builder as any QP (`rdma_create_qp_ex`): what reaches
 //! it (signalling, an SRQ, send operations), what rdma_cm decides and so refuses, and the
-//! GID it sends from (its route's).
+//! GID it sends from (its route's); a QP built on its own made the id's (`set_qp`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use rdma_verbs::cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace};
 use rdma_verbs::{
     AccessFlags, Context, Error, Gid, GidType, QpCreateFlags, QpType, RecvRequest, SendOps,
-    SendRequest,
+    SendRequest, Transport,
 };
-use rdma_verbs_test_kit::{cm_addr, cm_device, open, open_cm, provider_has, Need};
+use rdma_verbs_test_kit::{cm_addr, cm_device, device, open, open_cm, provider_has, Need};
 
 use super::{add_qp, both_established, listener, next_event, one_completion};
 
@@ -381,4 +381,43 @@ fn a_cm_context_outlives_its_ids_and_serves_the_next_one() {
     let mut got = [0; 23];
     rmr.read(0, &mut got).unwrap();
     assert_eq!(&got, b"made after the first id");
+}
+
+/// A QP built on its own becomes the id's (`set_qp`, on RoCE built on the route's GID),
+/// from a context of the id's device other than librdmacm's; refused before the id is
+/// bound, a second time, and for a QP of another device.
+#[test]
+fn a_qp_built_on_its_own_becomes_the_ids_once() {
+    let (schan, cchan) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let (_listen, addr) = listener(&schan);
+    let ctx = Context::open(&cm_device()).expect("ibv_open_device");
+    let (pd, cq) = (ctx.alloc_pd().unwrap(), ctx.create_cq(8, None).unwrap());
+    let rc = || pd.create_qp(QpType::Rc, &cq, &cq);
+    let mut unbound = cchan.create_id(PortSpace::Tcp).unwrap();
+    let err = unbound.set_qp(rc().build().unwrap()).unwrap_err();
+    assert!(invalid(&err, "CM id", "not bound"), "{err:?}");
+
+    let mut id = resolved(&cchan, addr);
+    let on_route = match (ctx.transport(), cm_addr()) {
+        (Transport::Iwarp, _) => rc(),
+        (_, IpAddr::V4(v4)) => rc().gid_index(v2_index(&ctx, mapped(v4))),
+        (_, other) => panic!("the CM address {other} is not IPv4"),
+    };
+    let qp = on_route.build().unwrap();
+    let qpn = qp.endpoint().qpn;
+    assert_eq!(id.set_qp(qp).expect("CmId::set_qp").qp_num(), qpn);
+    assert_eq!(id.qp().map(|qp| qp.qp_num()), Some(qpn));
+    let err = id.set_qp(rc().build().unwrap()).unwrap_err();
+    assert!(invalid(&err, "CM id", "already has a QP"), "{err:?}");
+
+    // The test device, where it is another device than the CM device (rxe0 beside rxe_cm).
+    if device() != cm_device() {
+        let mut id = resolved(&cchan, addr);
+        let other = open();
+        let (opd, ocq) = (other.alloc_pd().unwrap(), other.create_cq(8, None).unwrap());
+        let qp = opd.create_qp(QpType::Rc, &ocq, &ocq).build().unwrap();
+        let err = id.set_qp(qp).unwrap_err();
+        assert!(matches!(err, Error::Mismatch { .. }), "{err:?}");
+        assert!(id.qp().is_none());
+    }
 }

@@ -153,7 +153,7 @@ fn pingpong(p: &Pair, index: u8, gid: Gid, rounds: u64) {
 
 #[test]
 fn ud_server_answers_each_sender_through_the_handle_of_its_datagram() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let p = Pair::new(QpType::Ud);
@@ -303,7 +303,7 @@ fn one_datagram(p: &Pair) -> (WorkCompletion, [u8; GRH_LEN]) {
 
 #[test]
 fn completions_that_answer_no_one_are_typed_errors() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let p = Pair::new(QpType::Ud);
@@ -412,7 +412,7 @@ fn completions_that_answer_no_one_are_typed_errors() {
 
 #[test]
 fn crafted_and_garbage_headers_are_typed_errors_or_a_handle() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let p = Pair::new(QpType::Ud);

@@ -87,7 +87,7 @@ fn atomic_write_is_checked_before_the_provider() {
 
 #[test]
 fn atomic_write_needs_its_send_op_and_an_rc_qp() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Uc) {
         return;
     }
     // A batch created without ATOMIC_WRITE.

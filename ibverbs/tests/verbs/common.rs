@@ -3,11 +3,11 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use rdma_verbs_test_kit::{open, pattern};
+use rdma_verbs_test_kit::{connect_pair, open, pattern, Link};
 
 use rdma_verbs::{
-    CompletionQueue, ConnectOptions, Error, MemoryRegion, PreparedQueuePair, ProtectionDomain,
-    QpType, QueuePair, RecvRequest, RegistrableMemory, SendRequest, WcOpcode, WcStatus, WrError,
+    CompletionQueue, Error, MemoryRegion, PreparedQueuePair, ProtectionDomain, QpType, QueuePair,
+    RecvRequest, RegistrableMemory, SendRequest, WcOpcode, WcStatus, WrError,
 };
 
 pub use rdma_verbs_test_kit::{poll_one, ALL};
@@ -19,6 +19,8 @@ pub struct Pair {
     pub a_cq: CompletionQueue,
     pub b: QueuePair,
     pub b_cq: CompletionQueue,
+    /// Keeps the connection up.
+    pub link: Link,
 }
 
 impl Pair {
@@ -46,13 +48,14 @@ impl Pair {
             .unwrap();
         before_connect(&a);
         before_connect(&b);
-        let (a, b) = connect(qp_type, a, b);
+        let (a, b, link) = connect(qp_type, a, b);
         Pair {
             pd,
             a,
             a_cq,
             b,
             b_cq,
+            link,
         }
     }
 
@@ -62,25 +65,22 @@ impl Pair {
     }
 }
 
-/// Connects two prepared QPs of `qp_type` to each other (UD QPs: makes them ready to send).
+/// Connects two prepared QPs of `qp_type` to each other ([`connect_pair`]: through rdma_cm
+/// on iWARP), or makes UD QPs ready to send; keep the [`Link`] while the QPs are used.
 pub fn connect(
     qp_type: QpType,
     a: PreparedQueuePair,
     b: PreparedQueuePair,
-) -> (QueuePair, QueuePair) {
+) -> (QueuePair, QueuePair, Link) {
     if qp_type == QpType::Ud {
-        return (a.ready().unwrap(), b.ready().unwrap());
+        return (a.ready().unwrap(), b.ready().unwrap(), Link::none());
     }
-    let (ea, eb) = (a.endpoint(), b.endpoint());
-    let opts = ConnectOptions::new();
-    (
-        a.connect(&eb, &opts).unwrap(),
-        b.connect(&ea, &opts).unwrap(),
-    )
+    connect_pair(a, b)
 }
 
-/// Two RC QPs with [`ALL`] access on `pd`, both on `cq`, connected to each other.
-pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, QueuePair) {
+/// Two RC QPs with [`ALL`] access on `pd`, both on `cq`, connected to each other; keep the
+/// [`Link`] while the QPs are used.
+pub fn rc_pair_on(pd: &ProtectionDomain, cq: &CompletionQueue) -> (QueuePair, QueuePair, Link) {
     let qp = || {
         pd.create_qp(QpType::Rc, cq, cq)
             .access(ALL)

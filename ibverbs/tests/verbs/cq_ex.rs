@@ -6,7 +6,7 @@
 use rdma_verbs_test_kit::{provider_has, Need};
 use std::time::Duration;
 
-use rdma_verbs_test_kit::{assert_clean_drops, open};
+use rdma_verbs_test_kit::{assert_clean_drops, open, Link};
 
 use rdma_verbs::{
     AsRaw, Context, Error, ExtendedCq, MemoryRegion, ProtectionDomain, QpType, QueuePair,
@@ -36,6 +36,7 @@ struct ExPair {
     a_cq: ExtendedCq,
     b: QueuePair,
     b_cq: ExtendedCq,
+    _link: Link,
 }
 
 impl ExPair {
@@ -47,7 +48,7 @@ impl ExPair {
         // The extended CQs are CQs: QPs are created with them as with any CQ.
         let a = pd.create_qp(qp_type, &a_cq, &a_cq).access(ALL).build();
         let b = pd.create_qp(qp_type, &b_cq, &b_cq).access(ALL).build();
-        let (a, b) = connect(qp_type, a.unwrap(), b.unwrap());
+        let (a, b, link) = connect(qp_type, a.unwrap(), b.unwrap());
         ExPair {
             _ctx: ctx,
             pd,
@@ -55,6 +56,7 @@ impl ExPair {
             a_cq,
             b,
             b_cq,
+            _link: link,
         }
     }
 
@@ -87,7 +89,7 @@ fn take(cq: &mut ExtendedCq, n: usize) -> Vec<Seen> {
 
 #[test]
 fn rc_sends_and_writes_read_through_every_accessor() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let mut p = ExPair::new(QpType::Rc, WcFields::STANDARD);
@@ -158,7 +160,7 @@ fn rc_sends_and_writes_read_through_every_accessor() {
 
 #[test]
 fn ud_receive_reads_source_qp_grh_and_the_addressing_fields() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let mut p = ExPair::new(QpType::Ud, WcFields::STANDARD);
@@ -226,7 +228,7 @@ fn ud_receive_reads_source_qp_grh_and_the_addressing_fields() {
 
 #[test]
 fn error_completions_carry_status_and_vendor_error() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let mut p = ExPair::new(QpType::Rc, WcFields::BYTE_LEN);
@@ -280,7 +282,7 @@ fn four_writes_ready(p: &mut ExPair, src: &MemoryRegion, dst: &MemoryRegion) {
 
 #[test]
 fn a_session_is_ended_on_return_error_and_panic() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let mut p = ExPair::new(QpType::Rc, WcFields::STANDARD);
@@ -328,7 +330,7 @@ fn a_session_is_ended_on_return_error_and_panic() {
 
 #[test]
 fn sessions_that_run_dry_leave_no_stale_completions() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     // rdma-core's rxe corrupts the CQ on ibv_next_poll's ENOENT followed by ibv_end_poll
@@ -356,7 +358,7 @@ fn sessions_that_run_dry_leave_no_stale_completions() {
 
 #[test]
 fn an_extended_cq_takes_a_channel_and_wakes_poll_wait() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let ctx = open();
@@ -368,7 +370,7 @@ fn an_extended_cq_takes_a_channel_and_wakes_poll_wait() {
     assert!(cq.capacity() >= 16);
     assert_eq!(cq.fields(), WcFields::BYTE_LEN | WcFields::QP_NUM);
     assert_eq!(cq.cq().as_raw().as_ptr(), cq.as_raw().as_ptr().cast());
-    let (a, _b) = rc_pair_on(&pd, &cq);
+    let (a, _b, _link) = rc_pair_on(&pd, &cq);
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let sge = [buf.sge(0..4).unwrap()];
     a.post_send(&mut [SendRequest::write(9, &sge, buf.remote()).signaled()])
@@ -438,7 +440,7 @@ fn bad_extended_cqs_are_typed_errors() {
 
 #[test]
 fn completion_timestamps_and_the_device_clock_where_the_device_has_them() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let ctx = open();
@@ -452,7 +454,7 @@ fn completion_timestamps_and_the_device_clock_where_the_device_has_them() {
             let pd = ctx.alloc_pd().unwrap();
             let qa = pd.create_qp(QpType::Rc, &cq, &cq).access(ALL).build();
             let qb = pd.create_qp(QpType::Rc, &cq, &cq).access(ALL).build();
-            let (qa, _qb) = connect(QpType::Rc, qa.unwrap(), qb.unwrap());
+            let (qa, _qb, _link) = connect(QpType::Rc, qa.unwrap(), qb.unwrap());
             let buf = pd.alloc_mr(64, ALL).unwrap();
             let sge = [buf.sge(0..4).unwrap()];
             qa.post_send(&mut [SendRequest::write(1, &sge, buf.remote()).signaled()])

@@ -39,7 +39,7 @@ fn take_all(p: &Pair, n: usize) {
 
 #[test]
 fn resizing_keeps_the_completions_in_the_queue() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::CqResize) {
         return;
     }
     let mut p = Pair::new(QpType::Rc);
@@ -58,7 +58,7 @@ fn resizing_keeps_the_completions_in_the_queue() {
 
 #[test]
 fn bad_resizes_are_typed_errors_and_leave_the_cq_working() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::CqResize) {
         return;
     }
     let mut p = Pair::new(QpType::Rc);
@@ -105,7 +105,7 @@ fn bad_resizes_are_typed_errors_and_leave_the_cq_working() {
 
 #[test]
 fn an_extended_cq_resizes_too() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedCq) {
         return;
     }
     let ctx = open();
@@ -114,7 +114,7 @@ fn an_extended_cq_resizes_too() {
     cq.resize(128).unwrap();
     assert!(cq.capacity() >= 128);
     // And still polls through sessions afterwards.
-    let (a, _b) = rc_pair_on(&pd, &cq);
+    let (a, _b, _link) = rc_pair_on(&pd, &cq);
     let buf = pd.alloc_mr(16, ALL).unwrap();
     let sge = [buf.sge(0..3).unwrap()];
     a.post_send(&mut [SendRequest::write(1, &sge, buf.remote()).signaled()])

@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 
 use rdma_verbs_test_kit::{assert_clean_drops, device, gid, netdev, open};
 
+use crate::common::{connect, ALL};
+
 use rdma_verbs::{
-    AsRaw, AsyncEventKind, ConnectOptions, Context, DeviceList, Error, EventSource, Gid, GidType,
-    LinkLayer, NodeType, PhysState, PortState, QpType, RecvRequest, SendRequest, Sge, Transport,
+    AsRaw, AsyncEventKind, Context, DeviceList, Error, EventSource, Gid, GidType, LinkLayer,
+    NodeType, PhysState, PortState, QpType, SendRequest, Sge, Transport,
 };
 
 #[test]
@@ -261,31 +263,23 @@ fn no_async_event_on_an_idle_device() {
 
 #[test]
 fn cq_overrun_is_an_async_event() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let ctx = open();
     let pd = ctx.alloc_pd().expect("ibv_alloc_pd");
     let cq = ctx.create_cq(1, None).expect("ibv_create_cq");
-    // More completions than the CQ holds: each send completes on both sides of the loop.
+    // More completions than the CQ holds: a signaled empty RDMA write each.
     let n = cq.capacity() + 4;
-    let prepared = pd
-        .create_qp(QpType::Rc, &cq, &cq)
-        .max_send_wr(n)
-        .max_recv_wr(n)
-        .sq_sig_all(true)
-        .build()
-        .expect("ibv_create_qp");
-    let mut recvs: Vec<RecvRequest<'_>> = (0..n)
-        .map(|i| RecvRequest::new(i.into(), Sge::NONE))
-        .collect();
-    prepared.post_recv(&mut recvs).expect("ibv_post_recv");
-    let me = prepared.endpoint();
-    let qp = prepared
-        .connect(&me, &ConnectOptions::new())
-        .expect("connect the QP to itself");
+    let build = || {
+        pd.create_qp(QpType::Rc, &cq, &cq)
+            .max_send_wr(n)
+            .sq_sig_all(true)
+            .access(ALL)
+            .build()
+            .expect("ibv_create_qp")
+    };
+    let (qp, _peer, _link) = connect(QpType::Rc, build(), build());
+    let target = pd.alloc_mr(8, ALL).expect("ibv_reg_mr");
     let mut sends: Vec<SendRequest<'_>> = (0..n)
-        .map(|i| SendRequest::send(i.into(), Sge::NONE))
+        .map(|i| SendRequest::write(i.into(), Sge::NONE, target.remote()))
         .collect();
     qp.post_send(&mut sends).expect("ibv_post_send");
 
@@ -305,6 +299,6 @@ fn cq_overrun_is_an_async_event() {
         EventSource::Cq(id) => assert_eq!(id.addr(), cq.as_raw().as_ptr() as usize),
         other => panic!("expected a CQ source, got {other:?}"),
     }
-    drop((qp, cq, pd, ctx));
+    drop((qp, target, cq, pd, ctx));
     assert_clean_drops();
 }

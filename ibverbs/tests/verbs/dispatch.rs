@@ -23,7 +23,7 @@ use crate::common::{poll_one, refusal, refusal_at, Pair, ALL};
 /// the batch binds a window: it is refused, and `post_send` binds it.
 #[test]
 fn a_window_bind_in_a_batch_is_refused() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::MemoryWindows) {
         return;
     }
     let Pair {
@@ -88,7 +88,7 @@ unsafe extern "C" fn poll_cq_stub(_: *mut ffi::ibv_cq, _: c_int, _: *mut ffi::ib
 /// made `poll` return 95 entries of a 4-entry buffer).
 #[test]
 fn a_missing_provider_function_is_unsupported() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::MemoryWindows) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -177,7 +177,7 @@ fn a_missing_provider_function_is_unsupported() {
 /// the compiler.
 #[test]
 fn inline_data_from_device_memory_is_refused() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedQp) {
         return;
     }
     fn _dmabuf_entries_are_device_memory(region: &DmaBufRegion) -> Sge<'_, DeviceMemory> {
@@ -190,6 +190,7 @@ fn inline_data_from_device_memory_is_refused() {
         a_cq,
         b,
         b_cq,
+        link: _link,
     } = Pair::with(QpType::Rc, |q| q.max_inline_data(64).send_ops(ops), |_| {});
     let mut src = pd.alloc_mr(64, ALL).unwrap();
     src.fill(0x5a);
@@ -230,7 +231,7 @@ fn inline_data_from_device_memory_is_refused() {
 /// still lands.
 #[test]
 fn atomics_off_8_byte_alignment_are_refused() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Atomics) {
         return;
     }
     let ops = SendOps::ATOMIC_CMP_AND_SWP | SendOps::ATOMIC_FETCH_AND_ADD;
@@ -290,7 +291,7 @@ fn atomics_off_8_byte_alignment_are_refused() {
 /// batch is aborted with nothing posted; a batch of exactly the depth is posted whole.
 #[test]
 fn a_batch_holds_at_most_the_send_queue() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ExtendedQp) {
         return;
     }
     let mut p = Pair::with(

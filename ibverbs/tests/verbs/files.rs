@@ -6,7 +6,6 @@
 //! process, through the `unsafe` `Mapping::file_unchecked`). Writes through a mapping reach
 //! the file; the `unsafe` constructor maps other files, a hugetlbfs file in whole huge pages.
 
-use rdma_verbs_test_kit::{provider_has, Need};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
@@ -70,9 +69,6 @@ fn huge_memfd_mapped_at(addr: usize) -> bool {
 
 #[test]
 fn sealed_file_mapping_writes_reach_the_file() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let file = memfd_file(0, 3 * 4096, libc::F_SEAL_SHRINK);
     let map = Mapping::file(&file, 4096, 8192).unwrap();
@@ -194,9 +190,6 @@ fn hugetlbfs_attack() {
 /// so dropping it reports no error and leaves nothing mapped.
 #[test]
 fn hugetlbfs_file_mapping_unmaps_whole() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let huge = huge_page_size().expect("the kernel has huge pages");
     let _pool = huge_page_pool();
     let p = Pair::new(QpType::Rc);
@@ -226,9 +219,6 @@ fn hugetlbfs_file_mapping_unmaps_whole() {
 
 #[test]
 fn regular_file_mapping_on_the_callers_promise() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     // A tmpfs file: a regular file that cannot be sealed. (The VM's shared target dir is
     // 9p, whose files cannot be mapped shared: mmap fails with EINVAL.)

@@ -28,7 +28,7 @@ fn path_mtu(qp: &QueuePair) -> Mtu {
 
 #[test]
 fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let ctx = open();
@@ -77,7 +77,7 @@ fn a_qp_tells_its_gid_index_and_connect_keeps_the_route_s() {
 
 #[test]
 fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let p = Pair::new(QpType::Ud);
@@ -131,7 +131,7 @@ fn create_ah_defaults_to_a_routable_gid_and_checks_port_and_index() {
 
 #[test]
 fn an_endpoint_is_what_the_c_exchange_carries() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let ctx = open();
@@ -226,9 +226,6 @@ fn an_inverted_range_says_so() {
 
 #[test]
 fn a_flushed_completion_prints_like_every_other() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let buf = p.mr(64);
     let sge = [buf.sge(..).unwrap()];
@@ -254,9 +251,6 @@ fn a_flushed_completion_prints_like_every_other() {
 
 #[test]
 fn poll_until_returns_the_completions_in_a_loop() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(64);
     src.fill(3);
@@ -308,9 +302,6 @@ fn poll_until_returns_the_completions_in_a_loop() {
 
 #[test]
 fn recv_requests_clone_regions_fill_and_the_page_size_is_public() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let mut src = p.mr(16);
     src.fill(0xc3);

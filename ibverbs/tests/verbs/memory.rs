@@ -21,9 +21,6 @@ use crate::common::{contents, exercise, huge_page_pool, poll_one, say, Pair, ALL
 
 #[test]
 fn vec_and_box_under_write_read_and_send() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let mut mr = p.pd.register(vec![0u8; 10_000], ALL).unwrap();
     exercise(&p, &mut mr);
@@ -84,9 +81,6 @@ fn access_flag_rules_are_typed_errors() {
 
 #[test]
 fn anonymous_mapping_under_write_read_and_send() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let map = Mapping::anonymous(10_000).unwrap();
     assert_eq!((map.kind(), map.len()), (MappingKind::Anonymous, 10_000));
@@ -105,9 +99,6 @@ fn anonymous_mapping_under_write_read_and_send() {
 
 #[test]
 fn huge_pages_under_write_read_and_send() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let huge = huge_page_size().expect("the kernel has huge pages");
     let _pool = huge_page_pool();
     let p = Pair::new(QpType::Rc);
@@ -142,9 +133,6 @@ fn huge_pages_beyond_the_reserve_are_a_typed_error() {
 
 #[test]
 fn sealed_memfd_under_write_read_and_send_cannot_shrink() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let map = Mapping::memfd("ibverbs-test", 8192).unwrap();
     assert_eq!(map.kind(), MappingKind::Memfd);
@@ -217,9 +205,6 @@ fn rereg_then_use(
 /// (it once left it unusable): keeps its keys and carries transfers.
 #[test]
 fn rereg_without_the_providers_verb_leaves_the_region_usable() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     let mut mr =
         p.pd.register(Mapping::anonymous(8192).unwrap(), ALL)
@@ -249,9 +234,6 @@ fn rereg_without_the_providers_verb_leaves_the_region_usable() {
 
 #[test]
 fn rereg_access_pd_and_range() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::new(QpType::Rc);
     // Local-only in another PD: useless to the pair until changed.
     let other_pd = p.pd.context().alloc_pd().unwrap();
@@ -271,7 +253,7 @@ fn rereg_access_pd_and_range() {
 
 #[test]
 fn rereg_bad_inputs_leave_the_region_usable() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Atomics) {
         return;
     }
     let p = Pair::new(QpType::Rc);

@@ -118,7 +118,7 @@ fn one_send_reaches_every_attached_qp_until_detached() {
 
 #[test]
 fn multicast_misuse_is_a_typed_error() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let ctx = open();

@@ -10,7 +10,7 @@ use crate::common::{Pair, ALL};
 
 #[test]
 fn query_qp_reports_an_rc_connection() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::QpQuery) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -89,7 +89,7 @@ fn query_qp_reports_a_ud_qp_in_init_and_rts() {
 /// each back as given (on RoCE, less the two the kernel or rxe replaces: see below).
 #[test]
 fn query_qp_reads_back_every_connect_setting() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let ctx = open();
@@ -136,7 +136,7 @@ fn query_qp_reads_back_every_connect_setting() {
 /// A setting out of its range is refused by name, with its limit, before any transition.
 #[test]
 fn connect_refuses_each_setting_out_of_range() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let ctx = open();

@@ -5,15 +5,15 @@ use rdma_verbs_test_kit::{assert_clean_drops, assert_empty, open};
 use rdma_verbs_test_kit::{provider_has, Need};
 
 use rdma_verbs::{
-    AccessFlags, ConnectOptions, Error, MemoryRegion, MwType, QpType, RecvRequest, SendRequest,
-    WcOpcode, WcStatus, WrError, WrOpcode,
+    AccessFlags, Error, MemoryRegion, MwType, QpType, RecvRequest, SendRequest, WcOpcode, WcStatus,
+    WrError, WrOpcode,
 };
 
-use crate::common::{contents, poll_one, Pair, ALL};
+use crate::common::{connect, contents, poll_one, Pair, ALL};
 
 #[test]
 fn rc_send_recv_with_and_without_imm() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ImmediateData) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -54,7 +54,7 @@ fn rc_send_recv_with_and_without_imm() {
 
 #[test]
 fn rc_write_read_and_write_with_imm() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::ImmediateData) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -103,7 +103,7 @@ fn rc_write_read_and_write_with_imm() {
 
 #[test]
 fn rc_atomics() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Atomics) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -141,9 +141,6 @@ fn rc_atomics() {
 
 #[test]
 fn inline_sends_scatter_gather_and_post_lists() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let p = Pair::with(
         QpType::Rc,
         |b| b.max_inline_data(64).max_send_sge(3).max_recv_sge(2),
@@ -190,7 +187,7 @@ fn inline_sends_scatter_gather_and_post_lists() {
 
 #[test]
 fn uc_send_and_write() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Uc) {
         return;
     }
     let p = Pair::new(QpType::Uc);
@@ -215,7 +212,7 @@ fn uc_send_and_write() {
 
 #[test]
 fn ud_send_recv_through_an_address_handle() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Ud) {
         return;
     }
     let p = Pair::new(QpType::Ud);
@@ -248,9 +245,6 @@ fn ud_send_recv_through_an_address_handle() {
 
 #[test]
 fn srq_feeds_two_queue_pairs() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let srq = pd.create_srq(16, 1).unwrap();
@@ -261,12 +255,8 @@ fn srq_feeds_two_queue_pairs() {
         if with_srq { b.srq(&srq) } else { b }.build().unwrap()
     };
     let (r1, r2, s1, s2) = (mk(true), mk(true), mk(false), mk(false));
-    let opts = ConnectOptions::new();
-    let (er1, er2, es1, es2) = (r1.endpoint(), r2.endpoint(), s1.endpoint(), s2.endpoint());
-    let r1 = r1.connect(&es1, &opts).unwrap();
-    let r2 = r2.connect(&es2, &opts).unwrap();
-    let s1 = s1.connect(&er1, &opts).unwrap();
-    let s2 = s2.connect(&er2, &opts).unwrap();
+    let (s1, r1, _link1) = connect(QpType::Rc, s1, r1);
+    let (s2, r2, _link2) = connect(QpType::Rc, s2, r2);
 
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let rs = [buf.sge(..32).unwrap()];
@@ -293,7 +283,7 @@ fn srq_feeds_two_queue_pairs() {
 
 #[test]
 fn memory_windows_type_1_and_2() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::MemoryWindows) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -345,9 +335,6 @@ fn memory_windows_type_1_and_2() {
 
 #[test]
 fn event_driven_completion() {
-    if !provider_has(Need::HandConnect) {
-        return;
-    }
     let ctx = open();
     let channel = ctx.create_comp_channel().unwrap();
     let pd = ctx.alloc_pd().unwrap();
@@ -355,9 +342,7 @@ fn event_driven_completion() {
     let scq = ctx.create_cq(16, None).unwrap();
     let a = pd.create_qp(QpType::Rc, &scq, &scq).build().unwrap();
     let b = pd.create_qp(QpType::Rc, &scq, &cq).build().unwrap();
-    let (ea, eb) = (a.endpoint(), b.endpoint());
-    let a = a.connect(&eb, &ConnectOptions::new()).unwrap();
-    let b = b.connect(&ea, &ConnectOptions::new()).unwrap();
+    let (a, b, _link) = connect(QpType::Rc, a, b);
     let buf = pd.alloc_mr(64, ALL).unwrap();
     let rs = [buf.sge(..).unwrap()];
 
@@ -390,7 +375,7 @@ fn event_driven_completion() {
 
 #[test]
 fn extended_send_api_batches() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::Atomics) {
         return;
     }
     use rdma_verbs::SendOps;

@@ -20,7 +20,7 @@ use crate::cm::param::ConnParam;
 use crate::cm::PortSpace;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::qp::{QueuePair, QueuePairBuilder};
+use crate::qp::{PreparedQueuePair, QueuePair, QueuePairBuilder};
 use crate::types::AsyncEventKind;
 
 /// A CM id (`rdma_create_id`), destroyed on drop (`rdma_destroy_id`, after its QP).
@@ -241,6 +241,30 @@ impl CmId {
     /// ```
     pub fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
         self.raw.create_qp(qp)
+    }
+
+    /// Makes `qp`, a QP built on its own ([`ProtectionDomain::create_qp`]), the id's QP
+    /// (librdmacm's `id->qp`), as if [`create_qp`](Self::create_qp) had made it: librdmacm
+    /// connects it on connect or accept (on iWARP, the only way to connect a QP built so),
+    /// it is [`qp`](Self::qp) and [`take_qp`](Self::take_qp) takes it out. Receives
+    /// posted on it in INIT stay. Refused as `create_qp` refuses (the id
+    /// has a QP, is not bound, or the QP's type does not fit the port space), and for a QP
+    /// of another device ([`Error::Mismatch`]) or built on another port or GID than the
+    /// id's route's ([`Error::InvalidArgument`]); `qp` is dropped then.
+    ///
+    /// ```no_run
+    /// # fn f(id: &mut rdma_verbs::cm::CmId, ctx: &rdma_verbs::Context) -> rdma_verbs::Result<()> {
+    /// use rdma_verbs::QpType;
+    /// let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(64, None)?);
+    /// id.set_qp(pd.create_qp(QpType::Rc, &cq, &cq).build()?)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`ProtectionDomain::create_qp`]: crate::ProtectionDomain::create_qp
+    /// [`Error::Mismatch`]: crate::Error::Mismatch
+    /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
+    pub fn set_qp(&mut self, qp: PreparedQueuePair) -> Result<&QueuePair> {
+        self.raw.set_qp(qp)
     }
 
     /// The id's QP, if [`create_qp`](Self::create_qp) made one. It sends once the

@@ -34,7 +34,7 @@ use crate::context::Context;
 use crate::drop_error;
 use crate::error::{check, Error, Result};
 use crate::ffi;
-use crate::qp::{QueuePair, QueuePairBuilder};
+use crate::qp::{PreparedQueuePair, QueuePair, QueuePairBuilder};
 use crate::types::Gid;
 
 /// Which id a [`CmEvent`](crate::cm::CmEvent) is for: compare with
@@ -446,16 +446,7 @@ impl RawCmId {
     /// lent one), if `qp` does not fit the port space ([`QueuePairBuilder::check_for_cm`]),
     /// before the id is bound, or with a PD of another device.
     pub(crate) fn create_qp(&mut self, qp: QueuePairBuilder<'_>) -> Result<&QueuePair> {
-        #[cfg(feature = "tokio")]
-        let lent = self.lent.is_some();
-        #[cfg(not(feature = "tokio"))]
-        let lent = false;
-        if self.qp.is_some() || lent {
-            return Err(Error::InvalidArgument {
-                what: "CM id",
-                reason: "already has a QP".into(),
-            });
-        }
+        self.check_no_qp()?;
         qp.check_for_cm(self.ps)?;
         let ctx = self.context()?;
         ctx.check_same(qp.pd().context(), "protection domain")?;
@@ -467,6 +458,36 @@ impl RawCmId {
         // id's pointer to it before it leaves.
         let created = unsafe { qp.create_on_id(self.ptr, &ctx)? };
         Ok(self.qp.insert(Box::new(created)))
+    }
+
+    /// Makes `qp` the id's QP (librdmacm's `id->qp`), refused as [`create_qp`](Self::create_qp)
+    /// refuses, and for a QP of another device or built on another port or GID than the
+    /// id's route's ([`PreparedQueuePair::check_for_id`]).
+    pub(crate) fn set_qp(&mut self, qp: PreparedQueuePair) -> Result<&QueuePair> {
+        self.check_no_qp()?;
+        let ctx = self.context()?;
+        // A join's event may be read meanwhile, which reads the id's QP pointer.
+        let _table = self.has_joins().then(id_table);
+        // SAFETY: the id is live, bound to a device (context() succeeded) and without a QP
+        // (checked above); the QP is kept in self.qp, and take_qp and drop clear the id's
+        // pointer to it before it leaves.
+        let set = unsafe { qp.set_on_id(self.ptr, self.ps, &ctx)? };
+        Ok(self.qp.insert(Box::new(set)))
+    }
+
+    /// Refuses a second QP: the id has one, or lent one.
+    fn check_no_qp(&self) -> Result<()> {
+        #[cfg(feature = "tokio")]
+        let lent = self.lent.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let lent = false;
+        if self.qp.is_some() || lent {
+            return Err(Error::InvalidArgument {
+                what: "CM id",
+                reason: "already has a QP".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Sets librdmacm's `id->qp` to null, under the id table `_table` (held so that no
