@@ -183,8 +183,8 @@ pub enum Need {
     /// only.
     Ud,
     /// What InfiniBand's transport and CM have and iWARP's TCP stream does not: an ACK
-    /// timeout and a traffic class on the QP, RoCE GIDs of the route's addresses,
-    /// `rdma_notify`'s COMM_EST.
+    /// timeout, a traffic class and an alternate path on the QP, RoCE GIDs of the route's
+    /// addresses, `rdma_notify`'s COMM_EST.
     IbTransport,
     /// The extended QP creation (`ibv_create_qp_ex` with send operations): siw's provider
     /// has no `create_qp_ex`.
@@ -221,9 +221,10 @@ impl Need {
         match self {
             Need::Ud => "UD queue pairs or address handles (iWARP has RC only)",
             Need::IbTransport => {
-                "InfiniBand transport attributes (ACK timeout, traffic class, RoCE GIDs, COMM_EST): \
+                "InfiniBand transport attributes (ACK timeout, traffic class, alternate path, RoCE \
+                 GIDs, COMM_EST): \
                  iWARP runs over TCP"
-            },
+            }
             Need::ExtendedQp => "extended QP creation (no create_qp_ex in its provider)",
             Need::SrqQuery => "SRQ query (no query_srq in its provider)",
             Need::Uc => "UC queue pairs (iWARP has RC only)",
@@ -236,10 +237,10 @@ impl Need {
             Need::AckedWrites => {
                 "RDMA write completions acknowledged by the peer (an iWARP write completes once \
                  sent)"
-            },
+            }
             Need::FillableSendQueue => {
                 "send queue a post list fills (it took a list 64 times the queue's depth)"
-            },
+            }
         }
     }
 }

@@ -31,7 +31,7 @@ fn path_to(a: &QueuePair, b: &QueuePair) -> AltPath {
 /// refused so first (rxe has it).
 #[test]
 fn an_alternate_path_out_of_range_is_refused_by_name() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -163,7 +163,7 @@ fn an_alternate_path_out_of_range_is_refused_by_name() {
 /// `ibv_modify_qp` directly fail with `EINVAL`, leaving the QP as it was.
 #[test]
 fn an_alternate_path_on_roce_is_refused_as_the_kernel_refuses_it() {
-    if !provider_has(Need::HandConnect) {
+    if !provider_has(Need::IbTransport) {
         return;
     }
     let p = Pair::new(QpType::Rc);
@@ -236,7 +236,7 @@ fn an_alternate_path_on_roce_is_refused_as_the_kernel_refuses_it() {
 /// and carries writes on its one path.
 #[test]
 fn a_migration_request_on_rxe_only_records_the_state() {
-    if !provider_has(Need::HandConnect) || !device().starts_with("rxe") {
+    if !provider_has(Need::IbTransport) || !device().starts_with("rxe") {
         return;
     }
     let p = Pair::new(QpType::Rc);
