@@ -49,7 +49,7 @@
 //! Send and receive (not RDMA write with immediate into the peer's ring): iWARP has no
 //! immediate data, so the same protocol runs on InfiniBand, RoCE and iWARP; the peer gets no
 //! write access to this side's memory; and a prototype of the other way was no faster on
-//! rxe (docs/performance.md in the repository).
+//! rxe (docs/performance-connections.md in the repository).
 //!
 //! # What the peer controls
 //! Everything in a message is checked before it is used: a header of unknown kind, a
