@@ -9,7 +9,8 @@
 //! query, limit event, resize), `domains` (fork support, thread and parent domains), `cq_ex`
 //! (extended CQs and poll sessions), `cq_resize` (resizing and moderating CQs), `dispatch`
 //! (what reaches a provider function: a batch's opcodes, missing provider functions,
-//! inline data from device memory), `ah_from_wc` (address handles back to a datagram's
+//! inline data from device memory), `foreign_pd` (entries of another PD's region, refused
+//! at post and push), `ah_from_wc` (address handles back to a datagram's
 //! sender, from its completion and GRH; hostile headers); `common` holds what several share.
 //!
 //! The device is `$IBVERBS_TEST_DEVICE` (default `rxe0`); port 1 must be ACTIVE on Ethernet
@@ -29,6 +30,7 @@ mod domains;
 mod errors;
 mod files;
 mod first_program;
+mod foreign_pd;
 mod memory;
 mod multicast;
 mod odp;
