@@ -295,10 +295,13 @@ async fn a_connected_qp_taken_from_its_id_into_an_async_qp() {
     let mut got = [0; 5];
     mr.read(0, &mut got).unwrap();
     assert_eq!(&got, b"hello");
-    sent.unwrap().1.ok().unwrap();
+    drop(mr);
+    let (hello, wc) = sent.unwrap();
+    wc.ok().unwrap();
 
-    // A receive left posted: the disconnect leaves it, `to_error` flushes it.
-    let pending = client_qp.recv(mr, ..).unwrap();
+    // A receive left posted (in a region of the client's PD, as the QP's): the disconnect
+    // leaves it, `to_error` flushes it.
+    let pending = client_qp.recv(hello, ..).unwrap();
     let passive = async {
         let event = server.next_event().await.unwrap();
         assert!(matches!(event.kind, CmEventKind::Disconnected), "{event:?}");
