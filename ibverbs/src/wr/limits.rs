@@ -24,7 +24,6 @@ use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::types::QpType;
 use crate::types::{SendOps, WrOpcode};
-use crate::wr::keys::KeyCache;
 use crate::wr::{Limits, RecvRequest, SendParts, SendRequest, SgList};
 
 /// The longest message RDMA carries: 2^31 bytes.
@@ -171,8 +170,6 @@ pub(crate) struct SendLimits {
     pd: *mut ffi::ibv_pd,
     /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
     send_ops: Option<SendOps>,
-    /// The check that the entries are of the QP's PD.
-    keys: KeyCache,
 }
 
 impl SendLimits {
@@ -189,15 +186,8 @@ impl SendLimits {
             iwarp: None,
             pd,
             send_ops: None,
-            keys: KeyCache::none(),
         }
         .with_deny()
-    }
-
-    /// These limits with the check that the entries are of `keys`' PD.
-    pub(crate) fn with_keys(mut self, keys: KeyCache) -> Self {
-        self.keys = keys;
-        self
     }
 
     /// These limits on `ctx`, of an iWARP device: without atomics
@@ -295,7 +285,6 @@ impl SendLimits {
             && (self.qp_type != QpType::Ud || self.address_fits(p))
             && aligned(p)
             && self.sink_fits(p)
-            && self.keys.fits(p.sg().entries())
     }
 
     /// Whether `p`, if a read on iWARP, lands in regions with remote write.
@@ -393,9 +382,6 @@ impl SendLimits {
                 addr: p.remote_addr,
             };
         }
-        if let Err(foreign) = self.keys.check(p.sg().entries()) {
-            return foreign;
-        }
         if p.ah().is_null() {
             WrError::MissingAddressHandle
         } else {
@@ -429,16 +415,11 @@ fn aligned(p: &SendParts<'_>) -> bool {
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
 /// 2^31 bytes or, inline, `max_inline_data` (from host memory only), an atomic's result is
 /// 8 bytes and its remote address 8-byte aligned, and a UD send has an address handle of
-/// the QP's PD, as are the regions of its entries.
+/// the QP's PD.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.deny
-    }
-
-    #[inline(always)]
-    fn known(&self, wr: &SendRequest<'_>) -> bool {
-        self.keys.known(wr.sg().entries())
     }
 
     fn depth(&self) -> u32 {
@@ -457,7 +438,7 @@ impl Limits<SendRequest<'_>> for SendLimits {
 }
 
 /// The receive queue limits of a queue pair or SRQ.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvLimits {
     /// The requirement bits the queue does not grant: `1 << n` for `n` over `max_sge`,
     /// [`RECV_SLOW`]; all of them for a QP whose receives come from an SRQ.
@@ -467,8 +448,6 @@ pub(crate) struct RecvLimits {
     max_sge: u32,
     /// The granted `max_recv_wr` or SRQ `max_wr`.
     depth: u32,
-    /// The check that the entries are of the queue's PD.
-    keys: KeyCache,
 }
 
 impl RecvLimits {
@@ -479,14 +458,7 @@ impl RecvLimits {
             sge_bound: max_sge.saturating_add(1),
             max_sge,
             depth: max_wr,
-            keys: KeyCache::none(),
         }
-    }
-
-    /// These limits with the check that the entries are of `keys`' PD.
-    pub(crate) fn with_keys(mut self, keys: KeyCache) -> Self {
-        self.keys = keys;
-        self
     }
 
     /// The limits of a QP that takes its receives from an SRQ: none may be posted to it.
@@ -496,22 +468,16 @@ impl RecvLimits {
             sge_bound: 0,
             max_sge: 0,
             depth: 0,
-            keys: KeyCache::none(),
         }
     }
 }
 
-/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, they add
-/// up to at most 2^31 bytes, and their regions are of the queue's PD.
+/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, and they
+/// add up to at most 2^31 bytes.
 impl Limits<RecvRequest<'_>> for RecvLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.deny
-    }
-
-    #[inline(always)]
-    fn known(&self, wr: &RecvRequest<'_>) -> bool {
-        self.keys.known(wr.sg().entries())
     }
 
     fn depth(&self) -> u32 {
@@ -520,7 +486,7 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
 
     fn fits(&self, wr: &RecvRequest<'_>) -> bool {
         let sg = wr.sg();
-        sg.len() < self.sge_bound && sg.total_len() <= MAX_MESSAGE && self.keys.fits(sg.entries())
+        sg.len() < self.sge_bound && sg.total_len() <= MAX_MESSAGE
     }
 
     #[cold]
@@ -535,8 +501,6 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
                 requested: n,
                 max: self.max_sge,
             }
-        } else if let Err(foreign) = self.keys.check(sg.entries()) {
-            foreign
         } else {
             WrError::MessageTooLong {
                 total: sg.total_len(),
