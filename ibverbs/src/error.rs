@@ -462,6 +462,20 @@ pub enum AhFromWcError {
 }
 
 impl Error {
+    /// [`Error::OutOfRange`] for a setting (`what`) whose range is `0..=max`, if `value` is
+    /// past it: the one check of such a setting before the provider sees it.
+    pub(crate) fn at_most(what: &'static str, value: u64, max: u64) -> Result<(), Error> {
+        if value > max {
+            return Err(Error::OutOfRange {
+                what,
+                value,
+                min: 0,
+                max,
+            });
+        }
+        Ok(())
+    }
+
     /// A [`Error::Verb`] from the calling thread's `errno`.
     pub(crate) fn last(verb: &'static str) -> Self {
         Error::Verb {

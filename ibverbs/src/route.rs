@@ -106,19 +106,8 @@ impl Route {
     /// Fails with [`Error::OutOfRange`] for a service level over 15 or a flow label over 20
     /// bits, before the provider sees them.
     pub(crate) fn check(&self) -> Result<()> {
-        let range = |what, value: u64, max: u64| {
-            if value > max {
-                return Err(Error::OutOfRange {
-                    what,
-                    value,
-                    min: 0,
-                    max,
-                });
-            }
-            Ok(())
-        };
-        range("service level", self.sl.into(), 15)?;
-        range("flow label", self.flow_label.into(), 0xf_ffff)
+        Error::at_most("service level", self.sl.into(), 15)?;
+        Error::at_most("flow label", self.flow_label.into(), 0xf_ffff)
     }
 
     /// The address vector to `remote` from local `port`, sending from GID `sgid_index`.

@@ -125,19 +125,12 @@ impl ConnectOptions {
     /// Fails with [`Error::OutOfRange`] naming the first setting out of its range.
     fn check(&self) -> Result<()> {
         for (what, value, max) in [
-            ("ACK timeout", self.timeout, 31),
+            ("ACK timeout", self.timeout, 31u8),
             ("retry count", self.retry_cnt, 7),
             ("RNR retry count", self.rnr_retry, 7),
             ("minimum RNR timer", self.min_rnr_timer, 31),
         ] {
-            if value > max {
-                return Err(Error::OutOfRange {
-                    what,
-                    value: value.into(),
-                    min: 0,
-                    max: max.into(),
-                });
-            }
+            Error::at_most(what, value.into(), max.into())?;
         }
         self.route.check()
     }

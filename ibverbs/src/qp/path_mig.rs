@@ -82,14 +82,7 @@ impl AltPath {
             ("service level", av.sl.into(), 15),
             ("flow label", flow_label.into(), 0xf_ffff),
         ] {
-            if value > max {
-                return Err(Error::OutOfRange {
-                    what,
-                    value,
-                    min: 0,
-                    max,
-                });
-            }
+            Error::at_most(what, value, max)?;
         }
         let port = ctx.query_port(av.port)?;
         if self.pkey_index >= port.pkey_tbl_len {
