@@ -106,14 +106,7 @@ impl SharedReceiveQueue {
     /// A limit over [`max_wr`](Self::max_wr) is [`Error::OutOfRange`], before the call.
     pub fn set_limit(&self, limit: u32) -> Result<()> {
         let max_wr = self.max_wr();
-        if limit > max_wr {
-            return Err(Error::OutOfRange {
-                what: "SRQ limit",
-                value: limit.into(),
-                min: 0,
-                max: max_wr.into(),
-            });
-        }
+        Error::at_most("SRQ limit", limit.into(), max_wr.into())?;
         let mut attr = ffi::ibv_srq_attr {
             srq_limit: limit,
             ..Default::default()

@@ -36,14 +36,7 @@ pub fn private_data_limit(msg: Message, ps: PortSpace) -> usize {
 /// Fails with [`Error::OutOfRange`] if `data` is longer than `msg` carries in `ps`.
 pub(crate) fn check_private_data(data: &[u8], msg: Message, ps: PortSpace) -> Result<u8> {
     let max = private_data_limit(msg, ps);
-    if data.len() > max {
-        return Err(Error::OutOfRange {
-            what: "private data length",
-            value: data.len() as u64,
-            min: 0,
-            max: max as u64,
-        });
-    }
+    Error::at_most("private data length", data.len() as u64, max as u64)?;
     Ok(data.len() as u8) // every limit is below 256
 }
 
@@ -140,14 +133,7 @@ impl ConnParam<'_> {
             ("retry count", self.retry_cnt),
             ("RNR retry count", self.rnr_retry),
         ] {
-            if value > 7 {
-                return Err(Error::OutOfRange {
-                    what,
-                    value: value.into(),
-                    min: 0,
-                    max: 7,
-                });
-            }
+            Error::at_most(what, value.into(), 7)?;
         }
         Ok(cm::rdma_conn_param {
             private_data: if len == 0 {

@@ -333,14 +333,7 @@ impl Mapping {
             })?
             .len();
         let end = offset.saturating_add(len as u64);
-        if end > size {
-            return Err(Error::OutOfRange {
-                what: "file mapping end",
-                value: end,
-                min: 0,
-                max: size,
-            });
-        }
+        Error::at_most("file mapping end", end, size)?;
         Self::map(
             len,
             map_len,

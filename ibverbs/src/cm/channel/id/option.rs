@@ -69,14 +69,11 @@ impl CmId {
     /// option in the id's state (`EINVAL`), such as address reuse after `bind`.
     pub fn set_option(&self, option: CmOption) -> Result<()> {
         if let CmOption::AckTimeout(t) = option {
-            if t > 31 {
-                return Err(Error::OutOfRange {
-                    what: "ACK timeout exponent (RDMA_OPTION_ID_ACK_TIMEOUT)",
-                    value: t.into(),
-                    min: 0,
-                    max: 31,
-                });
-            }
+            Error::at_most(
+                "ACK timeout exponent (RDMA_OPTION_ID_ACK_TIMEOUT)",
+                t.into(),
+                31,
+            )?;
             if matches!(self.port_space(), PortSpace::Udp | PortSpace::Ipoib) {
                 return Err(Error::InvalidArgument {
                     what: "RDMA_OPTION_ID_ACK_TIMEOUT",
