@@ -48,31 +48,76 @@ pub struct MemoryRegion<B: RegistrableMemory = AlignedBuffer> {
 ///   it (`EOPNOTSUPP`);
 /// - `HUGETLB` only with `ON_DEMAND`: the kernel reads it only to page an on-demand region
 ///   in huge pages; without it, it changes nothing, and rxe refuses it (`EOPNOTSUPP`).
+#[inline]
 pub(crate) fn check_access(access: AccessFlags) -> Result<i32> {
+    let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
+    // The rules in one test on the hot path (folded away for a constant `access`); which
+    // one is broken is worked out off it.
+    let broken = (access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE))
+        || access.contains(AccessFlags::ZERO_BASED)
+        || (access.contains(AccessFlags::HUGETLB) && !access.contains(AccessFlags::ON_DEMAND));
+    match i32::try_from(access.bits()) {
+        Ok(bits) if !broken => Ok(bits),
+        _ => Err(access_error(access)),
+    }
+}
+
+/// The error of [`check_access`] for `access`, which breaks one of its rules.
+#[cold]
+#[inline(never)]
+fn access_error(access: AccessFlags) -> Error {
     let invalid = |rule: &str| Error::InvalidArgument {
         what: "access flags",
         reason: format!("{access:?}: {rule}"),
     };
     let remote = AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC;
     if access.intersects(remote) && !access.contains(AccessFlags::LOCAL_WRITE) {
-        return Err(invalid(
+        invalid(
             "remote write and remote atomic access need LOCAL_WRITE (the HCA writes the \
              region for them; the kernel refuses them alone)",
-        ));
-    }
-    if access.contains(AccessFlags::ZERO_BASED) {
-        return Err(invalid(
+        )
+    } else if access.contains(AccessFlags::ZERO_BASED) {
+        invalid(
             "ZERO_BASED is a right of a memory window bind, not of a registration (a \
              region's remote addresses are its virtual addresses)",
-        ));
-    }
-    if access.contains(AccessFlags::HUGETLB) && !access.contains(AccessFlags::ON_DEMAND) {
-        return Err(invalid(
+        )
+    } else if access.contains(AccessFlags::HUGETLB) && !access.contains(AccessFlags::ON_DEMAND) {
+        invalid(
             "HUGETLB only applies to on-demand paging (ON_DEMAND); pinned huge pages register \
              without it",
-        ));
+        )
+    } else {
+        invalid("does not fit in an int")
     }
-    i32::try_from(access.bits()).map_err(|_| invalid("does not fit in an int"))
+}
+
+/// The error of `ibv_reg_mr` refusing a registration with `access`: `EOPNOTSUPP` named
+/// as the access rights the provider lacks.
+#[cold]
+#[inline(never)]
+fn registration_error(e: Error, access: AccessFlags) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) if access.contains(AccessFlags::HUGETLB) => Error::Unsupported {
+            what: "on-demand paging in huge pages (AccessFlags::HUGETLB)",
+            missing: "IBV_ACCESS_HUGETLB in its driver's registration (refused with \
+                      EOPNOTSUPP; rxe has none)",
+        },
+        Some(libc::EOPNOTSUPP) => Error::Unsupported {
+            what: "the access flags of the registration",
+            missing: "each of them in its driver's registration (refused with EOPNOTSUPP)",
+        },
+        _ => e,
+    }
+}
+
+/// [`Error::InvalidArgument`] for a buffer of 0 bytes.
+#[cold]
+#[inline(never)]
+fn empty_region() -> Error {
+    Error::InvalidArgument {
+        what: "memory region length",
+        reason: "a region of 0 bytes cannot be registered".into(),
+    }
 }
 
 impl ProtectionDomain {
@@ -94,16 +139,14 @@ impl ProtectionDomain {
     /// [`Error::Unsupported`] names the one missing (ODP itself, or RC write, read or
     /// atomics on ODP memory for the remote rights asked). An access right the provider
     /// refuses (`EOPNOTSUPP`: rxe has no `HUGETLB`) is [`Error::Unsupported`] too.
+    #[inline]
     pub fn register<B: RegistrableMemory>(
         &self,
         buf: B,
         access: AccessFlags,
     ) -> Result<MemoryRegion<B>> {
         if buf.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "memory region length",
-                reason: "a region of 0 bytes cannot be registered".into(),
-            });
+            return Err(empty_region());
         }
         let bits = check_access(access)?;
         let memory = raw::Memory::new(buf)?;
@@ -111,22 +154,8 @@ impl ProtectionDomain {
             crate::mr::odp::check_start(memory.start(), access)?;
             crate::mr::odp::check_caps(self, access)?;
         }
-        let reg = raw::Registration::register(self, memory, access, bits);
-        let reg = reg.map_err(|e| match e.raw_os_error() {
-            Some(libc::EOPNOTSUPP) if access.contains(AccessFlags::HUGETLB) => Error::Unsupported {
-                what: "on-demand paging in huge pages (AccessFlags::HUGETLB)",
-                missing: "IBV_ACCESS_HUGETLB in its driver's registration (refused with \
-                              EOPNOTSUPP; rxe has none)",
-            },
-            Some(libc::EOPNOTSUPP) => Error::Unsupported {
-                what: "the access flags of the registration",
-                missing: "each of them in its driver's registration (refused with EOPNOTSUPP)",
-            },
-            _ => e,
-        })?;
-        if let Some(sinks) = self.context().read_sinks() {
-            sinks.note(reg.lkey(), access);
-        }
+        let reg = raw::Registration::register(self, memory, access, bits)
+            .map_err(|e| registration_error(e, access))?;
         Ok(MemoryRegion {
             raw: raw::Region::new(reg),
         })
@@ -276,17 +305,9 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
     /// Fails with [`Error::InvalidArgument`] while a memory window is bound to the region;
     /// the region is then deregistered, and the memory dropped, when the last such window
     /// is deallocated.
+    #[inline]
     pub fn deregister(self) -> Result<B> {
-        let reg = self
-            .raw
-            .into_registration()
-            .ok_or_else(|| Error::InvalidArgument {
-                what: "memory region",
-                reason: "a memory window is bound to it; it is deregistered when the window \
-                         is deallocated"
-                    .into(),
-            })?;
-        reg.deregister()
+        self.raw.deregister().map_err(raw::Refused::error)
     }
 }
 

@@ -195,8 +195,9 @@ impl ExtendedCq {
         &mut self,
         f: impl FnOnce(&mut PollSession<'_>) -> Result<R>,
     ) -> Result<R> {
+        let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
         let mut session = PollSession {
-            raw: self.raw.session(self.restart),
+            raw: self.raw.session(self.restart, &mut attr),
         };
         f(&mut session)
         // `session` is dropped here on every path, unwinding included, ending it if open.

@@ -393,15 +393,20 @@ impl RawCqEx {
         self.cq.resize(min_entries)
     }
 
-    /// Opens a poll session (not started yet); `restart` steps it with `ibv_end_poll` +
-    /// `ibv_start_poll` instead of `ibv_next_poll`.
+    /// Opens a poll session (not started yet) that hands `attr` to `ibv_start_poll`;
+    /// `restart` steps it with `ibv_end_poll` + `ibv_start_poll` instead of `ibv_next_poll`.
     #[inline]
-    pub(super) fn session(&mut self, restart: bool) -> RawSession<'_> {
+    pub(super) fn session<'s>(
+        &'s mut self,
+        restart: bool,
+        attr: &'s mut ffi::ibv_poll_cq_attr,
+    ) -> RawSession<'s> {
         RawSession {
             cq: NonNull::new(self.ptr()).unwrap_or(NonNull::dangling()),
             fields: self.fields,
             restart,
             state: State::Idle,
+            attr: NonNull::from(attr),
             _cq: PhantomData,
         }
     }
@@ -412,8 +417,12 @@ impl RawCqEx {
 enum State {
     /// `ibv_start_poll` not called yet.
     Idle,
-    /// A completion is current: the provider holds the CQ's lock.
+    /// A completion is current: the provider holds the CQ's lock. The next step is
+    /// `ibv_next_poll`.
     Current,
+    /// As `Current`, in a session that steps with `ibv_end_poll` + `ibv_start_poll`: a
+    /// state of its own, so that a step tests one value.
+    Restart,
     /// `ibv_next_poll` found no more (or failed): the lock is still held.
     Drained,
     /// `ibv_start_poll` found nothing (or failed): no lock held, nothing to end.
@@ -428,6 +437,10 @@ pub(super) struct RawSession<'cq> {
     /// Step with end + start instead of `ibv_next_poll` (rxe).
     restart: bool,
     state: State,
+    /// What `ibv_start_poll` is given: zeroed once by the session's owner, as a C loop
+    /// does, and apart from the session, whose state then stays in registers (the
+    /// provider never sees its address).
+    attr: NonNull<ffi::ibv_poll_cq_attr>,
     _cq: PhantomData<&'cq mut RawCqEx>,
 }
 
@@ -435,48 +448,92 @@ impl RawSession<'_> {
     /// The next completion, or `None` when there is no more (`ibv_start_poll` the first
     /// time, `ibv_next_poll` after, or `ibv_end_poll` + `ibv_start_poll` with `restart`).
     /// Once `None`, it stays `None`. The completion borrows the session. Always inlined:
-    /// the body of [`PollSession::next_wc`](crate::PollSession::next_wc).
+    /// the body of [`PollSession::next_wc`](crate::PollSession::next_wc). Each way
+    /// returns on its own (no state worked out and tested again), so that a loop over it
+    /// steps from completion to completion with the calls and one test, as in C.
     #[inline(always)]
     pub(super) fn next(&mut self) -> Result<Option<CurrentWc<'_>>> {
         let cq = self.cq.as_ptr();
-        if self.state == State::Current && self.restart {
+        // The step of a restarting session first, on its own test: it is the one a loop
+        // over rxe's completions takes, one compare and the two calls.
+        if self.state == State::Restart {
             // SAFETY: cq is inside a successful start_poll; this ends it, consuming the
             // current completion, and the start below begins the next poll.
             unsafe { ffi::ibv_end_poll(cq) };
-            self.state = State::Idle;
+            let rc = self.start_poll(cq);
+            if rc == 0 {
+                return Ok(Some(self.current()));
+            }
+            self.state = State::Closed;
+            return self.stopped(rc);
         }
         let rc = match self.state {
-            State::Idle => {
-                let mut attr = ffi::ibv_poll_cq_attr { comp_mask: 0 };
-                // SAFETY: cq is a live extended CQ (borrowed mutably by this session), not in
-                // a poll; its start_poll was checked at creation.
-                let rc = unsafe { ffi::ibv_start_poll(cq, &mut attr) };
-                // On any failure start_poll has released what it took: no end_poll then.
-                self.state = if rc == 0 {
-                    State::Current
-                } else {
-                    State::Closed
-                };
-                rc
-            }
             State::Current => {
-                // SAFETY: cq is inside a successful start_poll.
-                let rc = unsafe { ffi::ibv_next_poll(cq) };
-                if rc != 0 {
-                    self.state = State::Drained;
+                // SAFETY: cq is inside a successful start_poll; its next_poll was found set
+                // at creation, as start_poll was (see start_poll below).
+                let rc = unsafe {
+                    let next = (*cq).next_poll;
+                    debug_assert!(next.is_some(), "next_poll checked at creation");
+                    next.unwrap_unchecked()(cq)
+                };
+                if rc == 0 {
+                    return Ok(Some(self.current()));
                 }
+                self.state = State::Drained;
                 rc
             }
-            State::Drained | State::Closed => return Ok(None),
+            State::Idle => {
+                let rc = self.start_poll(cq);
+                if rc == 0 {
+                    self.state = if self.restart {
+                        State::Restart
+                    } else {
+                        State::Current
+                    };
+                    return Ok(Some(self.current()));
+                }
+                self.state = State::Closed;
+                rc
+            }
+            State::Restart | State::Drained | State::Closed => return Ok(None),
         };
-        match rc {
-            0 => Ok(Some(CurrentWc {
-                cq: self.cq,
-                fields: self.fields,
-                _session: PhantomData,
-            })),
-            libc::ENOENT => Ok(None),
-            rc => Err(session_error(self.state, rc)),
+        self.stopped(rc)
+    }
+
+    /// What a step whose call returned `rc` (not 0) gives: `None` for `ENOENT` (no more),
+    /// else the error.
+    #[inline(always)]
+    fn stopped(&self, rc: i32) -> Result<Option<CurrentWc<'_>>> {
+        if rc == libc::ENOENT {
+            Ok(None)
+        } else {
+            Err(session_error(self.state, rc))
+        }
+    }
+
+    /// `ibv_start_poll` of `cq`, the session's CQ, not in a poll: its result. On any
+    /// failure start_poll has released what it took: no end_poll then.
+    #[inline(always)]
+    fn start_poll(&mut self, cq: *mut ffi::ibv_cq_ex) -> i32 {
+        // SAFETY: cq is a live extended CQ (borrowed mutably by this session), not in a
+        // poll; attr is the session's, valid and not otherwise borrowed. Its start_poll was
+        // found set at creation (CqOrigin::create_cq_ex: a provider sets its operations
+        // when it makes the CQ and never clears them), so it is called as C calls it,
+        // without the test of the ibv_start_poll port.
+        unsafe {
+            let start = (*cq).start_poll;
+            debug_assert!(start.is_some(), "start_poll checked at creation");
+            start.unwrap_unchecked()(cq, self.attr.as_ptr())
+        }
+    }
+
+    /// The completion `cq` holds now.
+    #[inline(always)]
+    fn current(&self) -> CurrentWc<'_> {
+        CurrentWc {
+            cq: self.cq,
+            fields: self.fields,
+            _session: PhantomData,
         }
     }
 }
@@ -496,7 +553,7 @@ fn session_error(state: State, rc: i32) -> Error {
 impl Drop for RawSession<'_> {
     #[inline]
     fn drop(&mut self) {
-        if matches!(self.state, State::Current | State::Drained) {
+        if matches!(self.state, State::Current | State::Restart | State::Drained) {
             // SAFETY: cq is inside a successful start_poll, not yet ended.
             unsafe { ffi::ibv_end_poll(self.cq.as_ptr()) };
         }

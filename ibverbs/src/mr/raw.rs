@@ -22,7 +22,8 @@ use std::mem::ManuallyDrop;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{atomic_copy, resolve_range};
 use crate::drop_error;
@@ -191,6 +192,7 @@ impl RawMr {
     }
 
     /// `ibv_dereg_mr`, returning its result: the handle is gone either way.
+    #[inline]
     fn dereg(self) -> i32 {
         let this = ManuallyDrop::new(self);
         // SAFETY: the MR is registered, and `this` is neither used nor dropped after.
@@ -216,19 +218,36 @@ pub(crate) struct Memory<B> {
 
 impl<B: RegistrableMemory> Memory<B> {
     /// Reads `buf`'s start and length; a null start is [`Error::InvalidArgument`].
+    #[inline]
     pub(crate) fn new(mut buf: B) -> Result<Self> {
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
-        let mem = NonNull::new(ptr).ok_or_else(|| Error::InvalidArgument {
-            what: "memory",
-            reason: "RegistrableMemory::as_mut_ptr returned null".into(),
-        })?;
-        Ok(Memory { buf, mem, len })
+        match NonNull::new(ptr) {
+            Some(mem) => Ok(Memory { buf, mem, len }),
+            None => Err(null_memory()),
+        }
     }
 
     /// Where the memory starts.
     pub(crate) fn start(&self) -> NonNull<u8> {
         self.mem
     }
+}
+
+/// [`Error::InvalidArgument`] for memory whose `as_mut_ptr` is null.
+#[cold]
+#[inline(never)]
+fn null_memory() -> Error {
+    Error::InvalidArgument {
+        what: "memory",
+        reason: "RegistrableMemory::as_mut_ptr returned null".into(),
+    }
+}
+
+/// The error of a verb that returned null and set `errno`, off the hot path.
+#[cold]
+#[inline(never)]
+fn null_returned(verb: &'static str) -> Error {
+    Error::last(verb)
 }
 
 /// A registration (`ibv_reg_mr`) over the memory it owns: deregistered before the memory is
@@ -261,7 +280,9 @@ unsafe impl<B: RegistrableMemory + Send> Sync for Registration<B> {}
 
 impl<B: RegistrableMemory> Registration<B> {
     /// Registers `memory` in `pd` (`ibv_reg_mr`) with `access`, as the access argument
-    /// `bits`; the registration owns the memory from here on.
+    /// `bits`, and notes its lkey in the context's iWARP read sinks; the registration owns
+    /// the memory from here on.
+    #[inline]
     pub(crate) fn register(
         pd: &ProtectionDomain,
         memory: Memory<B>,
@@ -273,7 +294,14 @@ impl<B: RegistrableMemory> Registration<B> {
         // place until it is deregistered (RegistrableMemory; `Memory` read both from buf),
         // since the registration owns buf and drops it only after deregistration.
         let raw = unsafe { ffi::ibv_reg_mr(pd.ptr(), mem.as_ptr().cast(), len, bits) };
-        let mr = check_ptr("ibv_reg_mr", raw).map(RawMr)?;
+        let Some(mr) = NonNull::new(raw).map(RawMr) else {
+            return Err(null_returned("ibv_reg_mr"));
+        };
+        // Before the registration is built: no call between its fields' stores and their
+        // reads by the caller (which then keeps them in registers).
+        if let Some(sinks) = pd.context().read_sinks() {
+            sinks.note(mr.lkey(), access);
+        }
         Ok(Registration {
             mr: ManuallyDrop::new(mr),
             len,
@@ -290,6 +318,7 @@ impl<B: RegistrableMemory> Registration<B> {
     /// `ibv_dereg_mr`, after the region's lkey leaves its context's iWARP read sinks. No
     /// window is bound to the MR: a window keeps the region's `Kept`, which drops the
     /// registration only when the last holder goes.
+    #[inline]
     fn dereg(&mut self) -> i32 {
         if let Some(sinks) = self.pd.context().read_sinks() {
             sinks.forget(self.lkey());
@@ -299,13 +328,19 @@ impl<B: RegistrableMemory> Registration<B> {
         unsafe { ManuallyDrop::take(&mut self.mr) }.dereg()
     }
 
-    /// Deregisters and gives the memory back (leaked if deregistration fails).
-    pub(crate) fn deregister(self) -> Result<B> {
-        let mut reg = ManuallyDrop::new(self);
+    /// Deregisters `reg` and gives the memory back (leaked if deregistration fails),
+    /// reading the fields it needs where they are: the registration is not moved first.
+    ///
+    /// # Safety
+    /// `reg` is neither used nor dropped after: it is taken apart here.
+    #[inline]
+    unsafe fn deregister_in_place(reg: &mut Self) -> std::result::Result<B, Refused> {
         let rc = reg.dereg();
-        // SAFETY: `reg` is never dropped, so the PDs are read out exactly once.
+        // SAFETY: `reg` is never dropped (the caller), so the PDs are read out exactly once.
         drop(unsafe { (std::ptr::read(&reg.pd), std::ptr::read(&reg.stale_pd)) });
-        crate::error::check("ibv_dereg_mr", rc)?;
+        if rc != 0 {
+            return Err(Refused::Failed(rc));
+        }
         // SAFETY: buf is taken exactly once; the HCA can no longer reach it.
         Ok(unsafe { ManuallyDrop::take(&mut reg.buf) })
     }
@@ -476,6 +511,35 @@ impl<B: RegistrableMemory> Registration<B> {
     }
 }
 
+/// Why [`Region::deregister`] gave no memory back: small, so that the deregistration's
+/// result stays in registers; [`Refused::error`] makes the [`Error`] off the hot path.
+pub(crate) enum Refused {
+    /// A memory window is bound to the region: it is deregistered when the window goes.
+    Held,
+    /// `ibv_dereg_mr` returned this (not 0); the memory is leaked.
+    Failed(i32),
+}
+
+impl Refused {
+    /// The error to give the caller.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn error(self) -> Error {
+        match self {
+            Refused::Held => Error::InvalidArgument {
+                what: "memory region",
+                reason: "a memory window is bound to it; it is deregistered when the window \
+                         is deallocated"
+                    .into(),
+            },
+            Refused::Failed(rc) => match crate::error::check("ibv_dereg_mr", rc) {
+                Err(e) => e,
+                Ok(()) => Error::errno("ibv_dereg_mr", rc),
+            },
+        }
+    }
+}
+
 impl<B: RegistrableMemory> Drop for Registration<B> {
     fn drop(&mut self) {
         let rc = self.dereg();
@@ -526,19 +590,25 @@ impl Drop for Handed {
 /// dropped while a window holds it, it hands the registration over, and the last holder
 /// deregisters it.
 pub(crate) struct Region<B: RegistrableMemory> {
-    /// Taken out only by the region's drop and [`Region::into_registration`].
+    /// Taken apart only by the region's drop and [`Region::deregister`].
     reg: ManuallyDrop<Registration<B>>,
     /// What the memory windows bound to the region hold, made when the first is bound (a
-    /// region that no window ever binds allocates no shared state).
-    kept: OnceLock<Arc<Kept>>,
+    /// region that no window ever binds allocates no shared state): null, or the
+    /// `Arc::into_raw` of the region's own count of it, set once. An atomic pointer rather
+    /// than a `OnceLock`, so that the paths with `&mut self` (deregistration, drop) read it
+    /// with a plain load: the atomic load of a `OnceLock`'s state there kept the compiler
+    /// from holding the region in registers, and a registration with its deregistration
+    /// in one function copied the whole region through memory four times.
+    kept: AtomicPtr<Kept>,
 }
 
 impl<B: RegistrableMemory> Region<B> {
     /// The region of a new registration.
+    #[inline]
     pub(crate) fn new(reg: Registration<B>) -> Self {
         Region {
             reg: ManuallyDrop::new(reg),
-            kept: OnceLock::new(),
+            kept: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -553,15 +623,46 @@ impl<B: RegistrableMemory> Region<B> {
     where
         B: Send + 'static,
     {
-        Arc::clone(self.kept.get_or_init(|| Arc::new(Kept(Mutex::new(None)))))
+        let mut ptr = self.kept.load(Ordering::Acquire);
+        if ptr.is_null() {
+            let new = Arc::into_raw(Arc::new(Kept(Mutex::new(None)))).cast_mut();
+            let null = std::ptr::null_mut();
+            match (self.kept).compare_exchange(null, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => ptr = new,
+                Err(set) => {
+                    // SAFETY: `new` came from Arc::into_raw above and was not published.
+                    drop(unsafe { Arc::from_raw(new) });
+                    ptr = set;
+                }
+            }
+        }
+        // SAFETY: ptr is the Arc::into_raw of the region's count, which lives until the
+        // region's drop or deregister (both own the region, so not now); the
+        // count taken here is the returned handle's.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
+    }
+
+    /// The region's own count of what the windows keep, taken out of it (`&mut self`: no
+    /// window can start to keep the region meanwhile).
+    #[inline]
+    fn take_kept(&mut self) -> Option<Arc<Kept>> {
+        let ptr = std::mem::replace(self.kept.get_mut(), std::ptr::null_mut());
+        // SAFETY: a non-null ptr is the Arc::into_raw of the region's count (kept), taken
+        // out once: the field is null from here on.
+        (!ptr.is_null()).then(|| unsafe { Arc::from_raw(ptr) })
     }
 
     /// Whether a window keeps the region. With `&mut self`, no window can start to, and
     /// one that stops only lowers the count.
+    #[inline]
     fn kept_by_window(&mut self) -> bool {
-        self.kept
-            .get_mut()
-            .is_some_and(|kept| Arc::strong_count(kept) > 1)
+        let ptr = *self.kept.get_mut();
+        // SAFETY: a non-null ptr is the region's live count (kept), borrowed here and not
+        // released (ManuallyDrop).
+        !ptr.is_null() && Arc::strong_count(&ManuallyDrop::new(unsafe { Arc::from_raw(ptr) })) > 1
     }
 
     /// The registration, if no window holds it.
@@ -572,18 +673,20 @@ impl<B: RegistrableMemory> Region<B> {
         Some(&mut self.reg)
     }
 
-    /// The registration, taken out of the region; `None` while a window holds it (the
-    /// region, dropped, then hands it over).
-    pub(crate) fn into_registration(mut self) -> Option<Registration<B>> {
+    /// Deregisters the region and gives the memory back (leaked if deregistration
+    /// fails); [`Refused::Held`] while a window holds it (the region, dropped, then hands
+    /// it over).
+    #[inline]
+    pub(crate) fn deregister(mut self) -> std::result::Result<B, Refused> {
         if self.kept_by_window() {
-            return None;
+            return Err(Refused::Held);
         }
-        // SAFETY: taken exactly once: `self` is forgotten below without its drop, holding
-        // nothing else (`kept`, held by no window, is dropped first).
-        let reg = unsafe { ManuallyDrop::take(&mut self.reg) };
-        drop(self.kept.take());
-        std::mem::forget(self);
-        Some(reg)
+        drop(self.take_kept());
+        // Neither dropped nor moved: its registration is taken apart in place (and, should
+        // that unwind, leaked rather than deregistered twice).
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped after; `kept` was taken out above.
+        unsafe { Registration::deregister_in_place(&mut this.reg) }
     }
 }
 
@@ -591,7 +694,7 @@ impl<B: RegistrableMemory> Drop for Region<B> {
     fn drop(&mut self) {
         // SAFETY: taken exactly once; `reg` is not used after.
         let reg = unsafe { ManuallyDrop::take(&mut self.reg) };
-        match self.kept.take() {
+        match self.take_kept() {
             None => drop(reg),
             // A window holds it (or held it): the last holder drops the registration.
             Some(kept) => {
