@@ -104,7 +104,7 @@ impl Rings {
     ///
     /// The rings are anonymous mappings, which the kernel hands out zeroed: `alloc_mr`'s
     /// page-aligned heap buffer is zeroed by a `memset` that faults every page in one at a
-    /// time before the registration pins them (a third of a listener's CPU time when it
+    /// time before the registration pins them (half of a listener's CPU time when it
     /// accepted 1,000 streams: docs/performance-connections.md).
     pub(crate) fn new(pd: &ProtectionDomain, ours: Hello) -> Result<Rings> {
         let slot = ours.slot as usize;
