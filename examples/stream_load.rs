@@ -184,6 +184,10 @@ impl Measure {
     }
 }
 
+/// Every this many connections, a side says on its standard error how far it got (a run
+/// that stalls then shows where).
+const PROGRESS: usize = 100;
+
 /// Makes `count` connections with `next` (`call` names it in errors) and holds them.
 fn hold<T>(
     count: usize,
@@ -201,6 +205,10 @@ fn hold<T>(
     let before = memory()?;
     while held.len() < count {
         one(&mut held)?;
+        if held.len() % PROGRESS == 0 {
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!("{call}: {} after {secs:.1} s", held.len());
+        }
     }
     let elapsed = start.elapsed().as_secs_f64();
     Ok((held, Measure::since(before, count, elapsed)?))

@@ -7,7 +7,7 @@ use std::io::{self, IoSlice};
 
 use super::wire::{Header, Hello, Kind, HEADER};
 use crate::error::Result;
-use crate::{AccessFlags, MemoryRegion, PostError, ProtectionDomain, QueuePair};
+use crate::{AccessFlags, Mapping, MemoryRegion, PostError, ProtectionDomain, QueuePair};
 use crate::{CompletionQueue, WcStatus, WorkCompletion};
 use crate::{RecvRequest, RemoteMemory, SendRequest, Sge};
 
@@ -69,9 +69,9 @@ pub(crate) type Step<T> = Option<io::Result<T>>;
 pub(crate) struct Rings {
     /// `ours.data` send slots of `send_slot` bytes, then a header's room that control
     /// messages are sent inline from (the CPU copies them at the post).
-    send: MemoryRegion,
+    send: MemoryRegion<Mapping>,
     /// `ours.data + ours.ctrl` receive slots of `ours.slot` bytes.
-    recv: MemoryRegion,
+    recv: MemoryRegion<Mapping>,
     ours: Hello,
     peer: Hello,
     /// Bytes of a send slot used: the smaller of ours and the peer's receive slot.
@@ -101,16 +101,16 @@ pub(crate) struct Rings {
 impl Rings {
     /// Registers the rings of `ours` in `pd`. The peer's side is unknown (no credits) until
     /// [`connected`](Self::connected).
+    ///
+    /// The rings are anonymous mappings, which the kernel hands out zeroed: `alloc_mr`'s
+    /// page-aligned heap buffer is zeroed by a `memset` that faults every page in one at a
+    /// time before the registration pins them (half of a listener's CPU time when it
+    /// accepted 1,000 streams: docs/performance-connections.md).
     pub(crate) fn new(pd: &ProtectionDomain, ours: Hello) -> Result<Rings> {
         let slot = ours.slot as usize;
-        let send = pd.alloc_mr(
-            usize::from(ours.data) * slot + HEADER,
-            AccessFlags::LOCAL_WRITE,
-        )?;
-        let recv = pd.alloc_mr(
-            usize::from(ours.data + ours.ctrl) * slot,
-            AccessFlags::LOCAL_WRITE,
-        )?;
+        let ring = |len: usize| pd.register(Mapping::anonymous(len)?, AccessFlags::LOCAL_WRITE);
+        let send = ring(usize::from(ours.data) * slot + HEADER)?;
+        let recv = ring(usize::from(ours.data + ours.ctrl) * slot)?;
         Ok(Rings {
             send,
             recv,
