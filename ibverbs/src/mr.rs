@@ -127,6 +127,7 @@ impl ProtectionDomain {
         if let Some(sinks) = self.context().read_sinks() {
             sinks.note(reg.lkey(), access);
         }
+        crate::wr::keys::note(self, reg.lkey());
         Ok(MemoryRegion {
             raw: raw::Region::new(reg),
         })
