@@ -88,6 +88,12 @@ impl Context {
         self.inner.raw.device_name().to_str().unwrap_or("")
     }
 
+    /// The device's `ibv_device`, which identifies it among every context of the process
+    /// (libibverbs keeps one per device).
+    pub(crate) fn device_ptr(&self) -> *mut ffi::ibv_device {
+        self.inner.raw.device()
+    }
+
     /// The transport the device speaks (its `ibv_device`'s `transport_type`).
     pub fn transport(&self) -> crate::Transport {
         crate::Transport::from_raw(self.inner.raw.transport_type())

@@ -366,6 +366,26 @@ pub enum WrError {
     /// The address handle belongs to another protection domain than the queue pair.
     #[error("the address handle belongs to a different protection domain")]
     ForeignAddressHandle,
+    /// An entry is of a region of another protection domain than the queue's (a queue of a
+    /// parent domain takes the regions of the PD it was made from): the device would fail
+    /// the request, after it was posted. Checked for the regions the crate registered, on
+    /// the queue's device; an entry made by [`Sge::from_raw`](crate::Sge::from_raw) of a key
+    /// the crate did not register is not.
+    #[error(
+        "entry {entry} (lkey {lkey:#x}) is of a region of protection domain {region_pd}, not \
+         of the queue's protection domain {queue_pd}"
+    )]
+    ForeignRegion {
+        /// The entry's index in the request's list.
+        entry: u32,
+        /// Its local key.
+        lkey: u32,
+        /// The kernel's handle of the region's PD (`ibv_pd::handle`; of another context, the
+        /// same number may name another PD).
+        region_pd: u32,
+        /// The kernel's handle of the queue's PD.
+        queue_pd: u32,
+    },
     /// A receive posted to a queue pair that takes its receives from a shared receive
     /// queue.
     #[error("the queue pair takes its receives from a shared receive queue")]

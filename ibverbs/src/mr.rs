@@ -156,6 +156,7 @@ impl ProtectionDomain {
         }
         let reg = raw::Registration::register(self, memory, access, bits)
             .map_err(|e| registration_error(e, access))?;
+        crate::wr::keys::note(self, reg.lkey());
         Ok(MemoryRegion {
             raw: raw::Region::new(reg),
         })

@@ -23,7 +23,7 @@ struct Inner {
     /// The `ibv_pd` and its context, deallocated first: the fields are dropped in order.
     raw: RawPd,
     /// Of a parent domain: the PD and thread domain it was made from, deallocated after it.
-    _parent: Option<(ProtectionDomain, Option<ThreadDomain>)>,
+    parent: Option<(ProtectionDomain, Option<ThreadDomain>)>,
 }
 
 impl Context {
@@ -32,7 +32,7 @@ impl Context {
         Ok(ProtectionDomain {
             inner: Arc::new(Inner {
                 raw: RawPd::alloc(self)?,
-                _parent: None,
+                parent: None,
             }),
         })
     }
@@ -45,7 +45,7 @@ impl ProtectionDomain {
         ProtectionDomain {
             inner: Arc::new(Inner {
                 raw,
-                _parent: Some((parent.clone(), td.cloned())),
+                parent: Some((parent.clone(), td.cloned())),
             }),
         }
     }
@@ -54,6 +54,20 @@ impl ProtectionDomain {
     #[inline]
     pub(crate) fn ptr(&self) -> *mut ffi::ibv_pd {
         self.inner.raw.ptr()
+    }
+
+    /// The protection domain of the kernel that this one is: itself, or for a parent domain
+    /// the PD it was made from, whose regions its queues may use.
+    pub(crate) fn root(&self) -> &ProtectionDomain {
+        match &self.inner.parent {
+            Some((parent, _)) => parent.root(),
+            None => self,
+        }
+    }
+
+    /// The kernel's handle of the PD (`ibv_pd::handle`).
+    pub(crate) fn handle(&self) -> u32 {
+        self.inner.raw.handle()
     }
 
     /// The context the PD belongs to.
@@ -78,7 +92,7 @@ impl fmt::Debug for ProtectionDomain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtectionDomain")
             .field("device", &self.context().name())
-            .field("handle", &self.inner.raw.handle())
+            .field("handle", &self.handle())
             .finish()
     }
 }

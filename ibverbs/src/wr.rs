@@ -7,6 +7,7 @@
 //! and flag method that changes what the word depends on (operation, list, inline) works it
 //! out again, and the rest of the crate reads the struct only.
 
+pub(crate) mod keys; // the rule that entries are of the queue's PD: regions' keys by PD
 pub(crate) mod limits; // the requirement words and the queues' limits
 mod post; // checking, linking and posting a list of requests
 pub(crate) mod post_error; // PostError

@@ -93,6 +93,12 @@ impl RawContext {
         unsafe { CStr::from_ptr(ffi::ibv_get_device_name((*self.ptr()).device)) }
     }
 
+    /// The context's `ibv_device`: the same pointer for every context of one device.
+    pub(super) fn device(&self) -> *mut ffi::ibv_device {
+        // SAFETY: the context is open; libibverbs sets `device` when opening it.
+        unsafe { (*self.ptr()).device }
+    }
+
     /// The device's `transport_type`.
     pub(super) fn transport_type(&self) -> ffi::ibv_transport_type {
         // SAFETY: the context is open, so its device is valid.

@@ -180,6 +180,7 @@ impl ProtectionDomain {
         if let Some(sinks) = self.context().read_sinks() {
             sinks.note(raw.lkey(), access);
         }
+        crate::wr::keys::note(self, raw.lkey());
         Ok(DmaBufRegion {
             raw,
             len,
@@ -239,11 +240,13 @@ impl DmaBufRegion {
 }
 
 impl Drop for DmaBufRegion {
-    // The lkey leaves the read sinks; then the fields deregister the MR and close the fd.
+    // The lkey leaves the read sinks and the crate's keys; then the fields deregister the
+    // MR and close the fd.
     fn drop(&mut self) {
         if let Some(sinks) = self._pd.context().read_sinks() {
             sinks.forget(self.lkey());
         }
+        crate::wr::keys::forget(&self._pd, self.lkey());
     }
 }
 

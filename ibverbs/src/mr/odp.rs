@@ -200,10 +200,19 @@ impl ProtectionDomain {
                 missing: "IBV_ODP_SUPPORT_IMPLICIT in general_odp_caps",
             });
         }
+        let raw = RawMr::implicit_odp(self, bits)?;
+        crate::wr::keys::note(self, raw.lkey());
         Ok(ImplicitOdp {
-            raw: RawMr::implicit_odp(self, bits)?,
+            raw,
             pd: self.clone(),
         })
+    }
+}
+
+impl Drop for ImplicitOdp {
+    // The lkey leaves the crate's keys; then the fields deregister the MR.
+    fn drop(&mut self) {
+        crate::wr::keys::forget(&self.pd, self.lkey());
     }
 }
 

@@ -315,7 +315,8 @@ impl<B: RegistrableMemory> Registration<B> {
         })
     }
 
-    /// `ibv_dereg_mr`, after the region's lkey leaves its context's iWARP read sinks. No
+    /// `ibv_dereg_mr`, after the region's lkey leaves its context's iWARP read sinks and the
+    /// keys of the crate's regions ([`keys`](crate::wr::keys)). No
     /// window is bound to the MR: a window keeps the region's `Kept`, which drops the
     /// registration only when the last holder goes.
     #[inline]
@@ -323,6 +324,7 @@ impl<B: RegistrableMemory> Registration<B> {
         if let Some(sinks) = self.pd.context().read_sinks() {
             sinks.forget(self.lkey());
         }
+        crate::wr::keys::forget(&self.pd, self.lkey());
         // SAFETY: taken once, by deregistration (drop or `deregister`), after which the
         // registration is not used.
         unsafe { ManuallyDrop::take(&mut self.mr) }.dereg()

@@ -127,9 +127,11 @@ impl<B: RegistrableMemory> MemoryRegion<B> {
                 sinks.forget(old_lkey);
                 sinks.note(reg.lkey(), reg.access);
             }
+            crate::wr::keys::forget(&reg.pd, old_lkey);
             if let Some(new) = &change.pd {
                 reg.pd = new.clone();
             }
+            crate::wr::keys::note(&reg.pd, reg.lkey());
         };
         use ffi::ibv_rereg_mr_err_code as err;
         let (code, region) = match err(rc) {

@@ -25,6 +25,7 @@ use crate::ffi;
 use crate::pd::ProtectionDomain;
 use crate::srq::SharedReceiveQueue;
 use crate::types::{Gid, QpState, QpType, SendOps};
+use crate::wr::keys::KeyCache;
 use crate::wr::limits::{RecvLimits, SendLimits, RECV_CLASSES};
 use crate::wr::post_error::PostError;
 use crate::wr::{post_failed, post_list, post_many, Frame, Limits, Linked};
@@ -176,7 +177,8 @@ impl RawQp {
     /// destroys it.
     unsafe fn new(qp: NonNull<ffi::ibv_qp>, init: &QpInit<'_>, cap: &ffi::ibv_qp_cap) -> Self {
         let ctx = init.pd.context();
-        let mut send_limits = SendLimits::new(init.qp_type, cap, init.pd.ptr());
+        let mut send_limits =
+            SendLimits::new(init.qp_type, cap, init.pd.ptr()).with_keys(KeyCache::new(init.pd));
         if ctx.is_iwarp() {
             send_limits = send_limits.for_iwarp(ctx);
         }
@@ -188,7 +190,8 @@ impl RawQp {
             provider.unwrap_or(refuse),
             match init.srq {
                 Some(_) => RecvLimits::srq(),
-                None => RecvLimits::new(cap.max_recv_wr, cap.max_recv_sge),
+                None => RecvLimits::new(cap.max_recv_wr, cap.max_recv_sge)
+                    .with_keys(KeyCache::new(init.pd)),
             },
         );
         RawQp {
@@ -447,8 +450,8 @@ unsafe extern "C" fn refuse(
 
 impl RawQp {
     /// Posts a list of receive requests (`ibv_post_recv`), checked as
-    /// [`post_send`](Self::post_send) checks sends: a single one by its class's entry in
-    /// the table.
+    /// [`post_send`](Self::post_send) checks sends: a single one whose entries' keys are
+    /// known ([`Limits::known`]) by its class's entry in the table.
     #[inline]
     pub(super) fn post_recv(&self, wrs: &mut [RecvRequest<'_>]) -> Result<(), PostError> {
         self.mark_posted();
@@ -456,6 +459,9 @@ impl RawQp {
         // Only the QP is kept across the provider call, in the frame next to `bad`.
         let mut frame = Frame::<ffi::ibv_recv_wr, _>::new(self);
         if let [one] = wrs {
+            if !self.recv.limits.known(one) {
+                return self.post_recv_many(wrs);
+            }
             let need = one.need();
             debug_assert!(
                 need.is_power_of_two() && need < 1 << RECV_CLASSES,

@@ -7,6 +7,7 @@ use crate::drop_error;
 use crate::error::{check, check_ptr, Result, WrError};
 use crate::ffi;
 use crate::pd::ProtectionDomain;
+use crate::wr::keys::KeyCache;
 use crate::wr::limits::RecvLimits;
 use crate::wr::post_error::PostError;
 use crate::wr::{post_list, Limits, RecvRequest};
@@ -56,7 +57,8 @@ impl RawSrq {
             srq: check_ptr("ibv_create_srq", srq)?,
             max_wr: AtomicU32::new(attr.attr.max_wr),
             max_sge: attr.attr.max_sge,
-            limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge),
+            limits: RecvLimits::new(attr.attr.max_wr, attr.attr.max_sge)
+                .with_keys(KeyCache::new(pd)),
             pd: pd.clone(),
         })
     }
@@ -135,6 +137,11 @@ impl Limits<RecvRequest<'_>> for RawSrq {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.limits.deny()
+    }
+
+    #[inline(always)]
+    fn known(&self, wr: &RecvRequest<'_>) -> bool {
+        self.limits.known(wr)
     }
 
     fn depth(&self) -> u32 {

@@ -24,6 +24,7 @@ use crate::error::{IwarpRule, WrError};
 use crate::ffi;
 use crate::types::QpType;
 use crate::types::{SendOps, WrOpcode};
+use crate::wr::keys::KeyCache;
 use crate::wr::{Limits, RecvRequest, SendParts, SendRequest, SgList};
 
 /// The longest message RDMA carries: 2^31 bytes.
@@ -170,6 +171,8 @@ pub(crate) struct SendLimits {
     pd: *mut ffi::ibv_pd,
     /// For a [`WrBatch`](crate::WrBatch): the operations its QP was created for.
     send_ops: Option<SendOps>,
+    /// The check that the entries are of the QP's PD.
+    keys: KeyCache,
 }
 
 impl SendLimits {
@@ -186,8 +189,15 @@ impl SendLimits {
             iwarp: None,
             pd,
             send_ops: None,
+            keys: KeyCache::none(),
         }
         .with_deny()
+    }
+
+    /// These limits with the check that the entries are of `keys`' PD.
+    pub(crate) fn with_keys(mut self, keys: KeyCache) -> Self {
+        self.keys = keys;
+        self
     }
 
     /// These limits on `ctx`, of an iWARP device: without atomics
@@ -285,6 +295,7 @@ impl SendLimits {
             && (self.qp_type != QpType::Ud || self.address_fits(p))
             && aligned(p)
             && self.sink_fits(p)
+            && self.keys.fits(p.sg().entries())
     }
 
     /// Whether `p`, if a read on iWARP, lands in regions with remote write.
@@ -382,6 +393,9 @@ impl SendLimits {
                 addr: p.remote_addr,
             };
         }
+        if let Err(foreign) = self.keys.check(p.sg().entries()) {
+            return foreign;
+        }
         if p.ah().is_null() {
             WrError::MissingAddressHandle
         } else {
@@ -415,11 +429,16 @@ fn aligned(p: &SendParts<'_>) -> bool {
 /// enabled, for a batch), it has no more entries than `max_send_sge`, its length is at most
 /// 2^31 bytes or, inline, `max_inline_data` (from host memory only), an atomic's result is
 /// 8 bytes and its remote address 8-byte aligned, and a UD send has an address handle of
-/// the QP's PD.
+/// the QP's PD, as are the regions of its entries.
 impl Limits<SendRequest<'_>> for SendLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.deny
+    }
+
+    #[inline(always)]
+    fn known(&self, wr: &SendRequest<'_>) -> bool {
+        self.keys.known(wr.sg().entries())
     }
 
     fn depth(&self) -> u32 {
@@ -438,7 +457,7 @@ impl Limits<SendRequest<'_>> for SendLimits {
 }
 
 /// The receive queue limits of a queue pair or SRQ.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct RecvLimits {
     /// The requirement bits the queue does not grant: `1 << n` for `n` over `max_sge`,
     /// [`RECV_SLOW`]; all of them for a QP whose receives come from an SRQ.
@@ -448,6 +467,8 @@ pub(crate) struct RecvLimits {
     max_sge: u32,
     /// The granted `max_recv_wr` or SRQ `max_wr`.
     depth: u32,
+    /// The check that the entries are of the queue's PD.
+    keys: KeyCache,
 }
 
 impl RecvLimits {
@@ -458,7 +479,14 @@ impl RecvLimits {
             sge_bound: max_sge.saturating_add(1),
             max_sge,
             depth: max_wr,
+            keys: KeyCache::none(),
         }
+    }
+
+    /// These limits with the check that the entries are of `keys`' PD.
+    pub(crate) fn with_keys(mut self, keys: KeyCache) -> Self {
+        self.keys = keys;
+        self
     }
 
     /// The limits of a QP that takes its receives from an SRQ: none may be posted to it.
@@ -468,16 +496,22 @@ impl RecvLimits {
             sge_bound: 0,
             max_sge: 0,
             depth: 0,
+            keys: KeyCache::none(),
         }
     }
 }
 
-/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, and they
-/// add up to at most 2^31 bytes.
+/// Checks a receive: the queue takes receives, it has at most `max_sge` entries, they add
+/// up to at most 2^31 bytes, and their regions are of the queue's PD.
 impl Limits<RecvRequest<'_>> for RecvLimits {
     #[inline(always)]
     fn deny(&self) -> u64 {
         self.deny
+    }
+
+    #[inline(always)]
+    fn known(&self, wr: &RecvRequest<'_>) -> bool {
+        self.keys.known(wr.sg().entries())
     }
 
     fn depth(&self) -> u32 {
@@ -486,7 +520,7 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
 
     fn fits(&self, wr: &RecvRequest<'_>) -> bool {
         let sg = wr.sg();
-        sg.len() < self.sge_bound && sg.total_len() <= MAX_MESSAGE
+        sg.len() < self.sge_bound && sg.total_len() <= MAX_MESSAGE && self.keys.fits(sg.entries())
     }
 
     #[cold]
@@ -501,6 +535,8 @@ impl Limits<RecvRequest<'_>> for RecvLimits {
                 requested: n,
                 max: self.max_sge,
             }
+        } else if let Err(foreign) = self.keys.check(sg.entries()) {
+            foreign
         } else {
             WrError::MessageTooLong {
                 total: sg.total_len(),

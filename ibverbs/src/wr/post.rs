@@ -12,6 +12,9 @@ pub(crate) trait Limits<W> {
     /// The requirement bits the queue does not grant: a request whose word has none of them
     /// fits (the data path: one test).
     fn deny(&self) -> u64;
+    /// Whether the regions of `wr`'s entries are known to be of the queue's PD (the data
+    /// path's test of [`keys`](crate::wr::keys)); else the exact check looks them up.
+    fn known(&self, wr: &W) -> bool;
     /// The queue's granted depth, for the error of a post that found it full.
     fn depth(&self) -> u32;
     /// Whether `wr` is within the limits: the exact check, for the requests whose word has
@@ -43,7 +46,8 @@ pub(crate) trait Linked {
 /// Posting writes the `next` pointer of every request it passes on (null for the last), so
 /// they are never read stale. A single request that passes the fast check is posted inline,
 /// at the cost of the test, that store, a store of `queue` and the raw call; anything else
-/// goes through [`post_many`].
+/// goes through [`post_many`]. Each test of a request also tests that its entries' keys are
+/// known to be of the queue's PD ([`Limits::known`]).
 #[inline(always)]
 pub(crate) fn post_list<W: Linked, L: Limits<W>>(
     wrs: &mut [W],
@@ -55,7 +59,7 @@ pub(crate) fn post_list<W: Linked, L: Limits<W>>(
     // the merge of the two paths below best without the end of the frame's lifetime in it.
     let mut frame = Frame::<W::Raw, _>::new(queue);
     if let [one] = wrs {
-        if one.need() & limits.deny() == 0 {
+        if one.need() & limits.deny() == 0 && limits.known(one) {
             one.set_next(ptr::null_mut());
             return match post(one.raw(), frame.bad()) {
                 0 => Ok(()),
@@ -70,8 +74,9 @@ pub(crate) fn post_list<W: Linked, L: Limits<W>>(
 }
 
 /// [`post_list`] for lists of other lengths than one and for requests the fast check did
-/// not pass: links the list while ORing the requirement words, tests the OR once and, if
-/// it has a denied bit, checks each request exactly.
+/// not pass: links the list while ORing the requirement words and testing the entries'
+/// keys ([`Limits::known`]), tests the OR once and, if it has a denied bit or a key was not
+/// known, checks each request exactly.
 #[inline(never)]
 pub(crate) fn post_many<W: Linked, L: Limits<W>>(
     post: impl FnOnce(*mut W::Raw, *mut *mut W::Raw) -> i32,
@@ -80,16 +85,18 @@ pub(crate) fn post_many<W: Linked, L: Limits<W>>(
     queue: impl Fn() -> (&'static str, u32) + Copy,
 ) -> Result<(), PostError> {
     let mut need = 0;
+    let mut known = true;
     let mut head = ptr::null_mut();
     for wr in wrs.iter_mut().rev() {
         need |= wr.need();
+        known &= limits.known(wr);
         wr.set_next(head);
         head = wr.raw();
     }
     if head.is_null() {
         return Ok(());
     }
-    if need & limits.deny() != 0 {
+    if need & limits.deny() != 0 || !known {
         return post_checked(post, wrs, head, limits, queue);
     }
     post_linked::<W>(post, wrs.len(), head, queue)

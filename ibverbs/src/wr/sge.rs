@@ -50,6 +50,11 @@ impl SgeMemory for DeviceMemory {}
 /// [`DmaBufRegion::sge`](crate::DmaBufRegion::sge), which check the range; it borrows the
 /// region for `'a`. A list of entries is a slice of one kind: the empty list is
 /// [`Sge::NONE`] (`RecvRequest::new(0, Sge::NONE)`: a receive for a write with immediate).
+///
+/// It is the 16-byte `ibv_sge` the provider reads, with no room for its region's protection
+/// domain: posting looks its key up among the regions the crate registered, and refuses an
+/// entry of another PD's region than the queue's
+/// ([`WrError::ForeignRegion`](crate::WrError::ForeignRegion)).
 #[repr(transparent)]
 pub struct Sge<'a, M: SgeMemory = HostMemory> {
     raw: ffi::ibv_sge,
@@ -107,6 +112,11 @@ impl Sge<'_> {
     /// registered while any request using the entry may run, and `addr..addr + length`
     /// must lie inside it: addresses the CPU can read, which an inline send copies from.
     /// (An entry of a dma-buf region is made with [`Sge::device_from_raw`].)
+    ///
+    /// Not checked then: that the region is of the queue's protection domain, unless the
+    /// key is of a region the crate registered
+    /// ([`WrError::ForeignRegion`](crate::WrError::ForeignRegion)); a region registered
+    /// through [`ffi`] in another PD fails in the device, after the post.
     pub unsafe fn from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static> {
         Sge::new(addr, length, lkey)
     }
@@ -118,7 +128,8 @@ impl Sge<'_> {
     /// # Safety
     /// `lkey` must be the local key of a region that stays registered while any request
     /// using the entry may run, and `addr..addr + length` must lie inside it (in the
-    /// region's device address space).
+    /// region's device address space). Its protection domain is not checked, as for
+    /// [`Sge::from_raw`].
     pub unsafe fn device_from_raw(addr: u64, length: u32, lkey: u32) -> Sge<'static, DeviceMemory> {
         Sge::new(addr, length, lkey)
     }

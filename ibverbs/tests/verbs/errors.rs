@@ -594,37 +594,6 @@ fn sge_outside_its_region_is_a_local_protection_error() {
     assert_clean_drops();
 }
 
-/// An entry of a region of another PD than the QP's is not refused before the provider (an
-/// `Sge` is the 16-byte `ibv_sge` the provider reads, with no PD to compare): the device
-/// checks the lkey against the QP's PD and fails the request with a local error completion
-/// (rxe: `LOC_QP_OP_ERR`; a local protection error elsewhere), through `post_send` and
-/// through a batch alike.
-#[test]
-fn an_entry_of_another_pds_region_fails_in_the_device() {
-    if !provider_has(Need::ExtendedQp) {
-        return;
-    }
-    for batch in [false, true] {
-        let mut p = Pair::with(QpType::Rc, |b| b.send_ops(SendOps::RDMA_WRITE), |_| {});
-        let other_pd = p.pd.context().alloc_pd().unwrap();
-        let foreign = other_pd.alloc_mr(64, ALL).unwrap();
-        let target = p.mr(64);
-        let sge = [foreign.sge(..).unwrap()];
-        let wr = SendRequest::write(1, &sge, target.remote()).signaled();
-        if batch {
-            p.a.batch(|b| b.push(&wr)).unwrap();
-        } else {
-            p.a.post_send(&mut [wr]).unwrap();
-        }
-        let wc = poll_one(&p.a_cq);
-        assert_eq!(wc.wr_id(), 1);
-        let local = [WcStatus::LOC_QP_OP_ERR, WcStatus::LOC_PROT_ERR];
-        assert!(local.contains(&wc.status()), "{wc:?}");
-        drop((target, foreign, other_pd, p));
-    }
-    assert_clean_drops();
-}
-
 #[test]
 fn wrong_rkey_is_a_remote_access_error_and_errors_the_qp() {
     if !provider_has(Need::AckedWrites) {

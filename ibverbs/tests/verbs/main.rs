@@ -11,6 +11,7 @@
 //! (alternate paths and migration requests), `rate_limit` (packet pacing, checked against
 //! the device's caps), `dispatch` (what reaches a provider function:
 //! a batch's opcodes, missing provider functions, inline data from device memory),
+//! `foreign_pd` (entries of another PD's region, refused at post and push),
 //! `ah_from_wc` (address handles back to a datagram's sender, from its completion and GRH;
 //! hostile headers); `common` holds what several share.
 //!
@@ -31,6 +32,7 @@ mod domains;
 mod errors;
 mod files;
 mod first_program;
+mod foreign_pd;
 mod memory;
 mod multicast;
 mod odp;

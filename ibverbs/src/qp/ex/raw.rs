@@ -149,7 +149,7 @@ impl RawBatch<'_> {
     /// it (see [`WrBatch::push`](crate::WrBatch::push)).
     #[inline(always)]
     pub(in crate::qp) fn push(&mut self, wr: &SendRequest<'_>) -> Result<()> {
-        if wr.need() & self.limits.deny() != 0 {
+        if wr.need() & self.limits.deny() != 0 || !self.limits.known(wr) {
             check_each(std::slice::from_ref(wr), self.pushed, self.limits)?;
         }
         // SAFETY: the request passed the check.
