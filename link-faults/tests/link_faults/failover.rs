@@ -13,11 +13,14 @@ use std::time::{Duration, Instant};
 
 use rdma_verbs::stream::failover::{FailoverConfig, FailoverListener, FailoverStream, Path};
 use rdma_verbs::stream::StreamConfig;
+use rdma_verbs::Context;
 use rdma_verbs_test_kit::{assert_clean_drops, Wire};
 
-use crate::link::{env, env_addr, Fault, FaultKind, Link, LOCAL_VAR};
+use crate::link::{env, env_addr, gid_index, Fault, FaultKind, Link, LOCAL_VAR};
 use crate::peer::PeerTurn;
+use crate::GUARD;
 
+const DEVICE2_VAR: &str = "WITH_RDMA_LINK2_DEVICE";
 const NETDEV2_VAR: &str = "WITH_RDMA_LINK2_NETDEV";
 const LOCAL2_VAR: &str = "WITH_RDMA_LOCAL_ADDR2";
 const PEER2_VAR: &str = "WITH_RDMA_PEER_ADDR2";
@@ -63,6 +66,15 @@ fn checksum(mut sum: u64, bytes: &[u8]) -> u64 {
     sum
 }
 
+/// Waits until link 2's device here is ACTIVE with the GID of `addr` (a test before may
+/// have cut it and brought it back up just now).
+fn wait_link2(addr: Ipv4Addr) {
+    let device = env(DEVICE2_VAR);
+    let ctx = Context::open(&device)
+        .unwrap_or_else(|e| panic!("cannot open link 2's device {device}: {e}"));
+    gid_index(&ctx, addr, GUARD);
+}
+
 /// Reads until `buf` is full or the stream ends; the bytes read.
 fn read_chunk(stream: &mut FailoverStream, buf: &mut [u8]) -> usize {
     let mut got = 0;
@@ -82,6 +94,7 @@ fn read_chunk(stream: &mut FailoverStream, buf: &mut [u8]) -> usize {
 /// to its end and answers on it and on the wire with the count and checksum.
 pub fn peer_failover(wire: &mut Wire) -> String {
     let local = IpAddr::V4(env_addr(LOCAL_VAR));
+    wait_link2(env_addr(LOCAL2_VAR));
     let local2 = IpAddr::V4(env_addr(LOCAL2_VAR));
     let addrs = [SocketAddr::new(local, 0), SocketAddr::new(local2, 0)];
     let listener = FailoverListener::bind(&addrs, &config()).expect("peer: failover listener");
@@ -114,6 +127,7 @@ fn transfer_across_a_cut(kind: FaultKind) {
     let link = Link::from_env();
     let netdev2 = env(NETDEV2_VAR);
     let (local2, peer2): (Ipv4Addr, Ipv4Addr) = (env_addr(LOCAL2_VAR), env_addr(PEER2_VAR));
+    wait_link2(local2);
     let mut peer = PeerTurn::take(&link);
     peer.wire().send("failover");
     let listening = peer.wire().recv("the failover listener's ports");

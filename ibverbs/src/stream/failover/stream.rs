@@ -37,8 +37,10 @@ pub struct FailoverStream {
     received: u64,
     delivered: u64,
     ack_sent: u64,
-    /// Where the peer's bytes end, once its end came.
+    /// Where the peer's bytes end, once its end came; whether the closed frame answering
+    /// it was pushed out (once, when a read first reported the end).
     peer_end: Option<u64>,
+    closed_sent: bool,
     /// Why the stream is broken for good (the peer's protocol error, or no path left).
     broken: Option<(io::ErrorKind, String)>,
 }
@@ -158,6 +160,7 @@ impl FailoverStream {
             delivered: 0,
             ack_sent: 0,
             peer_end: None,
+            closed_sent: false,
             broken: None,
             config,
         }
@@ -439,6 +442,29 @@ impl FailoverStream {
         self.filled = 0;
     }
 
+    /// At the first report of the peer's end: makes sure the closed frame that answered it
+    /// goes out, which the peer's `shutdown` waits for. A write that found no credit waits
+    /// in the path's open slot for this side's next call, and there may be none: posted
+    /// (flushed) here, and, if this side ended too (nothing more to send on the path),
+    /// delivered (the path's own shutdown waits for its sends), so that dropping the stream
+    /// next loses nothing.
+    fn push_closed(&mut self) -> Step<()> {
+        if self.closed_sent {
+            return Ok(());
+        }
+        let done = self.shut && self.end_acked;
+        let path = self.current()?;
+        if done {
+            // Both sides ended: the peer may drop its path as soon as it has the closed
+            // frame, failing the path's own end behind it. Nothing is left to move.
+            let _ = path.shutdown();
+        } else {
+            path.flush()?;
+        }
+        self.closed_sent = true;
+        Ok(())
+    }
+
     /// The peer received `offset` bytes: sends again what followed, and the end.
     fn resume(&mut self, offset: u64) -> Step<()> {
         self.acked_to(offset)?;
@@ -449,6 +475,10 @@ impl FailoverStream {
         self.send_data(&back)?;
         if self.shut && !self.end_acked {
             self.send(&Frame::End(self.sent))?;
+        }
+        // The peer may not have had the answer to its end.
+        if let Some(end) = self.peer_end {
+            self.send(&Frame::Closed(end))?;
         }
         Ok(())
     }
@@ -593,6 +623,7 @@ impl Read for FailoverStream {
                 return Ok(Some(n));
             }
             if s.peer_end == Some(s.received) {
+                s.push_closed()?;
                 return Ok(Some(0));
             }
             // Frames kept back while the buffer was full, then the path.
