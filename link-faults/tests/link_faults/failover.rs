@@ -146,7 +146,12 @@ fn transfer_across_a_cut(kind: FaultKind) {
     ];
     let mut stream = FailoverStream::connect(&paths, &config()).unwrap();
     let first = paths[0].to_string();
-    assert_eq!(stream.path(), Some(first.as_str()));
+    assert_eq!(
+        stream.path(),
+        Some(first.as_str()),
+        "the stream did not start on link 2: {:?}",
+        stream.failures()
+    );
     let mut buf = vec![0; CHUNK];
     let mut sum = 0;
     let (mut fault, mut cut, mut moved) = (None, None, None);
