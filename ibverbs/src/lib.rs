@@ -61,7 +61,7 @@
 //!
 //! | feature | what it adds | Rust |
 //! |---|---|---|
-//! | `cm` | [`cm`](cm/index.html): connection management over librdmacm (resolve, listen, connect, accept, UD, multicast), which it links; [`stream`](stream/index.html): blocking byte streams over one RC connection, and over redundant paths with failover ([`stream::failover`](stream/failover/index.html)) | 1.77 |
+//! | `cm` | [`cm`](cm/index.html): connection management over librdmacm (resolve, listen, connect, accept, UD, multicast), which it links; [`stream`](stream/index.html): blocking byte streams over one RC connection | 1.77 |
 //! | `tokio` | [`tokio`](tokio/index.html): completions, device events and operations that own their buffers as futures; with `cm` also rdma_cm's events and the async byte streams of [`tokio::stream`](tokio/stream/index.html) | 1.85 (tokio 1.54) |
 //! | `serde` | `Serialize` and `Deserialize` for [`Endpoint`], [`RemoteMemory`] and [`Gid`], what peers exchange | 1.77 |
 //! | `bindgen` | nothing to the API: the raw bindings (`rdma-verbs-sys`'s, and `rdmacm-sys`'s with `cm`) are generated at build time from the installed rdma-core headers with bindgen, which needs libclang, instead of being the checked-in ones of x86_64 and aarch64 Linux | 1.77 |

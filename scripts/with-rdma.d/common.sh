@@ -28,11 +28,6 @@ CM_ADDR=198.18.1.1
 NS_PEER=rdma-peer
 NS_VETH_A=rl-a
 NS_VETH_B=rl-b
-# Its second link (the failover tests' redundant path): another veth pair, rl-a2 here with
-# NS2_NET.1, rl-b2 there with NS2_NET.2, a link device on each end (rxe3/rxe4 or siw3/siw4).
-NS_VETH_A2=rl-a2
-NS_VETH_B2=rl-b2
-NS2_NET=198.18.3
 # The iWARP device of a VM running the kernel scripts/build-siw built soft-iWARP for
 # (setup_siw): siw0 on the dummy netdev iw0.
 IWARP_DEV=siw0

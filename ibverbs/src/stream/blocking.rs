@@ -44,9 +44,6 @@ pub struct RdmaStream {
     keepalive: i32,
     local: Option<SocketAddr>,
     peer: Option<SocketAddr>,
-    /// When a read, write, flush or shutdown waiting gives up with `TimedOut` (the stream
-    /// stays usable); `None`: they wait as long as it takes.
-    deadline: Option<Instant>,
 }
 
 /// The next event on `channel`, if `want` says it is the one `verb` waits for.
@@ -79,24 +76,12 @@ impl RdmaStream {
     /// Connects to a listener at `addr` with the rings of `config` (as the tokio form's
     /// `connect_with`; the CM's own timeouts bound each step).
     pub fn connect_with(addr: SocketAddr, config: &StreamConfig) -> io::Result<RdmaStream> {
-        Self::connect_from(None, addr, config)
-    }
-
-    /// [`connect_with`](Self::connect_with) from the local address `src` (`None`: the one
-    /// the route gives): the path of a failover stream.
-    pub(crate) fn connect_from(
-        src: Option<SocketAddr>,
-        addr: SocketAddr,
-        config: &StreamConfig,
-    ) -> io::Result<RdmaStream> {
         let hello = config.hello()?;
         let keepalive = poll_timeout(config.probe_interval()?);
         let channel = EventChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
-        for option in config.id_options()? {
-            id.set_option(option)?;
-        }
-        id.resolve_addr(src, addr, config.timeout())?;
+        id.set_option(config.tos())?;
+        id.resolve_addr(None, addr, config.timeout())?;
         expect(&channel, "rdma_resolve_addr", |k| {
             matches!(k, CmEventKind::AddrResolved)
         })?;
@@ -136,15 +121,7 @@ impl RdmaStream {
             keepalive,
             local: None,
             peer: None,
-            deadline: None,
         }
-    }
-
-    /// Sets when a waiting read, write, flush or shutdown gives up with a `TimedOut` error,
-    /// which leaves the stream as it was (`None`: never). A deadline already past makes
-    /// them return what needs no wait.
-    pub(crate) fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
     }
 
     /// The connection is up: the peer said `peer`.
@@ -182,16 +159,7 @@ impl RdmaStream {
             if let Some(done) = step(&mut self.rings, qp(&self.id)) {
                 return done;
             }
-            let left = self
-                .deadline
-                .map(|end| end.saturating_duration_since(Instant::now()));
-            if left == Some(Duration::ZERO) {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the stream's deadline passed while it waited",
-                ));
-            }
-            if let Err(e) = self.wait(left) {
+            if let Err(e) = self.wait() {
                 self.rings
                     .fail_locally(format!("waiting for the connection: {e}"));
             }
@@ -204,9 +172,8 @@ impl RdmaStream {
     }
 
     /// Waits until the CQ or the id has news, and hands it to the rings; probes the peer if
-    /// none came within the keepalive interval (or `left`, the time to the deadline, if
-    /// shorter: a probe then is early, and harmless).
-    fn wait(&mut self, left: Option<Duration>) -> Result<()> {
+    /// none came within the keepalive interval.
+    fn wait(&mut self) -> Result<()> {
         if self.drain()? {
             return Ok(());
         }
@@ -223,16 +190,7 @@ impl RdmaStream {
             events: libc::POLLIN,
             revents: 0,
         });
-        let ms = left.map_or(self.keepalive, |left| {
-            // Rounded up, so that the wait ends at or after the deadline.
-            let ms = i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
-            if self.keepalive < 0 {
-                ms
-            } else {
-                ms.min(self.keepalive)
-            }
-        });
-        let ready = poll_fds(&mut fds, ms);
+        let ready = poll_fds(&mut fds, self.keepalive);
         if ready < 0 {
             let err = Error::last("poll");
             return match err.raw_os_error() {
@@ -310,8 +268,6 @@ pub struct RdmaListener {
     hello: Hello,
     keepalive: i32,
     handshake: Duration,
-    /// The CM options of each id it accepts (the ACK timeout).
-    options: Vec<crate::cm::CmOption>,
     /// Handshakes under way: accepted, waiting for the peer's confirmation.
     pending: Mutex<Vec<Pending>>,
 }
@@ -335,7 +291,6 @@ impl RdmaListener {
         let hello = config.hello()?;
         let keepalive = poll_timeout(config.probe_interval()?);
         let handshake = config.handshake_deadline()?;
-        let options = config.id_options()?;
         let channel = EventChannel::new()?;
         let id = channel.create_id(PortSpace::Tcp)?;
         id.set_option(config.tos())?;
@@ -347,7 +302,6 @@ impl RdmaListener {
             hello,
             keepalive,
             handshake,
-            options,
             pending: Mutex::new(Vec::new()),
         })
     }
@@ -362,16 +316,6 @@ impl RdmaListener {
     /// (the listener's channel, or a stream's set-up: its memory, its file descriptors);
     /// the request it failed for is rejected, and the listener goes on at the next call.
     pub fn accept(&self) -> io::Result<RdmaStream> {
-        loop {
-            // Without a deadline it returns only with a stream or an error.
-            if let Some(stream) = self.accept_until(None)? {
-                return Ok(stream);
-            }
-        }
-    }
-
-    /// [`accept`](Self::accept), giving up (`None`) once `deadline` passed.
-    pub(crate) fn accept_until(&self, deadline: Option<Instant>) -> io::Result<Option<RdmaStream>> {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             while pending.len() < HANDSHAKES {
@@ -394,7 +338,7 @@ impl RdmaListener {
                             mut stream, peer, ..
                         } = pending.swap_remove(i);
                         stream.connected(peer);
-                        return Ok(Some(stream));
+                        return Ok(stream);
                     }
                     // That peer's failure or its time up: dropped (the peer sees a reject).
                     Some(false) => drop(pending.swap_remove(i)),
@@ -402,16 +346,13 @@ impl RdmaListener {
                     None => i += 1,
                 }
             }
-            if deadline.is_some_and(|end| end <= now) {
-                return Ok(None);
-            }
-            self.wait(&pending, now, deadline)?;
+            self.wait(&pending, now)?;
         }
     }
 
     /// Waits until the listener's channel (while there is room for a handshake) or a
-    /// handshake's has an event, or the first handshake deadline (or `deadline`) passes.
-    fn wait(&self, pending: &[Pending], now: Instant, deadline: Option<Instant>) -> Result<()> {
+    /// handshake's has an event, or the first handshake deadline passes.
+    fn wait(&self, pending: &[Pending], now: Instant) -> Result<()> {
         let listener = (pending.len() < HANDSHAKES).then(|| self.channel.fd());
         let mut fds: Vec<libc::pollfd> = listener
             .into_iter()
@@ -422,8 +363,7 @@ impl RdmaListener {
                 revents: 0,
             })
             .collect();
-        let first = pending.iter().map(|p| p.deadline).chain(deadline).min();
-        let ms = first.map_or(-1, |end| {
+        let ms = pending.iter().map(|p| p.deadline).min().map_or(-1, |end| {
             // Rounded up, so that the wait ends at or after the deadline.
             let left = end.saturating_duration_since(now).as_nanos();
             i32::try_from(left.div_ceil(1_000_000)).unwrap_or(i32::MAX)
@@ -451,9 +391,6 @@ impl RdmaListener {
         // On an error below, dropping the id destroys it: the peer sees a reject.
         let channel = EventChannel::new()?;
         id.migrate_id(&channel)?;
-        for option in &self.options {
-            id.set_option(*option)?;
-        }
         let (cq, rings) = prepare(&mut id, self.hello)?;
         let stream = RdmaStream::parts(id, channel, cq, rings, self.keepalive);
         if stream.id.accept(&conn_param(&self.hello.encode())).is_err() {

@@ -1,9 +1,7 @@
 //! Byte streams over one RC connection set up by rdma_cm (feature `cm`): [`RdmaStream`] is
 //! `Read` + `Write` (blocking), with its [`RdmaListener`]; the tokio `AsyncRead` +
 //! `AsyncWrite` form is `tokio::stream::RdmaStream` (features `tokio` and `cm`), with its
-//! listener. Both speak the same protocol, so either end may be either form. A stream over
-//! two or more paths that moves to a surviving one when its path fails is
-//! [`failover::FailoverStream`] (blocking).
+//! listener. Both speak the same protocol, so either end may be either form.
 //!
 //! # The protocol
 //! Each side registers two rings when it connects or accepts, and says in its private data
@@ -83,7 +81,6 @@
 //! peer's kind.
 
 mod blocking;
-pub mod failover;
 pub(crate) mod ring;
 pub(crate) mod setup;
 pub(crate) mod wire;
@@ -124,7 +121,6 @@ pub struct StreamConfig {
     keepalive: Option<Duration>,
     handshake_timeout: Duration,
     traffic_class: u8,
-    ack_timeout: Option<u8>,
 }
 
 impl Default for StreamConfig {
@@ -138,7 +134,6 @@ impl Default for StreamConfig {
             keepalive: Some(KEEPALIVE),
             handshake_timeout: HANDSHAKE,
             traffic_class: 0,
-            ack_timeout: None,
         }
     }
 }
@@ -204,40 +199,9 @@ impl StreamConfig {
         self
     }
 
-    /// The local ACK timeout of the stream's QP, as the verbs' exponent: 4.096 µs ×
-    /// 2^`exponent`, 1 to 31 ([`CmOption::AckTimeout`], `RDMA_OPTION_ID_ACK_TIMEOUT`, set
-    /// on a connect's id and on each id a listener accepts). `None` (the default): the
-    /// CM's, from the route (on RoCE about 2^18, a second). A send to a peer whose host or
-    /// link vanished fails after 7 such timeouts (the stream's QPs retry 6 times), so this
-    /// and the [`keepalive`](Self::keepalive) bound how long a dead link takes to break
-    /// the stream (and a [failover stream](failover) to move). Checked when the stream is
-    /// made.
-    pub fn ack_timeout(mut self, exponent: Option<u8>) -> Self {
-        self.ack_timeout = exponent;
-        self
-    }
-
     /// The traffic class, as the CM option that sets it.
     pub(crate) fn tos(&self) -> CmOption {
         CmOption::TrafficClass(self.traffic_class)
-    }
-
-    /// The CM options a stream's id takes before its route is resolved or it is accepted:
-    /// the traffic class, and the ACK timeout if set (checked: 1 to 31).
-    pub(crate) fn id_options(&self) -> Result<Vec<CmOption>> {
-        let mut options = vec![self.tos()];
-        if let Some(exponent) = self.ack_timeout {
-            if !(1..=31).contains(&exponent) {
-                return Err(Error::OutOfRange {
-                    what: "stream ACK timeout exponent",
-                    value: u64::from(exponent),
-                    min: 1,
-                    max: 31,
-                });
-            }
-            options.push(CmOption::AckTimeout(exponent));
-        }
-        Ok(options)
     }
 
     pub(crate) fn timeout(&self) -> Duration {

@@ -44,7 +44,7 @@ use futures_core::Stream;
 use super::cm::{AsyncCmChannel, AsyncCmId, ConnectRequest, Listener};
 use super::ticker::Ticker;
 use super::AsyncCq;
-use crate::cm::{CmEventKind, CmOption, PortSpace};
+use crate::cm::{CmEventKind, PortSpace};
 use crate::error::Result;
 use crate::stream::ring::{Rings, Step, BATCH};
 use crate::stream::setup::{self, conn_param, invalid_data, qp};
@@ -112,9 +112,7 @@ impl RdmaStream {
         let keepalive = config.probe_interval()?;
         let channel = AsyncCmChannel::new()?;
         let mut id = channel.create_id(PortSpace::Tcp)?;
-        for option in config.id_options()? {
-            id.id().set_option(option)?;
-        }
+        id.id().set_option(config.tos())?;
         id.resolve(None, addr, config.timeout()).await?;
         let (cq, rings) = prepare(&mut id, hello)?;
         let connected = id.connect(&conn_param(&hello.encode())).await?;
@@ -322,8 +320,6 @@ pub struct RdmaListener {
     hello: Hello,
     keepalive: Option<Duration>,
     timeout: Duration,
-    /// The CM options of each id it accepts (the ACK timeout).
-    options: Vec<CmOption>,
     handshakes: Vec<Handshake>,
 }
 
@@ -347,7 +343,6 @@ impl RdmaListener {
         let hello = config.hello()?;
         let keepalive = config.probe_interval()?;
         let timeout = config.handshake_deadline()?;
-        let options = config.id_options()?;
         let id = AsyncCmChannel::new()?.create_id(PortSpace::Tcp)?;
         id.id().set_option(config.tos())?;
         id.id().bind(addr)?;
@@ -357,7 +352,6 @@ impl RdmaListener {
             hello,
             keepalive,
             timeout,
-            options,
             handshakes: Vec::new(),
         })
     }
@@ -382,12 +376,7 @@ impl RdmaListener {
                     // On an error, dropping the request destroys its id: the peer sees a
                     // reject.
                     let deadline = Ticker::new(self.timeout)?;
-                    let stream = Box::pin(handshake(
-                        request,
-                        self.hello,
-                        self.keepalive,
-                        self.options.clone(),
-                    ));
+                    let stream = Box::pin(handshake(request, self.hello, self.keepalive));
                     self.handshakes.push(Handshake { stream, deadline });
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.into())),
@@ -443,16 +432,12 @@ async fn handshake(
     mut request: ConnectRequest,
     hello: Hello,
     keepalive: Option<Duration>,
-    options: Vec<CmOption>,
 ) -> io::Result<Option<RdmaStream>> {
     let Ok(peer) = Hello::decode(&request.private_data) else {
         let _ = request.reject(&[]);
         return Ok(None);
     };
     // On an error below, dropping the request destroys its id: the peer sees a reject.
-    for option in options {
-        request.id.id().set_option(option)?;
-    }
     let (cq, rings) = prepare(&mut request.id, hello)?;
     let Ok(id) = request.accept(&conn_param(&hello.encode())).await else {
         return Ok(None);

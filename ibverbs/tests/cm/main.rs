@@ -7,11 +7,10 @@
 //! data over the UD limits: [`ud`]); the id's options, port and channel ([`options`]); its
 //! QP ([`qp`]); UD multicast joins ([`mcast`]); iWARP's rules ([`iwarp`]); the blocking byte
 //! stream ([`stream`]) and its listener against stalling peers and exhaustion
-//! ([`stream_listener`]); the failover stream's paths and hostile peers ([`failover`]). A missing device
+//! ([`stream_listener`]). A missing device
 //! or address is a failure, not a skip.
 
 mod af_ib;
-mod failover;
 mod iwarp;
 mod mcast;
 mod options;

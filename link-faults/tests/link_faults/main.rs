@@ -28,13 +28,11 @@
 //! faults on every path (guards), and checks at its end that no destroy call failed in a
 //! destructor, here or in the peer process.
 //!
-//! Here: the tests of faults. `failover`: the failover stream across two links while one
-//! is cut. `link`: the link's configuration and the faults injected on
+//! Here: the tests of faults. `link`: the link's configuration and the faults injected on
 //! it. `peer`: the peer process, from here and there. `qos`: the traffic class on the wire,
 //! captured on the link (no fault). `traffic`: the data layout, this host's verbs objects
 //! and the streams of writes.
 
-mod failover;
 mod link;
 mod peer;
 mod qos;

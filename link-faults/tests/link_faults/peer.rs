@@ -248,7 +248,6 @@ pub fn peer_process() {
             "rping" => peer_rping(args, &mut wire),
             "ucmatose" => peer_ucmatose(args, &mut wire),
             "grpc" => peer_grpc(args, &mut wire),
-            "failover" => crate::failover::peer_failover(&mut wire),
             "drops" => format!("ok {}", rdma_verbs::drop_error::count()),
             _ => panic!("peer: unknown command {line:?}"),
         };
